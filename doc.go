@@ -1,0 +1,2 @@
+// Package zkrecipes provides distributed coordination recipes on Apache ZooKeeper.
+package zkrecipes

@@ -1,0 +1,3 @@
+module github.com/zkrecipes/zkrecipes
+
+go 1.24
