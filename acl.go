@@ -1,0 +1,54 @@
+package zkrecipes
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Perm is a set of ZooKeeper ACL permissions.
+type Perm int32
+
+// ZooKeeper ACL permissions.
+const (
+	PermRead   Perm = zk.PermRead
+	PermWrite  Perm = zk.PermWrite
+	PermCreate Perm = zk.PermCreate
+	PermDelete Perm = zk.PermDelete
+	PermAdmin  Perm = zk.PermAdmin
+	PermAll    Perm = zk.PermAll
+)
+
+// ACL is one ZooKeeper access-control entry: the permissions granted to an
+// identity (Scheme and ID).
+type ACL struct {
+	Perms  Perm
+	Scheme string // "world", "auth", "digest", "ip", ...
+	ID     string
+}
+
+// OpenACL grants every permission to everyone: ZooKeeper's OPEN_ACL_UNSAFE,
+// the default for every node this package creates.
+func OpenACL() []ACL { return []ACL{{Perms: PermAll, Scheme: "world", ID: "anyone"}} }
+
+// CreatorACL grants every permission to the authenticated identities of the
+// creating session only (ZooKeeper's CREATOR_ALL_ACL). The session must have
+// authenticated, for example with WithDigestAuth, or ZooKeeper rejects the
+// create with an invalid-ACL error.
+func CreatorACL() []ACL { return []ACL{{Perms: PermAll, Scheme: "auth", ID: ""}} }
+
+// DigestACL grants perms to the holder of the digest credentials user and
+// password, the identity that WithDigestAuth(user, password) authenticates.
+func DigestACL(user, password string, perms Perm) ACL {
+	h := sha1.Sum([]byte(user + ":" + password))
+	return ACL{Perms: perms, Scheme: "digest", ID: user + ":" + base64.StdEncoding.EncodeToString(h[:])}
+}
+
+func toZKACL(acl []ACL) []zk.ACL {
+	out := make([]zk.ACL, len(acl))
+	for i, a := range acl {
+		out[i] = zk.ACL{Perms: int32(a.Perms), Scheme: a.Scheme, ID: a.ID}
+	}
+	return out
+}

@@ -1,0 +1,272 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The shared queue every lock recipe runs on (Curator's LockInternals):
+// create a protected EPHEMERAL_SEQUENTIAL node, list and sort the children,
+// let the recipe's predicate say "held" or "watch that node", watch it with
+// getData, and clean up on every failure path.
+
+// queue describes one recipe's queue under dir.
+type queue struct {
+	s       *Session
+	dir     string   // absolute path of the recipe
+	name    string   // node name after the protected prefix: "lock-", "__WRIT__", ...
+	markers []string // sort markers
+	kind    string   // recipe kind, to detect another recipe on the path
+	pred    predicate
+	// fast lets a waiter trust its first listing when every node is
+	// sequential: nodes created later sort above it, so when the watched
+	// node goes, the next one to watch (or the grant) is known without
+	// listing the children again.
+	fast bool
+}
+
+// errStartOver marks a failure after which the acquisition must start
+// again from a new node: the session that owned the node ended, or the
+// node was deleted under the waiter.
+var errStartOver = errors.New("zkrecipes: start over")
+
+type startOver struct{ cause error }
+
+func (e *startOver) Error() string        { return e.cause.Error() }
+func (e *startOver) Unwrap() error        { return e.cause }
+func (e *startOver) Is(target error) bool { return target == errStartOver }
+
+// acquire runs the queue until the predicate grants the caller, ctx ends,
+// or (with try) someone else holds it. After a session loss or the loss of
+// its node it starts over under the Session's retry policy. On every
+// failure path its node is deleted before it returns (or, when the
+// connection is down, in the background).
+func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
+	bo := q.s.cfg.retry()
+	for {
+		h, err := q.attempt(ctx, data, try, onEnd)
+		if err == nil || !errors.Is(err, errStartOver) {
+			return h, err
+		}
+		q.s.cfg.log.Info("zkrecipes: acquisition starts over", "path", q.dir, "err", err)
+		d := bo.NextBackOff()
+		if d == Stop {
+			return nil, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, q.s.rel(q.dir), errors.Unwrap(err))
+		}
+		if err := sleepCtx(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// attempt is one pass: one node, one session.
+func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
+	node, err := q.s.createProtected(ctx, q.dir, q.name, data)
+	if err != nil {
+		if errors.Is(err, zk.ErrSessionExpired) {
+			return nil, &startOver{err}
+		}
+		return nil, err
+	}
+	own := baseName(node.path)
+	granted := false
+	defer func() {
+		if !granted {
+			q.s.deleteEventually(node.path, node.gen.id)
+		}
+	}()
+
+	// List the children and read the own node beside it: the read gives the
+	// fencing token (czxid), checks the owner, and sets the watch that
+	// reports the node's deletion.
+	kids, stat, selfW, err := q.listWithSelf(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	if stat.EphemeralOwner != node.gen.id {
+		return nil, &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, own, stat.EphemeralOwner)}
+	}
+
+	for {
+		nodes := sortNodes(kids, q.markers)
+		if k := conflictingKind(nodes, q.kind); k != "" {
+			return nil, fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, q.s.rel(q.dir), k, q.kind)
+		}
+		idx := indexOf(nodes, own)
+		if idx < 0 {
+			return nil, &startOver{lost(ErrNodeDeleted)}
+		}
+		fast := q.fast && allSequential(nodes)
+		relist := false
+		for !relist {
+			held, watch := q.pred(nodes, idx)
+			if held {
+				epoch, err := q.grant(ctx, node)
+				if err != nil {
+					return nil, err
+				}
+				granted = true
+				return newHold(q.s, node, stat.Czxid, selfW, epoch, onEnd), nil
+			}
+			if try {
+				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
+			}
+			gone, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), &selfW)
+			if err != nil {
+				return nil, err
+			}
+			if !gone {
+				continue // the watched node changed but is still there
+			}
+			if !fast {
+				relist = true
+				break
+			}
+			nodes = append(nodes[:watch:watch], nodes[watch+1:]...)
+			idx = indexOf(nodes, own)
+		}
+		if kids, err = q.list(ctx, node); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// listWithSelf lists the children and reads the own node with a watch,
+// both at once, retrying through a connection loss under the same session.
+func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	type self struct {
+		stat *zk.Stat
+		w    <-chan zk.Event
+		err  error
+	}
+	for {
+		sc := make(chan self, 1)
+		go func() {
+			_, st, w, err := q.s.getW(ctx, node.path)
+			sc <- self{st, w, err}
+		}()
+		kids, kerr := q.s.children(ctx, q.dir)
+		own := <-sc
+		err := firstErr(own.err, kerr)
+		if err == nil {
+			return kids, own.stat, own.w, nil
+		}
+		if err = q.classify(ctx, node, err); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+}
+
+// list lists the children, retrying through a connection loss under the
+// same session.
+func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
+	for {
+		kids, err := q.s.children(ctx, q.dir)
+		if err == nil {
+			return kids, nil
+		}
+		if err = q.classify(ctx, node, err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitFor watches target with getData until it is deleted (gone true) or
+// changes (gone false). A target already gone sets no watch.
+func (q *queue) waitFor(ctx context.Context, node ownNode, target string, selfW *<-chan zk.Event) (bool, error) {
+	for {
+		_, _, w, err := q.s.getW(ctx, target)
+		if err == zk.ErrNoNode {
+			return true, nil
+		}
+		if err != nil {
+			if err = q.classify(ctx, node, err); err == nil {
+				continue
+			}
+			return false, err
+		}
+		for {
+			select {
+			case ev := <-w:
+				switch ev.Type {
+				case zk.EventNodeDeleted:
+					return true, nil
+				case zk.EventNotWatching:
+					return false, q.classify(ctx, node, ev.Err)
+				}
+				return false, nil
+			case ev := <-*selfW:
+				switch ev.Type {
+				case zk.EventNodeDeleted:
+					return false, q.classify(ctx, node, lost(ErrNodeDeleted))
+				case zk.EventNotWatching:
+					return false, q.classify(ctx, node, ev.Err)
+				}
+				if _, _, *selfW, err = q.s.getW(ctx, node.path); err != nil {
+					return false, q.classify(ctx, node, err)
+				}
+			case <-node.gen.done:
+				return false, &startOver{node.gen.err}
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+	}
+}
+
+// grant confirms that the caller's session still stands before it is told
+// it holds: when the grant arrives during a connection loss it waits for
+// the connection to come back under the same session. It returns the
+// ownership epoch the lease lives in.
+func (q *queue) grant(ctx context.Context, node ownNode) (*signal, error) {
+	for {
+		gen, epoch := q.s.current()
+		if gen != node.gen || gen.fired() {
+			return nil, &startOver{node.gen.err}
+		}
+		if !epoch.fired() {
+			return epoch, nil
+		}
+		if _, _, err := q.s.awaitConnected(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// classify turns a failure while queued into what to do: nil to retry
+// after the connection came back under the same session, a startOver when
+// the node's session or node is gone, or the error to return.
+func (q *queue) classify(ctx context.Context, node ownNode, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, ErrClosed) || errors.Is(err, zk.ErrClosing):
+		return ErrClosed
+	case errors.Is(err, ErrNodeDeleted) || err == zk.ErrNoNode:
+		return &startOver{lost(ErrNodeDeleted)}
+	case errors.Is(err, zk.ErrSessionExpired) || node.gen.fired():
+		return &startOver{lost(ErrSessionExpired)}
+	case isRetryable(err):
+		gen, _, werr := q.s.awaitConnected(ctx)
+		if werr != nil {
+			return werr
+		}
+		if gen != node.gen {
+			return &startOver{lost(ErrSessionChanged)}
+		}
+		return nil
+	}
+	return fmt.Errorf("zkrecipes: %s: %w", q.s.rel(q.dir), err)
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

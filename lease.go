@@ -1,0 +1,224 @@
+package zkrecipes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Lease is proof of ownership returned by every acquisition: of a lock, a
+// semaphore permit or leadership. Like a context.Context, Done closes and
+// Err says why when ownership ends, whether the holder released it or lost
+// it. Ownership can be lost at any moment (the connection drops, the
+// session expires, an operator deletes the node): a holder must watch Done
+// and, for any resource it writes, guard the write with Token or Check.
+//
+// The handle is the capability: any goroutine that has the Lease may
+// release it, not only the one that acquired it. A Lease is safe for
+// concurrent use.
+type Lease struct {
+	h        *hold
+	released atomic.Bool
+}
+
+// Done returns a channel that is closed when ownership ends: lost, or
+// released (for a reentrant lock, when the last of its leases on that
+// goroutine is released).
+func (l *Lease) Done() <-chan struct{} { return l.h.sig.done }
+
+// Err returns nil while the lease is held. After Done closes it returns
+// ErrReleased if this lease was released, or an error matching ErrLockLost
+// and its cause (ErrSuspended, ErrSessionExpired, ErrSessionChanged,
+// ErrNodeDeleted, ErrClosed) if ownership was lost.
+func (l *Lease) Err() error {
+	if l.released.Load() {
+		return ErrReleased
+	}
+	select {
+	case <-l.h.sig.done:
+		return l.h.sig.err
+	default:
+		return nil
+	}
+}
+
+// Token returns the fencing token of this ownership: the creation zxid
+// (czxid) of its node. Tokens of successive owners of one recipe path
+// strictly increase across the whole ensemble, even after the path's
+// container parent was deleted and created again (which restarts the
+// sequence numbers in node names). Hand the token to the resource you
+// protect and have it reject any write with a token lower than the highest
+// it has seen.
+func (l *Lease) Token() int64 { return l.h.token }
+
+// Path returns the path of the lease's node, relative to the Session's
+// namespace.
+func (l *Lease) Path() string { return l.h.s.rel(l.h.node.path) }
+
+// Check returns a ZooKeeper check operation that succeeds only while the
+// lease's node exists, that is while ownership has not ended on the
+// server. Put it first in a Multi on the Session's Conn to make a write
+// conditional on still holding the lease:
+//
+//	_, err := session.Conn().Multi(lease.Check(), &zk.SetDataRequest{...})
+func (l *Lease) Check() *zk.CheckVersionRequest {
+	return &zk.CheckVersionRequest{Path: l.h.node.path, Version: -1}
+}
+
+// Release gives up ownership. For a reentrant lock it only decrements the
+// hold count until the last lease of the holding goroutine is released;
+// then it deletes the node. It returns nil once ZooKeeper confirmed the
+// delete; ErrReleaseDeferred if the delete could not be confirmed before
+// ctx ended or the connection dropped (the lease is released anyway, and
+// the node deleted in the background as soon as possible); the loss error
+// (matching ErrLockLost) if ownership had already been lost; and
+// ErrReleased if this lease was already released.
+func (l *Lease) Release(ctx context.Context) error {
+	if !l.released.CompareAndSwap(false, true) {
+		return ErrReleased
+	}
+	return l.h.release(ctx)
+}
+
+// hold is one owned node, shared by the leases of a reentrant holder.
+type hold struct {
+	s     *Session
+	node  ownNode
+	token int64
+	sig   *signal // ends ownership: lost or released
+	stop  chan struct{}
+	onEnd func() // drops the hold from its recipe's bookkeeping
+
+	mu    sync.Mutex
+	count int
+}
+
+// newHold starts watching a freshly granted node: its own-node watch, the
+// session generation and the ownership epoch.
+func newHold(s *Session, node ownNode, token int64, selfW <-chan zk.Event, epoch *signal, onEnd func()) *hold {
+	h := &hold{s: s, node: node, token: token, sig: newSignal(), stop: make(chan struct{}), onEnd: onEnd, count: 1}
+	s.wg.Add(1)
+	go h.monitor(selfW, epoch)
+	return h
+}
+
+// lease hands out one more lease on the hold, or reports that the hold has
+// ended.
+func (h *hold) lease() (*Lease, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sig.fired() {
+		return nil, false
+	}
+	h.count++
+	return &Lease{h: h}, true
+}
+
+func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
+	defer h.s.wg.Done()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-epoch.done:
+			h.lose(epoch.err, true)
+			return
+		case ev := <-selfW:
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				h.lose(lost(ErrNodeDeleted), false)
+				return
+			case zk.EventNotWatching:
+				selfW = nil // the session is ending: the epoch fires next
+			default:
+				selfW = h.rearm()
+			}
+		}
+	}
+}
+
+// rearm sets the own-node watch again after a data change.
+func (h *hold) rearm() <-chan zk.Event {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		_, _, w, err := h.s.getW(ctx, h.node.path)
+		switch {
+		case err == nil:
+			return w
+		case err == zk.ErrNoNode:
+			ch := make(chan zk.Event, 1)
+			ch <- zk.Event{Type: zk.EventNodeDeleted, Path: h.node.path}
+			return ch
+		case isRetryable(err):
+			if _, _, err := h.s.awaitConnected(ctx); err != nil {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// lose ends the hold because ownership was lost; cleanup schedules the
+// delete of a node that may outlive the loss (a suspended connection that
+// comes back).
+func (h *hold) lose(err error, cleanup bool) {
+	h.mu.Lock()
+	if h.sig.fired() {
+		h.mu.Unlock()
+		return
+	}
+	h.sig.fire(err)
+	h.mu.Unlock()
+	h.s.cfg.log.Warn("zkrecipes: ownership lost", "path", h.node.path, "err", err)
+	h.onEnd()
+	if cleanup {
+		h.s.deleteEventually(h.node.path, h.node.gen.id)
+	}
+}
+
+func (h *hold) release(ctx context.Context) error {
+	h.mu.Lock()
+	h.count--
+	if h.count > 0 {
+		h.mu.Unlock()
+		return nil
+	}
+	if h.sig.fired() {
+		h.mu.Unlock()
+		return h.sig.err
+	}
+	h.sig.fire(ErrReleased)
+	close(h.stop)
+	h.mu.Unlock()
+	h.onEnd()
+	err := h.s.delete(ctx, h.node.path)
+	if err == nil || err == zk.ErrNoNode {
+		return nil
+	}
+	h.s.deleteEventually(h.node.path, h.node.gen.id)
+	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, h.s.rel(h.node.path), err)
+}
+
+// abs maps a recipe path to its absolute ZooKeeper path.
+func (s *Session) abs(p string) string { return s.cfg.namespace + p }
+
+// rel maps an absolute ZooKeeper path back under the namespace.
+func (s *Session) rel(p string) string {
+	if s.cfg.namespace == "" {
+		return p
+	}
+	return strings.TrimPrefix(p, s.cfg.namespace)
+}

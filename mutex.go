@@ -1,0 +1,122 @@
+package zkrecipes
+
+import (
+	"context"
+	"sync"
+)
+
+// Mutex is a distributed, reentrant mutual-exclusion lock on a ZooKeeper
+// path, wire-compatible with Curator's InterProcessMutex: a Curator process
+// and a Go process using the same path exclude each other.
+//
+// Each contender creates an EPHEMERAL_SEQUENTIAL node
+// P/_c_<uuid>-lock-<seq>; the first in sequence order holds the lock, and
+// every other watches only the node just before it, so a release wakes
+// exactly one waiter. The lock is reentrant per goroutine, as Curator's is
+// per thread: a goroutine that holds it acquires again without any
+// ZooKeeper call, and the node is deleted when the last of its leases is
+// released.
+//
+// Nodes named by kazoo's Lock (<hex>__lock__<seq>) are treated as
+// contenders too, so kazoo clients cannot be overtaken; kazoo in turn
+// respects these nodes with extra_lock_patterns=["-lock-"]. Curator does
+// not recognise kazoo's nodes: do not mix Curator and kazoo on one path.
+//
+// NewMutex does no I/O. A Mutex is safe for concurrent use.
+type Mutex struct {
+	s    *Session
+	path string
+	err  error
+	cfg  lockConfig
+	q    queue
+
+	mu    sync.Mutex
+	holds map[int64]*hold // by goroutine id
+}
+
+// NewMutex returns a mutex on path (relative to the Session's namespace).
+// It does no I/O; an invalid path, a nil session or a bad option is
+// reported by every method of the Mutex.
+func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
+	m := &Mutex{s: s, path: path, holds: map[int64]*hold{}}
+	m.cfg, m.err = buildLockConfig(opts)
+	if m.err == nil {
+		m.err = checkRecipe(s, path)
+	}
+	if m.err == nil {
+		m.q = queue{s: s, dir: s.abs(path), name: "lock-", markers: mutexMarkers, kind: kindMutex,
+			pred: maxLeasesPredicate(1), fast: m.cfg.fast}
+	}
+	return m
+}
+
+// Acquire blocks until the calling goroutine holds the lock or ctx ends.
+// If the goroutine already holds it, Acquire returns a new lease on the
+// same hold at once. When the session expires while waiting, acquisition
+// starts over on the next session under the Session's retry policy, and
+// fails with an error matching ErrRetriesExhausted when the policy gives
+// up. On cancel, deadline or any error its queue node is deleted (in the
+// background if the connection is down) and the error returned: ctx's
+// error, ErrClosed, ErrRecipeConflict, or a ZooKeeper error.
+func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) { return m.acquire(ctx, false) }
+
+// TryAcquire is Acquire that returns an error matching ErrLocked at once,
+// leaving no node behind, when another owner holds the lock.
+func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) { return m.acquire(ctx, true) }
+
+func (m *Mutex) acquire(ctx context.Context, try bool) (*Lease, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
+	gid := goid()
+	m.mu.Lock()
+	if h := m.holds[gid]; h != nil {
+		if l, ok := h.lease(); ok {
+			m.mu.Unlock()
+			return l, nil
+		}
+	}
+	m.mu.Unlock()
+
+	var h *hold
+	onEnd := func() {
+		m.mu.Lock()
+		if m.holds[gid] == h {
+			delete(m.holds, gid)
+		}
+		m.mu.Unlock()
+	}
+	nh, err := m.q.acquire(ctx, m.cfg.data(), try, onEnd)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	h = nh
+	m.holds[gid] = h
+	m.mu.Unlock()
+	return &Lease{h: h}, nil
+}
+
+// Path returns the lock's path, as given to NewMutex.
+func (m *Mutex) Path() string { return m.path }
+
+// Participants lists the contenders of the lock, holder first, then the
+// queue in order. It fails with ctx's error, ErrClosed or a ZooKeeper
+// error; a path that does not exist yet has no participants.
+func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	return m.s.participants(ctx, m.q.dir, m.q.markers, 1)
+}
+
+// checkRecipe validates what every recipe constructor gets.
+func checkRecipe(s *Session, path string) error {
+	if s == nil {
+		return ErrNilSession
+	}
+	return validatePath(path)
+}

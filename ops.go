@@ -1,0 +1,228 @@
+package zkrecipes
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The ZooKeeper operations recipes issue. Each one honours ctx: it returns
+// ctx's error as soon as ctx ends, while the request itself (go-zookeeper
+// cannot cancel one) finishes on a goroutine the Session waits for in
+// Close. Each is reported to the Tracer.
+
+// call runs fn as operation op on path. When ctx ends first, the result
+// is handed to abandon (if non-nil) when it arrives, so that a create whose
+// caller gave up can be undone.
+func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error), abandon func(T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	s.opsMu.RLock()
+	if s.isClosed() {
+		s.opsMu.RUnlock()
+		return zero, ErrClosed
+	}
+	run := func() (T, error) {
+		start := time.Now()
+		v, err := fn()
+		if s.cfg.tracer != nil {
+			s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
+		}
+		return v, err
+	}
+	s.wg.Add(1)
+	s.opsMu.RUnlock()
+	if ctx.Done() == nil {
+		defer s.wg.Done()
+		return run()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer s.wg.Done()
+		v, err := run()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if abandon != nil {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				r := <-ch
+				abandon(r.v, r.err)
+			}()
+		}
+		return zero, ctx.Err()
+	}
+}
+
+func (s *Session) isClosed() bool {
+	select {
+	case <-s.closedCh:
+		return true
+	default:
+		return false
+	}
+}
+
+type getResult struct {
+	data  []byte
+	stat  *zk.Stat
+	watch <-chan zk.Event
+}
+
+func (s *Session) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	r, err := call(ctx, s, "getData", path, func() (getResult, error) {
+		d, st, err := s.conn.Get(path)
+		return getResult{data: d, stat: st}, err
+	}, nil)
+	return r.data, r.stat, err
+}
+
+// getW reads path and sets a data watch on it. When the node does not
+// exist it returns zk.ErrNoNode and leaves no watch behind (getData, unlike
+// exists, sets none on a missing node).
+func (s *Session) getW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	r, err := call(ctx, s, "getData", path, func() (getResult, error) {
+		d, st, w, err := s.conn.GetW(path)
+		return getResult{data: d, stat: st, watch: w}, err
+	}, nil)
+	return r.data, r.stat, r.watch, err
+}
+
+func (s *Session) children(ctx context.Context, path string) ([]string, error) {
+	return call(ctx, s, "getChildren", path, func() ([]string, error) {
+		c, _, err := s.conn.Children(path)
+		return c, err
+	}, nil)
+}
+
+func (s *Session) childrenW(ctx context.Context, path string) ([]string, <-chan zk.Event, error) {
+	type res struct {
+		c []string
+		w <-chan zk.Event
+	}
+	r, err := call(ctx, s, "getChildren", path, func() (res, error) {
+		c, _, w, err := s.conn.ChildrenW(path)
+		return res{c, w}, err
+	}, nil)
+	return r.c, r.w, err
+}
+
+func (s *Session) exists(ctx context.Context, path string) (*zk.Stat, error) {
+	return call(ctx, s, "exists", path, func() (*zk.Stat, error) {
+		ok, st, err := s.conn.Exists(path)
+		if err == nil && !ok {
+			return nil, zk.ErrNoNode
+		}
+		return st, err
+	}, nil)
+}
+
+func (s *Session) delete(ctx context.Context, path string) error {
+	_, err := call(ctx, s, "delete", path, func() (struct{}, error) {
+		return struct{}{}, s.conn.Delete(path, -1)
+	}, nil)
+	return err
+}
+
+// create creates a node. If ctx ends before the reply and the create
+// succeeds after all, the node is deleted in the background.
+func (s *Session) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	return call(ctx, s, "create", path, func() (string, error) {
+		return s.conn.Create(path, data, flags, toZKACL(s.cfg.acl))
+	}, func(p string, err error) {
+		if err == nil {
+			s.deleteEventually(p, s.conn.SessionID())
+		}
+	})
+}
+
+func (s *Session) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	return call(ctx, s, "setData", path, func() (*zk.Stat, error) {
+		return s.conn.Set(path, data, version)
+	}, nil)
+}
+
+func (s *Session) multi(ctx context.Context, path string, ops ...any) ([]zk.MultiResponse, error) {
+	return call(ctx, s, "multi", path, func() ([]zk.MultiResponse, error) {
+		return s.conn.Multi(ops...)
+	}, nil)
+}
+
+// ensureParents creates every missing ancestor of dir, and dir itself, as
+// container nodes, which the server deletes once they are empty.
+func (s *Session) ensureParents(ctx context.Context, dir string) error {
+	for i := 1; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		p := dir[:i]
+		_, err := call(ctx, s, "createContainer", p, func() (string, error) {
+			return s.conn.CreateContainer(p, nil, zk.FlagContainer, toZKACL(s.cfg.acl))
+		}, nil)
+		if err != nil && err != zk.ErrNodeExists {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteEventually deletes path in the background, retrying through
+// connection loss, until it is gone, the ZooKeeper session that owns it
+// (owner) has ended, or the Session is closed (its own session, and with it
+// the node, then ends too).
+func (s *Session) deleteEventually(path string, owner int64) {
+	s.opsMu.RLock()
+	defer s.opsMu.RUnlock()
+	if s.isClosed() {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		bo := s.cfg.retry()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.closedCh:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			gen, _, err := s.awaitConnected(ctx)
+			if err != nil {
+				return
+			}
+			err = s.delete(ctx, path)
+			switch {
+			case err == nil || err == zk.ErrNoNode:
+				return
+			case !isRetryable(err):
+				if gen.id == owner {
+					s.cfg.log.Error("zkrecipes: cannot delete node; it stays until its session ends", "path", path, "err", err)
+				}
+				return
+			}
+			s.cfg.log.Warn("zkrecipes: deleting node, will retry", "path", path, "err", err)
+			d := bo.NextBackOff()
+			if d == Stop {
+				d = time.Second
+			}
+			if sleepCtx(ctx, d) != nil {
+				return
+			}
+		}
+	}()
+}

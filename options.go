@@ -1,0 +1,141 @@
+package zkrecipes
+
+import (
+	"io"
+	"log/slog"
+	"time"
+)
+
+// SessionOption configures Connect and NewSession.
+type SessionOption func(*sessionConfig)
+
+type sessionConfig struct {
+	timeout   time.Duration
+	retry     RetryPolicy
+	namespace string
+	acl       []ACL
+	auth      []string // "user:password" digests
+	policy    LossPolicy
+	log       *slog.Logger
+	tracer    Tracer
+	err       error
+}
+
+func defaultSessionConfig() sessionConfig {
+	return sessionConfig{
+		timeout: 10 * time.Second,
+		retry:   ExponentialBackoff(50*time.Millisecond, 5*time.Second),
+		acl:     OpenACL(),
+		policy:  LoseOnSuspended,
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+func (c *sessionConfig) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// WithSessionTimeout sets the ZooKeeper session timeout the client asks
+// for; the server clamps it to its own bounds (by default 2 to 20 ticks).
+// A client cut off for this long considers its session lost. Default 10s.
+func WithSessionTimeout(d time.Duration) SessionOption {
+	return func(c *sessionConfig) {
+		if d <= 0 {
+			c.fail(invalidArg("session timeout %v must be positive", d))
+			return
+		}
+		c.timeout = d
+	}
+}
+
+// WithRetryPolicy sets how operations retry a lost connection, and how
+// acquisitions start over after their session expired while waiting.
+// Default ExponentialBackoff(50ms, 5s): retry until the caller's ctx ends.
+func WithRetryPolicy(p RetryPolicy) SessionOption {
+	return func(c *sessionConfig) {
+		if err := validatePolicy(p); err != nil {
+			c.fail(err)
+			return
+		}
+		c.retry = p
+	}
+}
+
+// WithNamespace roots every recipe path under ns (like Curator's
+// namespace, a client-side chroot): with namespace "app", a mutex on
+// "/locks/a" uses "/app/locks/a". Paths reported back (Lease.Path,
+// participants) are relative to the namespace. Default: none.
+func WithNamespace(ns string) SessionOption {
+	return func(c *sessionConfig) {
+		abs, err := normalizeNamespace(ns)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.namespace = abs
+	}
+}
+
+// WithACL sets the ACL of every node the recipes create, parents included.
+// Default OpenACL(). With CreatorACL or DigestACL entries, authenticate the
+// session with WithDigestAuth.
+func WithACL(acl []ACL) SessionOption {
+	return func(c *sessionConfig) {
+		if len(acl) == 0 {
+			c.fail(invalidArg("empty ACL"))
+			return
+		}
+		c.acl = append([]ACL(nil), acl...)
+	}
+}
+
+// WithDigestAuth authenticates the session with ZooKeeper's digest scheme
+// (user:password), again after every reconnect. Default: no auth.
+func WithDigestAuth(user, password string) SessionOption {
+	return func(c *sessionConfig) {
+		if user == "" {
+			c.fail(invalidArg("empty digest user"))
+			return
+		}
+		c.auth = append(c.auth, user+":"+password)
+	}
+}
+
+// WithLossPolicy sets when leases are considered lost: LoseOnSuspended (the
+// default) or LoseOnLost.
+func WithLossPolicy(p LossPolicy) SessionOption {
+	return func(c *sessionConfig) {
+		if p != LoseOnSuspended && p != LoseOnLost {
+			c.fail(invalidArg("unknown loss policy %d", int(p)))
+			return
+		}
+		c.policy = p
+	}
+}
+
+// WithLogger sets the logger for state changes, retries and background
+// clean-up, and for the ZooKeeper client's own messages (at Debug).
+// Default: discard everything.
+func WithLogger(l *slog.Logger) SessionOption {
+	return func(c *sessionConfig) {
+		if l == nil {
+			c.fail(invalidArg("nil logger"))
+			return
+		}
+		c.log = l
+	}
+}
+
+// WithTracer sets a hook that sees every ZooKeeper operation the recipes
+// issue. Default: none.
+func WithTracer(t Tracer) SessionOption {
+	return func(c *sessionConfig) {
+		if t == nil {
+			c.fail(invalidArg("nil tracer"))
+			return
+		}
+		c.tracer = t
+	}
+}

@@ -1,0 +1,44 @@
+package zkrecipes
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Participant is one contender of a recipe, as its node shows it.
+type Participant struct {
+	Node      string    // node name
+	Data      []byte    // node data: by default the creator's host address
+	SessionID int64     // the ZooKeeper session that owns the node
+	Token     int64     // the node's czxid: its fencing token if it holds
+	Created   time.Time // when the node was created
+	Holder    bool      // whether it holds (for a semaphore: one of the holders)
+}
+
+// participants lists the nodes under dir in queue order; the first
+// holders are marked as such.
+func (s *Session) participants(ctx context.Context, dir string, markers []string, holders int) ([]Participant, error) {
+	kids, err := s.children(ctx, dir)
+	if err == zk.ErrNoNode {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	nodes := sortNodes(kids, markers)
+	out := make([]Participant, 0, len(nodes))
+	for _, n := range nodes {
+		data, st, err := s.get(ctx, joinPath(dir, n.name))
+		if err == zk.ErrNoNode {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Participant{Node: n.name, Data: data, SessionID: st.EphemeralOwner, Token: st.Czxid,
+			Created: time.UnixMilli(st.Ctime), Holder: len(out) < holders})
+	}
+	return out, nil
+}

@@ -1,0 +1,124 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+)
+
+// BackOff paces retries: NextBackOff returns how long to wait before the
+// next attempt, or Stop to give up; Reset starts over. It is the method set
+// of github.com/cenkalti/backoff/v4's BackOff, so any of that package's
+// policies can be used without this package pinning its version in your
+// module.
+type BackOff interface {
+	NextBackOff() time.Duration
+	Reset()
+}
+
+// Stop is returned by BackOff.NextBackOff to end retrying.
+const Stop time.Duration = -1
+
+// RetryPolicy makes a fresh BackOff for each operation that retries. It
+// must be safe to call from several goroutines.
+type RetryPolicy func() BackOff
+
+// ExponentialBackoff retries with exponentially growing, jittered waits
+// from initial up to max between attempts, forever (until the caller's ctx
+// ends). It is the default policy: initial 50ms, max 5s.
+func ExponentialBackoff(initial, max time.Duration) RetryPolicy {
+	return func() BackOff {
+		b := backoff.NewExponentialBackOff()
+		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = initial, max, 0
+		b.RandomizationFactor = 0.5
+		b.Reset()
+		return b
+	}
+}
+
+// BoundedExponentialBackoff is ExponentialBackoff that gives up once
+// maxElapsed has passed since the first failure.
+func BoundedExponentialBackoff(initial, max, maxElapsed time.Duration) RetryPolicy {
+	return func() BackOff {
+		b := backoff.NewExponentialBackOff()
+		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = initial, max, maxElapsed
+		b.RandomizationFactor = 0.5
+		b.Reset()
+		return b
+	}
+}
+
+// RetryNTimes retries at most n times, waiting interval between attempts.
+func RetryNTimes(n int, interval time.Duration) RetryPolicy {
+	return func() BackOff {
+		return backoff.WithMaxRetries(backoff.NewConstantBackOff(interval), uint64(max(n, 0)))
+	}
+}
+
+// RetryUntilElapsed retries every interval until total has passed since the
+// first failure.
+func RetryUntilElapsed(total, interval time.Duration) RetryPolicy {
+	return func() BackOff { return &untilElapsed{total: total, interval: interval} }
+}
+
+// RetryForever retries every interval until the caller's ctx ends.
+func RetryForever(interval time.Duration) RetryPolicy {
+	return func() BackOff { return backoff.NewConstantBackOff(interval) }
+}
+
+// NoRetry never retries: the first failure is returned.
+func NoRetry() RetryPolicy {
+	return func() BackOff { return &backoff.StopBackOff{} }
+}
+
+type untilElapsed struct {
+	total, interval time.Duration
+	start           time.Time
+}
+
+func (u *untilElapsed) NextBackOff() time.Duration {
+	if u.start.IsZero() {
+		u.start = time.Now()
+	}
+	if time.Since(u.start)+u.interval > u.total {
+		return Stop
+	}
+	return u.interval
+}
+
+func (u *untilElapsed) Reset() { u.start = time.Time{} }
+
+func validatePolicy(p RetryPolicy) error {
+	if p == nil {
+		return invalidArg("nil retry policy")
+	}
+	return nil
+}
+
+// isRetryable tells whether an error from ZooKeeper may succeed when the
+// same request is sent again on the same session: a lost connection or no
+// reachable server. Session expiry is not: whatever was tied to the session
+// is gone and must be redone knowingly. Bad arguments, NoNode, NodeExists,
+// auth and ACL errors are not.
+func isRetryable(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionMoved)
+}
+
+// sleepCtx waits d or until ctx ends, whichever is first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

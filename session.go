@@ -1,0 +1,447 @@
+package zkrecipes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Session owns one connection to a ZooKeeper ensemble and tracks its
+// liveness for every recipe built on it. It drains every event the client
+// emits (go-zookeeper drops events once 6 are queued, so nothing else may be
+// left to read them), turns them into Curator's connection states, and
+// tells recipes when ownership ends.
+//
+// A Session outlives the ZooKeeper sessions under it: after one expires the
+// client connects again under a new session id, the Session reports LOST
+// then RECONNECTED, and recipes acquire again on the new one. Every lease
+// granted under the old session has ended by then.
+//
+// A Session is safe for concurrent use. Close it when done: Close stops
+// every goroutine it started.
+type Session struct {
+	conn     *zk.Conn
+	ownsConn bool
+	cfg      sessionConfig
+
+	// event queue: the client's callback appends, one goroutine drains.
+	qmu   sync.Mutex
+	queue []zk.Event
+	wake  chan struct{}
+
+	mu        sync.Mutex
+	state     ConnState
+	gen       *generation // the current (or last) ZooKeeper session
+	epoch     *signal     // ends when ownership ends under the loss policy
+	ready     chan struct{}
+	suspendT  *time.Timer
+	subs      map[*subscriber]struct{}
+	closed    bool
+	closedCh  chan struct{}
+	opsMu     sync.RWMutex // Close takes it to stop new operations
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// generation is one ZooKeeper session seen by this Session.
+type generation struct {
+	id int64
+	*signal
+}
+
+// Connect dials the ensemble (a list of "host:port"), waits until a
+// ZooKeeper session is established, and returns a Session that owns the
+// connection. It fails with ctx's error if no session is established before
+// ctx ends, and with ErrInvalidArgument or ErrInvalidPath for bad options.
+func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateServers(servers); err != nil {
+		return nil, err
+	}
+	s := newSession(cfg)
+	s.ownsConn = true
+	conn, _, err := zk.Connect(servers, cfg.timeout,
+		zk.WithEventCallback(s.enqueue),
+		zk.WithLogger(zkLogger{cfg.log}),
+		zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
+	}
+	s.conn = conn
+	s.start()
+	if err := s.awaitFirst(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("zkrecipes: connect to %s: %w", strings.Join(servers, ","), err)
+	}
+	if err := s.authenticate(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewSession adopts a *zk.Conn the caller already made, with the event
+// channel zk.Connect returned, which the Session then drains: adopt it right
+// after zk.Connect, before more than 6 events queue up and the client drops
+// them. It waits, like Connect, until the connection has a session, and
+// adds the WithDigestAuth credentials. The caller keeps ownership of conn:
+// Close stops the Session's goroutines but leaves conn open.
+func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
+	if conn == nil || events == nil {
+		return nil, invalidArg("nil conn or event channel")
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(cfg)
+	s.conn = conn
+	if conn.State() == zk.StateHasSession {
+		s.enqueue(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				s.enqueue(ev)
+			case <-s.closedCh:
+				return
+			}
+		}
+	}()
+	s.start()
+	if err := s.awaitFirst(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("zkrecipes: adopt connection: %w", err)
+	}
+	if err := s.authenticate(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func buildConfig(opts []SessionOption) (sessionConfig, error) {
+	cfg := defaultSessionConfig()
+	for _, o := range opts {
+		if o == nil {
+			return cfg, invalidArg("nil SessionOption")
+		}
+		o(&cfg)
+	}
+	return cfg, cfg.err
+}
+
+func validateServers(servers []string) error {
+	if len(servers) == 0 {
+		return invalidArg("empty server list")
+	}
+	for _, s := range servers {
+		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t\n/") {
+			return invalidArg("bad server address %q (want host:port)", s)
+		}
+	}
+	return nil
+}
+
+func newSession(cfg sessionConfig) *Session {
+	s := &Session{
+		cfg:      cfg,
+		wake:     make(chan struct{}, 1),
+		state:    StateConnecting,
+		gen:      &generation{signal: newSignal()},
+		epoch:    newSignal(),
+		ready:    make(chan struct{}),
+		subs:     map[*subscriber]struct{}{},
+		closedCh: make(chan struct{}),
+	}
+	return s
+}
+
+func (s *Session) start() {
+	s.wg.Add(1)
+	go s.drain()
+}
+
+func (s *Session) authenticate() error {
+	for _, a := range s.cfg.auth {
+		if err := s.conn.AddAuth("digest", []byte(a)); err != nil {
+			return fmt.Errorf("zkrecipes: digest auth: %w", err)
+		}
+	}
+	return nil
+}
+
+// awaitFirst waits for the first session.
+func (s *Session) awaitFirst(ctx context.Context) error {
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// enqueue is the client's event callback: it never blocks.
+func (s *Session) enqueue(ev zk.Event) {
+	s.qmu.Lock()
+	s.queue = append(s.queue, ev)
+	s.qmu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) drain() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.wake:
+		case <-s.closedCh:
+			return
+		}
+		s.qmu.Lock()
+		batch := s.queue
+		s.queue = nil
+		s.qmu.Unlock()
+		for _, ev := range batch {
+			if ev.Type == zk.EventSession {
+				s.onSessionEvent(ev)
+			}
+		}
+	}
+}
+
+func (s *Session) onSessionEvent(ev zk.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		id := s.conn.SessionID()
+		s.stopSuspendTimer()
+		switch {
+		case s.state == StateConnecting:
+			s.gen = &generation{id: id, signal: newSignal()}
+			s.epoch = newSignal()
+			s.setState(StateConnected, id, nil)
+			close(s.ready)
+		case id == s.gen.id && !s.gen.fired():
+			if s.state == StateSuspended {
+				s.epoch = newSignal()
+				s.setState(StateReconnected, id, nil)
+				close(s.ready)
+			}
+		default:
+			// The client is back under another session id, or under the
+			// same one after this Session presumed it lost: everything
+			// granted under the old generation has ended.
+			if !s.gen.fired() {
+				s.loseLocked(ErrSessionChanged)
+			}
+			s.gen = &generation{id: id, signal: newSignal()}
+			s.epoch = newSignal()
+			s.setState(StateReconnected, id, nil)
+			close(s.ready)
+		}
+	case zk.StateDisconnected:
+		if s.state.connected() {
+			if s.cfg.policy == LoseOnSuspended {
+				s.epoch.fire(lost(ErrSuspended))
+			}
+			s.ready = make(chan struct{})
+			s.setState(StateSuspended, s.gen.id, nil)
+			gen := s.gen
+			s.suspendT = time.AfterFunc(s.cfg.timeout, func() { s.presumeLost(gen) })
+		}
+	case zk.StateExpired:
+		if !s.gen.fired() && s.state != StateConnecting {
+			s.loseLocked(ErrSessionExpired)
+		}
+	case zk.StateAuthFailed:
+		s.cfg.log.Error("zkrecipes: zookeeper authentication failed", "session", fmt.Sprintf("0x%x", s.gen.id))
+		if !s.gen.fired() && s.state != StateConnecting {
+			s.loseLocked(fmt.Errorf("%w: authentication failed", ErrSessionExpired))
+		}
+	}
+}
+
+// presumeLost ends a generation whose connection has been down for the
+// whole session timeout: the server has expired it by now, or will before
+// this client can tell.
+func (s *Session) presumeLost(gen *generation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.gen != gen || gen.fired() || s.state != StateSuspended {
+		return
+	}
+	s.loseLocked(fmt.Errorf("%w: disconnected for the whole session timeout (%v)", ErrSessionExpired, s.cfg.timeout))
+}
+
+func (s *Session) loseLocked(cause error) {
+	err := lost(cause)
+	s.epoch.fire(err)
+	s.gen.fire(err)
+	if s.state.connected() {
+		s.ready = make(chan struct{})
+	}
+	s.stopSuspendTimer()
+	s.setState(StateLost, s.gen.id, cause)
+}
+
+func (s *Session) stopSuspendTimer() {
+	if s.suspendT != nil {
+		s.suspendT.Stop()
+		s.suspendT = nil
+	}
+}
+
+func (s *Session) setState(st ConnState, id int64, err error) {
+	s.state = st
+	ch := StateChange{State: st, SessionID: id, Err: err, At: time.Now()}
+	lvl := slog.LevelInfo
+	if st == StateLost || st == StateSuspended {
+		lvl = slog.LevelWarn
+	}
+	s.cfg.log.Log(context.Background(), lvl, "zkrecipes: connection state", "state", st.String(), "session", fmt.Sprintf("0x%x", id), "err", err)
+	for sub := range s.subs {
+		sub.push(ch)
+	}
+}
+
+// State returns the current connection state.
+func (s *Session) State() ConnState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// SessionID returns the id of the current ZooKeeper session (0 before the
+// first one).
+func (s *Session) SessionID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen.id
+}
+
+// Done returns a channel that is closed when the ZooKeeper session current
+// at the time of the call is lost (expired, replaced by a new session id,
+// presumed expired) or the Session is closed. The Session itself goes on
+// under a new ZooKeeper session; call Done again to watch that one.
+func (s *Session) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen.done
+}
+
+// Err returns nil while the current ZooKeeper session lives. After it is
+// lost and before a new one is established, Err says why (it matches
+// ErrLockLost and ErrSessionExpired or ErrSessionChanged); after Close it
+// returns ErrClosed.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.gen.fired() {
+		return s.gen.err
+	}
+	return nil
+}
+
+// Namespace returns the absolute namespace prefix ("" for none).
+func (s *Session) Namespace() string { return s.cfg.namespace }
+
+// Conn returns the underlying go-zookeeper connection, for operations this
+// package does not offer (a Multi guarded by Lease.Check, say). Do not
+// close it; close the Session.
+func (s *Session) Conn() *zk.Conn { return s.conn }
+
+// Close ends the Session: it closes the connection if Connect made it (so
+// the server deletes every ephemeral node of the session at once), ends
+// every lease with ErrClosed, and waits for every goroutine the Session and
+// its recipes started. Calls on the Session after Close return ErrClosed.
+// Close is idempotent and always returns nil.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		s.opsMu.Lock() // no new operation starts from here on
+		s.mu.Lock()
+		s.closed = true
+		err := lost(ErrClosed)
+		s.epoch.fire(err)
+		s.gen.fire(err)
+		s.stopSuspendTimer()
+		s.setState(StateClosed, s.gen.id, ErrClosed)
+		for sub := range s.subs {
+			sub.cancel()
+		}
+		s.subs = nil
+		close(s.closedCh)
+		s.mu.Unlock()
+		s.opsMu.Unlock()
+		if s.ownsConn {
+			s.conn.Close()
+		}
+		s.wg.Wait()
+	})
+	return nil
+}
+
+// current returns the current generation and ownership epoch.
+func (s *Session) current() (*generation, *signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen, s.epoch
+}
+
+// awaitConnected waits until the Session is connected and returns the
+// current generation. It fails with ErrClosed or ctx's error.
+func (s *Session) awaitConnected(ctx context.Context) (*generation, *signal, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		if s.state.connected() {
+			g, e := s.gen, s.epoch
+			s.mu.Unlock()
+			return g, e, nil
+		}
+		ready := s.ready
+		s.mu.Unlock()
+		select {
+		case <-ready:
+		case <-s.closedCh:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// zkLogger routes go-zookeeper's messages to slog at Debug level.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug("zk: " + fmt.Sprintf(format, args...))
+}

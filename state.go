@@ -1,0 +1,114 @@
+package zkrecipes
+
+import (
+	"fmt"
+	"time"
+)
+
+// ConnState is the state of a Session's link to ZooKeeper. The names and
+// transitions are Curator's, so runbooks written for Curator apply.
+type ConnState int
+
+const (
+	// StateConnecting: no ZooKeeper session has been established yet.
+	StateConnecting ConnState = iota
+	// StateConnected: the first ZooKeeper session is established.
+	StateConnected
+	// StateSuspended: the connection is lost; the session may still be
+	// alive on the server. Ownership is in doubt from here on.
+	StateSuspended
+	// StateReconnected: the connection is back, either under the same
+	// session (after Suspended) or under a new one (after Lost).
+	StateReconnected
+	// StateLost: the session is gone: expired by the server, replaced by a
+	// new session id, or presumed expired after the client was cut off for
+	// the whole session timeout. Every ephemeral node of it is lost.
+	StateLost
+	// StateClosed: Close was called. Terminal.
+	StateClosed
+)
+
+func (s ConnState) String() string {
+	switch s {
+	case StateConnecting:
+		return "CONNECTING"
+	case StateConnected:
+		return "CONNECTED"
+	case StateSuspended:
+		return "SUSPENDED"
+	case StateReconnected:
+		return "RECONNECTED"
+	case StateLost:
+		return "LOST"
+	case StateClosed:
+		return "CLOSED"
+	}
+	return fmt.Sprintf("ConnState(%d)", int(s))
+}
+
+// connected reports whether requests can be expected to reach the server.
+func (s ConnState) connected() bool { return s == StateConnected || s == StateReconnected }
+
+// StateChange is one transition of a Session's ConnState.
+type StateChange struct {
+	State     ConnState
+	SessionID int64     // the ZooKeeper session id the state refers to (0 if none)
+	Err       error     // for StateLost and StateClosed: why
+	At        time.Time // when the Session observed it
+}
+
+// LossPolicy decides when a Session considers ownership lost, like
+// Curator's ConnectionStateErrorPolicy.
+type LossPolicy int
+
+const (
+	// LoseOnSuspended ends every lease as soon as the connection is lost
+	// (SUSPENDED). This is the default, and the only safe choice: once the
+	// client is cut off, the server may expire the session and grant the
+	// lock to another client before this one can find out (Curator Tech
+	// Note 14).
+	LoseOnSuspended LossPolicy = iota
+	// LoseOnLost keeps leases through SUSPENDED and ends them only when the
+	// session is lost. It rides out short network blips, at the price of a
+	// window in which two clients may both believe they hold a lock: use it
+	// only with fencing tokens checked by the protected resource.
+	LoseOnLost
+)
+
+func (p LossPolicy) String() string {
+	switch p {
+	case LoseOnSuspended:
+		return "LoseOnSuspended"
+	case LoseOnLost:
+		return "LoseOnLost"
+	}
+	return fmt.Sprintf("LossPolicy(%d)", int(p))
+}
+
+// signal is a one-shot broadcast with a reason: done closes once, err says why.
+type signal struct {
+	done chan struct{}
+	err  error // written before done closes
+}
+
+func newSignal() *signal { return &signal{done: make(chan struct{})} }
+
+// fire closes the signal with err unless it is already closed. The caller
+// must serialize calls (the Session holds its mutex).
+func (s *signal) fire(err error) {
+	select {
+	case <-s.done:
+	default:
+		s.err = err
+		close(s.done)
+	}
+}
+
+func (s *signal) fired() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,88 @@
+package zkrecipes
+
+import "sync"
+
+// Subscribe returns a channel that receives every connection state change
+// from now on, in order, and a function that ends the subscription. Changes
+// are queued without bound for a slow reader (a state change is never
+// dropped, and the Session never blocks on a subscriber). The channel is
+// closed after cancel is called or the Session is closed; a reader that
+// sees it closed without a StateClosed change knows the Session closed
+// under it.
+func (s *Session) Subscribe() (<-chan StateChange, func()) {
+	sub := &subscriber{out: make(chan StateChange), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		close(sub.out)
+		return sub.out, func() {}
+	}
+	s.subs[sub] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		sub.run()
+	}()
+	cancel := func() {
+		s.mu.Lock()
+		if _, ok := s.subs[sub]; ok {
+			delete(s.subs, sub)
+			sub.cancel()
+		}
+		s.mu.Unlock()
+	}
+	return sub.out, cancel
+}
+
+// subscriber forwards queued state changes to its channel on its own
+// goroutine, so that a slow reader never blocks the Session.
+type subscriber struct {
+	mu      sync.Mutex
+	pending []StateChange
+	out     chan StateChange
+	wake    chan struct{}
+	stop    chan struct{} // cancel: stop at once
+	once    sync.Once
+}
+
+func (u *subscriber) push(c StateChange) {
+	u.mu.Lock()
+	u.pending = append(u.pending, c)
+	u.mu.Unlock()
+	u.signal()
+}
+
+func (u *subscriber) cancel() { u.once.Do(func() { close(u.stop) }) }
+
+func (u *subscriber) signal() {
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (u *subscriber) run() {
+	defer close(u.out)
+	for {
+		u.mu.Lock()
+		batch := u.pending
+		u.pending = nil
+		u.mu.Unlock()
+		for _, c := range batch {
+			select {
+			case u.out <- c:
+			case <-u.stop:
+				return
+			}
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-u.wake:
+		case <-u.stop:
+			return
+		}
+	}
+}

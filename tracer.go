@@ -1,0 +1,27 @@
+package zkrecipes
+
+import "time"
+
+// Tracer observes every ZooKeeper operation a Session's recipes issue, in
+// the spirit of Curator's TracerDriver: an adapter for a metrics or tracing
+// system can live in its own module. TraceOp is called on the goroutine
+// that issued the operation, after the reply (or failure); it must be safe
+// for concurrent use and must not block.
+type Tracer interface {
+	TraceOp(TraceEvent)
+}
+
+// TraceEvent describes one ZooKeeper operation.
+type TraceEvent struct {
+	Op        string        // "create", "delete", "getData", "getChildren", "exists", "multi", ...
+	Path      string        // the absolute ZooKeeper path (namespace included)
+	Latency   time.Duration // from send to reply
+	Err       error         // nil on success
+	SessionID int64         // the session the operation was sent on
+}
+
+// TracerFunc adapts a function to the Tracer interface.
+type TracerFunc func(TraceEvent)
+
+// TraceOp calls f(ev).
+func (f TracerFunc) TraceOp(ev TraceEvent) { f(ev) }
