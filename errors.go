@@ -87,7 +87,9 @@ var (
 // ErrLockLost and its cause.
 type lostError struct{ cause error }
 
-func (e *lostError) Error() string        { return "zkrecipes: ownership lost: " + trimPrefix(e.cause.Error()) }
+func (e *lostError) Error() string {
+	return "zkrecipes: ownership lost: " + trimPrefix(e.cause.Error())
+}
 func (e *lostError) Unwrap() error        { return e.cause }
 func (e *lostError) Is(target error) bool { return target == ErrLockLost }
 
