@@ -1,0 +1,84 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Backend names accepted by [WithBackend] and ZK_TEST_BACKEND.
+const (
+	BackendServers = "servers"
+	BackendJava    = "java"
+	BackendDocker  = "docker"
+)
+
+// backend launches servers for one cluster.
+type backend interface {
+	name() string
+	// launch creates and starts the processes of an ensemble described by specs. It
+	// does not wait until they serve. On error it releases what it started.
+	launch(ctx context.Context, dir string, specs []serverSpec, cfg config) ([]member, error)
+}
+
+// member is one server of a cluster. Methods are safe for concurrent use.
+type member interface {
+	addr() string
+	// start starts the process again after kill (same data and ports).
+	start(ctx context.Context) error
+	kill() error
+	stop() error
+	cont() error
+	// exited is closed when the current process has ended; nil when unknown.
+	exited() <-chan struct{}
+	// logTail returns up to n of the last lines of the server's log.
+	logTail(n int) string
+	close() error
+}
+
+// selectBackend resolves the configured backend name to a backend, or returns an
+// error wrapping ErrNoBackend that explains what to install.
+func selectBackend(ctx context.Context, cfg config) (backend, error) {
+	switch strings.ToLower(strings.TrimSpace(cfg.backend)) {
+	case BackendServers:
+		return newServersBackend(cfg)
+	case BackendJava:
+		return newJavaBackend()
+	case BackendDocker:
+		return newDockerBackend(ctx)
+	case "", "auto":
+	default:
+		return nil, fmt.Errorf("zktest: unknown backend %q (want %s, %s or %s)", cfg.backend, BackendServers, BackendJava, BackendDocker)
+	}
+	if serversConfigured() {
+		return newServersBackend(cfg)
+	}
+	var reasons []string
+	b, err := newJavaBackend()
+	if err == nil {
+		return b, nil
+	}
+	reasons = append(reasons, err.Error())
+	db, err := newDockerBackend(ctx)
+	if err == nil {
+		return db, nil
+	}
+	reasons = append(reasons, err.Error())
+	return nil, fmt.Errorf("%w\n  %s\n%s", ErrNoBackend, strings.Join(reasons, "\n  "), installHint)
+}
+
+const installHint = `To run these tests, do one of:
+  - Debian/Ubuntu: apt-get install zookeeper default-jre-headless (or run scripts/deps.sh)
+  - any OS: install a JDK 11+ and unpack Apache ZooKeeper, then set ZOOKEEPER_HOME (or ZK_CLASSPATH) and JAVA_HOME (or ZK_JAVA)
+  - run a Docker engine; image ZK_TEST_IMAGE (default "zookeeper"; integration/docker/build-image.sh builds zkrecipes/zookeeper:3.8-debian offline)
+  - point ZK_SERVERS at a running ensemble on loopback, e.g. ZK_SERVERS=127.0.0.1:2181
+See integration/zktest/README.md.`
+
+// unavailable wraps ErrNoBackend with the reason one backend cannot run.
+func unavailable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNoBackend, fmt.Sprintf(format, args...))
+}
+
+// isNoBackend reports whether err means "no backend", as opposed to a broken one.
+func isNoBackend(err error) bool { return errors.Is(err, ErrNoBackend) }

@@ -1,0 +1,90 @@
+package zktest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+func TestStandalone_StartsAndServes(t *testing.T) {
+	var servers []string
+	t.Run("serve", func(t *testing.T) {
+		c := zktest.Start(t)
+		t.Logf("backend %s: standalone serving after %v", c.Backend(), c.StartDuration())
+		require.Equal(t, 1, c.Size())
+		servers = c.Servers()
+		require.Equal(t, servers[0], c.ConnectString())
+
+		ctx := context.Background()
+		require.NoError(t, zktest.Ruok(ctx, servers[0]))
+		srvr, err := c.Srvr(0)
+		require.NoError(t, err)
+		require.Equal(t, "standalone", srvr["Mode"])
+		mntr, err := c.Mntr(0)
+		require.NoError(t, err)
+		require.Contains(t, mntr["zk_version"], "3.")
+		leader, err := c.Leader()
+		require.NoError(t, err)
+		require.Equal(t, 0, leader)
+	})
+	if t.Failed() || t.Skipped() {
+		return
+	}
+	// Every server and helper goroutine is gone once the cluster's cleanup ran.
+	goleak.VerifyNone(t)
+	_, err := zktest.Srvr(context.Background(), servers[0])
+	require.Error(t, err, "server still answers after cleanup")
+}
+
+func TestStandalone_ClientReadsItsWrite(t *testing.T) {
+	c := zktest.Start(t)
+	conn, _ := connect(t, c.Servers(), 4*time.Second, nil)
+	_, err := conn.Create("/zktest", []byte("hello"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	b, _, err := conn.Get("/zktest")
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(b))
+}
+
+func TestStandalone_StopFreezesAndContResumes(t *testing.T) {
+	c := zktest.Start(t)
+	if err := c.Stop(0); errors.Is(err, zktest.ErrUnsupported) {
+		t.Skip("backend cannot stop servers")
+	} else {
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := zktest.Srvr(ctx, c.Servers()[0])
+	require.Error(t, err, "a stopped server must not answer")
+	require.NoError(t, c.Cont(0))
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	require.NoError(t, c.WaitServing(wctx, 0))
+}
+
+func TestStandalone_KillAndRestartKeepData(t *testing.T) {
+	c := zktest.Start(t)
+	conn, ev := connect(t, c.Servers(), 10*time.Second, nil)
+	_, err := conn.Create("/persist", []byte("v"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	n := ev.len()
+	if err := c.Kill(0); errors.Is(err, zktest.ErrUnsupported) {
+		t.Skip("backend cannot kill servers")
+	} else {
+		require.NoError(t, err)
+	}
+	ev.waitState(t, n, zk.StateDisconnected, 10*time.Second)
+	require.NoError(t, c.Restart(0))
+	ev.waitState(t, n, zk.StateHasSession, 20*time.Second)
+	b, _, err := conn.Get("/persist")
+	require.NoError(t, err)
+	require.Equal(t, "v", string(b))
+}

@@ -1,0 +1,75 @@
+package zktest
+
+import (
+	"io"
+	"os"
+	"time"
+)
+
+// Option configures [Start] and [StartCluster].
+type Option func(*config)
+
+type config struct {
+	size         int
+	sizeSet      bool
+	backend      string
+	tickTime     time.Duration
+	logWriter    io.Writer
+	startTimeout time.Duration
+}
+
+const defaultTickTime = 200 * time.Millisecond
+
+func newConfig(opts []Option) config {
+	c := config{
+		size:         1,
+		backend:      os.Getenv("ZK_TEST_BACKEND"),
+		tickTime:     defaultTickTime,
+		startTimeout: 90 * time.Second,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.size < 1 {
+		c.size = 1
+	}
+	if c.tickTime < 10*time.Millisecond {
+		c.tickTime = 10 * time.Millisecond
+	}
+	return c
+}
+
+// WithSize asks for an ensemble of n servers (quorum mode when n > 1). Optional,
+// defaults to 1, a standalone server. With the "servers" backend it is the number of
+// listed servers required (default: all of them).
+func WithSize(n int) Option {
+	return func(c *config) { c.size, c.sizeSet = n, true }
+}
+
+// WithBackend selects the backend by name: "servers", "java", "docker", or "" / "auto"
+// for automatic choice. Optional, defaults to the environment variable
+// ZK_TEST_BACKEND, else automatic. An unknown name makes the start fail.
+func WithBackend(name string) Option {
+	return func(c *config) { c.backend = name }
+}
+
+// WithTickTime sets ZooKeeper's tickTime. Optional, defaults to 200ms. The servers
+// accept session timeouts from 2 ticks up to max(20 ticks, 60s), so with the default
+// a client may ask for anything from 400ms to 60s; session expiry is checked once
+// per tick. Values below 10ms are raised to 10ms. Ignored by the "servers" backend.
+func WithTickTime(d time.Duration) Option {
+	return func(c *config) { c.tickTime = d }
+}
+
+// WithLogWriter copies every server's log output to w (in addition to the log file
+// the harness keeps). Optional, defaults to none: logs are only shown, tail first,
+// when a test that used [Start] fails. w must be safe for concurrent use.
+func WithLogWriter(w io.Writer) Option {
+	return func(c *config) { c.logWriter = w }
+}
+
+// WithStartTimeout bounds how long [Start] waits for every server to serve.
+// Optional, defaults to 90s.
+func WithStartTimeout(d time.Duration) Option {
+	return func(c *config) { c.startTimeout = d }
+}

@@ -1,0 +1,74 @@
+package zktest
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// serverSpec is the address plan of one ensemble member.
+type serverSpec struct {
+	id         int // myid, 1-based
+	clientPort int
+	peerPort   int
+	electPort  int
+}
+
+// planPorts picks OS-chosen free loopback ports for n servers.
+func planPorts(n int) ([]serverSpec, error) {
+	per := 1
+	if n > 1 {
+		per = 3
+	}
+	ports, err := freePorts(n * per)
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]serverSpec, n)
+	for i := range specs {
+		specs[i] = serverSpec{id: i + 1, clientPort: ports[i*per]}
+		if n > 1 {
+			specs[i].peerPort, specs[i].electPort = ports[i*per+1], ports[i*per+2]
+		}
+	}
+	return specs, nil
+}
+
+func (s serverSpec) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.clientPort) }
+
+// zooCfg renders zoo.cfg for member self of the ensemble specs, with dataDir as seen
+// by the server process. Everything binds 127.0.0.1.
+func zooCfg(specs []serverSpec, self int, dataDir string, tick time.Duration) string {
+	t := int(tick / time.Millisecond)
+	maxSession := max(20*t, 60000)
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\n", t)
+	fmt.Fprintf(&b, "initLimit=%d\n", max(50, 10000/t))
+	fmt.Fprintf(&b, "syncLimit=%d\n", max(10, 2000/t))
+	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
+	fmt.Fprintf(&b, "clientPort=%d\n", specs[self].clientPort)
+	b.WriteString("clientPortAddress=127.0.0.1\n")
+	fmt.Fprintf(&b, "minSessionTimeout=%d\n", 2*t)
+	fmt.Fprintf(&b, "maxSessionTimeout=%d\n", maxSession)
+	b.WriteString("maxClientCnxns=0\n")
+	b.WriteString("admin.enableServer=false\n")
+	b.WriteString("4lw.commands.whitelist=*\n")
+	b.WriteString("forceSync=no\n")
+	b.WriteString("preAllocSize=1024\n")
+	b.WriteString("autopurge.purgeInterval=0\n")
+	if len(specs) > 1 {
+		b.WriteString("standaloneEnabled=false\n")
+		b.WriteString("reconfigEnabled=false\n")
+		b.WriteString("quorumListenOnAllIPs=false\n")
+		b.WriteString("cnxTimeout=1000\n")
+		for _, s := range specs {
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", s.id, s.peerPort, s.electPort)
+		}
+	}
+	return b.String()
+}
+
+// bindClash reports whether a server log shows a port that was taken meanwhile.
+func bindClash(log string) bool {
+	return strings.Contains(log, "Address already in use") || strings.Contains(log, "BindException")
+}
