@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -61,6 +63,13 @@ func newDockerBackend(ctx context.Context) (*dockerBackend, error) {
 	}
 	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
 		return nil, unavailable("docker backend: Docker engine does not answer: %v", err)
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return nil, unavailable("docker backend: listing networks: %v", err)
+	}
+	if !slices.ContainsFunc(nets.Items, func(n network.Summary) bool { return n.Name == "host" }) {
+		return nil, unavailable("docker backend: the engine has no host network")
 	}
 	image := os.Getenv("ZK_TEST_IMAGE")
 	if image == "" {
@@ -120,7 +129,34 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 	if cfg.logWriter != nil {
 		opts = append(opts, testcontainers.WithLogConsumers(logConsumer{cfg.logWriter}))
 	}
-	ctr, err := testcontainers.Run(ctx, b.image, opts...)
+	req := testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{Image: b.image},
+		Started:          true,
+	}
+	for _, o := range opts {
+		if err := o.Customize(&req); err != nil {
+			return nil, fmt.Errorf("zktest: docker request: %w", err)
+		}
+	}
+	// Not testcontainers.Run: its provider would create a "reaper_default" bridge
+	// network when the engine has no "bridge" (dockerd --bridge=none). Naming "host"
+	// the default network keeps every container on the host network only.
+	prov, err := testcontainers.NewDockerProvider(
+		testcontainers.WithDefaultBridgeNetwork("host"),
+		testcontainers.WithLogger(tclog.NewNoopLogger()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("zktest: docker provider: %w", err)
+	}
+	defer prov.Close()
+	c, err := prov.CreateContainer(ctx, req.ContainerRequest)
+	ctr, _ := c.(*testcontainers.DockerContainer)
+	if err == nil && ctr == nil {
+		err = fmt.Errorf("unexpected container type %T", c)
+	}
+	if err == nil {
+		err = ctr.Start(ctx)
+	}
 	if err != nil {
 		if ctr != nil {
 			_ = ctr.Terminate(context.Background())
