@@ -1,0 +1,37 @@
+# zkrecipes build entry points. `make test` is what CI runs (.ci/run).
+.PHONY: all deps lint test unit integration docker demo bench
+
+all: test
+
+deps:
+	scripts/deps.sh
+
+lint:
+	scripts/lint.sh
+
+# deps, lint, unit tests, integration tests (Java backend), Docker backend tests,
+# then a summary.
+test:
+	scripts/test.sh
+
+unit:
+	go test -race -count=1 ./...
+
+integration:
+	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 10m ./...
+
+docker:
+	integration/docker/ensure-docker.sh
+	integration/docker/build-image.sh
+	cd integration && ZK_TEST_BACKEND=docker ZK_TEST_IMAGE=$${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian} \
+		go test -race -count=1 -run Docker ./zktest/...
+
+demo:
+	cd integration && go run ./cmd/zkdemo
+
+bench:
+	@if [ -d integration/bench ]; then \
+		cd integration && go test -run '^$$' -bench . ./bench/...; \
+	else \
+		echo "bench: integration/bench does not exist yet; nothing to run"; \
+	fi

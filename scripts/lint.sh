@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# gofmt, go vet and staticcheck over every Go module of the repository: the root
+# module, integration/, and examples/ and cmd/zkr/ when they are modules of their own.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+SC="$ROOT/bin/staticcheck"
+[ -x "$SC" ] || SC="$(command -v staticcheck || true)"
+[ -n "$SC" ] || { echo "lint.sh: staticcheck missing; run scripts/deps.sh" >&2; exit 1; }
+
+mods=(.)
+for d in integration examples cmd/zkr; do
+	[ -f "$d/go.mod" ] && mods+=("$d")
+done
+rc=0
+unformatted="$(gofmt -l . || true)"
+if [ -n "$unformatted" ]; then
+	echo "lint.sh: gofmt would change:" >&2
+	echo "$unformatted" >&2
+	rc=1
+fi
+for m in "${mods[@]}"; do
+	echo "lint.sh: vet + staticcheck in $m"
+	(cd "$m" && go vet ./... && "$SC" ./...) || rc=1
+done
+exit $rc

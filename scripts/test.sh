@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole check: dependencies, lint, unit tests, integration tests against real
+# ZooKeeper (Java backend), then the Docker backend tests. Every stage runs even after
+# a failure (except deps), and a summary with times closes the output. Exit status is
+# non-zero when any stage failed.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+export ZK_TEST_IMAGE="${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian}"
+
+names=() results=() times=()
+stage() { # stage NAME CMD...
+	local name="$1" t0 rc
+	shift
+	echo
+	echo "=== $name"
+	t0=$(date +%s)
+	"$@"
+	rc=$?
+	names+=("$name")
+	times+=("$(($(date +%s) - t0))s")
+	if [ $rc -eq 0 ]; then results+=(PASS); else results+=("FAIL($rc)"); fi
+	return $rc
+}
+
+T0=$(date +%s)
+stage deps scripts/deps.sh || { echo "test.sh: deps failed, stopping" >&2; exit 1; }
+stage lint scripts/lint.sh
+stage unit go test -race -count=1 ./...
+stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./...'
+if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then
+	stage docker-tests bash -c 'cd integration && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m -run Docker ./zktest/...'
+fi
+
+echo
+echo "=== summary"
+fail=0
+for i in "${!names[@]}"; do
+	printf '  %-14s %-9s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
+	[ "${results[$i]}" = PASS ] || fail=1
+done
+printf '  %-14s %-9s %ss\n' total "$([ $fail = 0 ] && echo PASS || echo FAIL)" "$(($(date +%s) - T0))"
+exit $fail
