@@ -42,6 +42,7 @@ func TestBadSessionOptionsFailBeforeDialing(t *testing.T) {
 		"bad policy":       WithLossPolicy(LossPolicy(9)),
 		"nil logger":       WithLogger(nil),
 		"nil tracer":       WithTracer(nil),
+		"nil dialer":       WithDialer(nil),
 		"nil option":       nil,
 	} {
 		_, err := Connect(ctx, servers, opt)

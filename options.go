@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"io"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -18,6 +19,7 @@ type sessionConfig struct {
 	policy    LossPolicy
 	log       *slog.Logger
 	tracer    Tracer
+	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	err       error
 }
 
@@ -137,5 +139,18 @@ func WithTracer(t Tracer) SessionOption {
 			return
 		}
 		c.tracer = t
+	}
+}
+
+// WithDialer sets the function that opens each TCP connection to a
+// ZooKeeper server (for a proxy, TLS, or a test's fault injector). Default:
+// net.DialTimeout. Only Connect uses it.
+func WithDialer(dial func(network, address string, timeout time.Duration) (net.Conn, error)) SessionOption {
+	return func(c *sessionConfig) {
+		if dial == nil {
+			c.fail(invalidArg("nil dialer"))
+			return
+		}
+		c.dialer = dial
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -68,10 +69,12 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	s := newSession(cfg)
 	s.ownsConn = true
-	conn, _, err := zk.Connect(servers, cfg.timeout,
-		zk.WithEventCallback(s.enqueue),
-		zk.WithLogger(zkLogger{cfg.log}),
-		zk.WithLogInfo(false))
+	dial := cfg.dialer
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.enqueue),
+		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false), zk.WithDialer(dial))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}

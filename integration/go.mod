@@ -8,6 +8,7 @@ require (
 	github.com/moby/moby/client v0.5.0
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.44.0
+	github.com/zkrecipes/zkrecipes v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 )
 

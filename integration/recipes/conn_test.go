@@ -1,0 +1,13 @@
+package recipes_test
+
+import (
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// zktestConnect makes a plain go-zookeeper connection to adopt.
+func zktestConnect(c *zktest.Cluster) (*zk.Conn, <-chan zk.Event, error) {
+	return zk.Connect(c.Servers(), 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+}
