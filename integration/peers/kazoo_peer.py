@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""A kazoo peer for the zkrecipes interoperability tests.
+
+Run it with Debian's /usr/bin/python3 (python3-kazoo). One subcommand per
+recipe; each appends its acquisitions to a shared log (one O_APPEND write per
+line) and prints one JSON summary line on stdout. See README.md.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import threading
+import time
+
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.exceptions import LockTimeout
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_WATCHDOG = 3
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+
+
+def parse_duration(text):
+    """Parse "500ms", "4s", "1.5s", "2m" or a bare number of seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError("bad duration %r" % text)
+    value = float(m.group(1))
+    unit = m.group(2) or "s"
+    return value / 1000.0 if unit == "ms" else value * 60.0 if unit == "m" else value
+
+
+class Peer:
+    """One contender: a client, a recipe, a shared log and the counters."""
+
+    def __init__(self, args):
+        self.args = args
+        self.deadline = time.monotonic() + args.duration
+        self.ident = args.id or "kazoo-%d" % os.getpid()
+        self.log_fd = None
+        if args.log:
+            self.log_fd = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.acquisitions = 0
+        self.errors = 0
+        self.latencies_ns = []
+        self.extra = {}
+        self.client = None
+
+    def remaining(self):
+        return self.deadline - time.monotonic()
+
+    def log(self, line):
+        if self.log_fd is None:
+            return
+        data = ("%s %d\n" % (line, time.time_ns())).encode("utf-8")
+        os.write(self.log_fd, data)  # one write(2) per line, O_APPEND
+
+    def connect(self):
+        self.client = KazooClient(
+            hosts=self.args.servers,
+            timeout=self.args.session_timeout_ms / 1000.0,
+        )
+        try:
+            self.client.start(timeout=max(0.1, self.remaining()))
+        except KazooTimeoutError:
+            self.client.close()
+            raise RuntimeError(
+                "could not connect to %s within %s s" % (self.args.servers, self.args.duration)
+            )
+
+    def close(self):
+        if self.client is not None:
+            try:
+                self.client.stop()
+            finally:
+                self.client.close()
+
+    def hold(self):
+        if self.args.hold_ms > 0:
+            time.sleep(self.args.hold_ms / 1000.0)
+
+    def make_lock(self):
+        a = self.args
+        if a.mode == "read":
+            return self.client.ReadLock(a.path, self.ident)
+        if a.mode == "write":
+            return self.client.WriteLock(a.path, self.ident)
+        extra = [a.extra_lock_pattern] if a.extra_lock_pattern else []
+        return self.client.Lock(a.path, self.ident, extra_lock_patterns=extra)
+
+    def loop(self):
+        enter, exit_ = ("RENTER", "REXIT") if self.args.mode == "read" else ("ENTER", "EXIT")
+        while self.remaining() > 0:
+            lock = self.make_lock()
+            t0 = time.monotonic_ns()
+            try:
+                got = lock.acquire(timeout=max(0.001, self.remaining()))
+            except LockTimeout:
+                got = False
+            if not got:
+                break
+            self.latencies_ns.append(time.monotonic_ns() - t0)
+            self.acquisitions += 1
+            try:
+                self.log("%s %s %s" % (enter, self.ident, token(lock.node)))
+                self.hold()
+                self.log("%s %s" % (exit_, self.ident))
+            finally:
+                lock.release()
+
+    def bench_uncontended(self):
+        lock = self.make_lock()
+        for i in range(self.args.count):
+            if self.remaining() <= 0:
+                raise RuntimeError("duration ended after %d of %d cycles" % (i, self.args.count))
+            t0 = time.monotonic_ns()
+            if not lock.acquire(timeout=max(0.001, self.remaining())):
+                raise RuntimeError("uncontended acquire timed out")
+            lock.release()
+            self.latencies_ns.append(time.monotonic_ns() - t0)
+            self.acquisitions += 1
+        self.extra["cycles"] = self.args.count
+
+    def run(self):
+        self.connect()
+        try:
+            if self.args.mode == "bench-uncontended":
+                self.bench_uncontended()
+            else:
+                self.loop()
+        finally:
+            self.close()
+
+    def summary(self):
+        lat = sorted(self.latencies_ns)
+        out = {
+            "peer": "kazoo",
+            "mode": self.args.mode,
+            "id": self.ident,
+            "acquisitions": self.acquisitions,
+            "errors": self.errors,
+            "samples": len(lat),
+            "p50_us": percentile_us(lat, 0.50),
+            "p99_us": percentile_us(lat, 0.99),
+            "max_us": lat[-1] // 1000 if lat else 0,
+        }
+        out.update(self.extra)
+        return json.dumps(out, separators=(",", ":"))
+
+
+def token(node):
+    """The sequence suffix of a lock node name, or "-"."""
+    if not node:
+        return "-"
+    name = node.rsplit("/", 1)[-1]
+    m = re.search(r"(-?\d+)$", name)
+    return m.group(1) if m else name
+
+
+def percentile_us(sorted_ns, q):
+    if not sorted_ns:
+        return 0
+    idx = min(len(sorted_ns) - 1, max(0, int(math.ceil(q * len(sorted_ns))) - 1))
+    return sorted_ns[idx] // 1000
+
+
+def parse_args(argv):
+    # argparse takes a value beginning with "-" (such as "-lock-") for an option:
+    # glue "--extra-lock-pattern VALUE" into "--extra-lock-pattern=VALUE" first.
+    glued = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--extra-lock-pattern" and i + 1 < len(argv):
+            glued.append("--extra-lock-pattern=" + argv[i + 1])
+            i += 2
+            continue
+        glued.append(argv[i])
+        i += 1
+    argv = glued
+    p = argparse.ArgumentParser(prog="kazoo_peer.py", description=__doc__.splitlines()[0])
+    p.add_argument("mode", choices=["mutex", "read", "write", "bench-uncontended", "bench-contended"])
+    p.add_argument("--servers", required=True, help="host:port[,host:port...]")
+    p.add_argument("--path", required=True, help="the lock path")
+    p.add_argument("--id", default="", help="participant id (default kazoo-<pid>)")
+    p.add_argument("--duration", type=parse_duration, default=None,
+                   help="run time, e.g. 4s or 500ms (default 4s; 60s cap for bench-uncontended)")
+    p.add_argument("--count", type=int, default=1000, help="cycles for bench-uncontended")
+    p.add_argument("--hold-ms", type=int, default=1, help="hold time per acquisition")
+    p.add_argument("--log", default="", help="shared log file (appended)")
+    p.add_argument("--session-timeout-ms", type=int, default=10000)
+    p.add_argument("--extra-lock-pattern", default="",
+                   help='passed as extra_lock_patterns=[...] to kazoo Lock, e.g. "-lock-"')
+    args = p.parse_args(argv)
+    if args.duration is None:
+        args.duration = 60.0 if args.mode == "bench-uncontended" else 4.0
+    return args
+
+
+def start_watchdog(args):
+    grace = max(3.0, 2 * args.hold_ms / 1000.0 + args.session_timeout_ms / 2000.0)
+
+    def fire():
+        sys.stderr.write("kazoo_peer: watchdog: %s still running %.1fs after its duration\n"
+                         % (args.mode, grace))
+        sys.stderr.flush()
+        os._exit(EXIT_WATCHDOG)
+
+    t = threading.Timer(args.duration + grace, fire)
+    t.daemon = True
+    t.start()
+
+
+def main(argv):
+    args = parse_args(argv)
+    start_watchdog(args)
+    peer = Peer(args)
+    try:
+        peer.run()
+    except Exception as e:  # report any failure as a non-zero exit with a message
+        sys.stderr.write("kazoo_peer: error: %s %s: %r\n" % (args.mode, peer.ident, e))
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
+    sys.stdout.write(peer.summary() + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
