@@ -88,3 +88,13 @@ func TestStandalone_KillAndRestartKeepData(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "v", string(b))
 }
+
+func TestStartCluster_NoBackendSaysWhatToInstall(t *testing.T) {
+	t.Setenv("ZK_SERVERS", "")
+	t.Setenv("ZK_JAVA", "")
+	t.Setenv("JAVA_HOME", "")
+	t.Setenv("PATH", t.TempDir())
+	_, err := zktest.StartCluster(context.Background(), zktest.WithBackend(zktest.BackendJava))
+	require.ErrorIs(t, err, zktest.ErrNoBackend)
+	require.Contains(t, err.Error(), "java")
+}

@@ -1,0 +1,45 @@
+package zktest
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A port taken between planning and the server's bind is recognised, so that
+// startCluster retries with fresh ports.
+func TestBindClashIsRecognised(t *testing.T) {
+	b, err := newJavaBackend()
+	if isNoBackend(err) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	specs, err := planPorts(1)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", specs[0].addr())
+	require.NoError(t, err)
+	defer ln.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ms, err := b.launch(ctx, t.TempDir(), specs, newConfig(nil))
+	require.NoError(t, err)
+	c := &Cluster{members: ms}
+	defer c.closeMembers()
+	require.Error(t, c.waitAll(ctx))
+	require.True(t, bindClash(ms[0].logTail(300)), "log:\n%s", ms[0].logTail(30))
+}
+
+func TestZooCfgIsLoopbackOnly(t *testing.T) {
+	specs := []serverSpec{{1, 2181, 2888, 3888}, {2, 2182, 2889, 3889}}
+	cfg := zooCfg(specs, 1, "/data", 200*time.Millisecond)
+	require.Contains(t, cfg, "clientPortAddress=127.0.0.1\n")
+	require.Contains(t, cfg, "quorumListenOnAllIPs=false\n")
+	require.Contains(t, cfg, "server.1=127.0.0.1:2888:3888\n")
+	require.Contains(t, cfg, "clientPort=2182\n")
+	require.Contains(t, cfg, "minSessionTimeout=400\n")
+	require.Contains(t, cfg, "maxSessionTimeout=60000\n")
+}
