@@ -75,7 +75,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 	granted := false
 	defer func() {
 		if !granted {
-			q.s.deleteEventually(node.path, node.gen.id)
+			q.s.removeNode(node)
 		}
 	}()
 

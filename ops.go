@@ -226,3 +226,23 @@ func (s *Session) deleteEventually(path string, owner int64) {
 		}
 	}()
 }
+
+// cleanupTimeout bounds the synchronous part of a clean-up.
+const cleanupTimeout = 2 * time.Second
+
+// removeNode deletes a node the caller gives up on, on a fresh, short,
+// detached context, so that in the usual case the node is gone when the
+// caller returns. If the connection is down or the delete fails for a
+// reason that may pass, the delete goes on in the background.
+func (s *Session) removeNode(n ownNode) {
+	gen, _ := s.current()
+	if gen != n.gen || !s.State().connected() {
+		s.deleteEventually(n.path, n.gen.id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := s.delete(ctx, n.path); err != nil && err != zk.ErrNoNode {
+		s.deleteEventually(n.path, n.gen.id)
+	}
+}

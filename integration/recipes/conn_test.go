@@ -11,3 +11,5 @@ import (
 func zktestConnect(c *zktest.Cluster) (*zk.Conn, <-chan zk.Event, error) {
 	return zk.Connect(c.Servers(), 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 }
+
+func worldACL() []zk.ACL { return zk.WorldACL(zk.PermAll) }

@@ -1,0 +1,184 @@
+package recipes_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+)
+
+var runtime_Gosched = runtime.Gosched
+
+var mutexRecipe = recipe{
+	name: "Mutex",
+	make: func(s *zr.Session, path string) locker { return zr.NewMutex(s, path) },
+	dir:  func(path string) string { return path },
+}
+
+func TestMutexContract(t *testing.T) { runExclusiveContract(t, mutexRecipe) }
+
+func TestMutexContractWithoutFastHandoff(t *testing.T) {
+	runExclusiveContract(t, recipe{
+		name: "Mutex/relist",
+		make: func(s *zr.Session, path string) locker { return zr.NewMutex(s, path, zr.WithFastHandoff(false)) },
+		dir:  func(path string) string { return path },
+	})
+}
+
+func TestMutex_ReentrantPerGoroutineWithHoldCounts(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	m := zr.NewMutex(cl.Session, path)
+	var leases []*zr.Lease
+	for i := 0; i < 3; i++ {
+		l, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		leases = append(leases, l)
+	}
+	assert.Len(t, children(t, conn, path), 1, "re-entry adds no node")
+	assert.Equal(t, leases[0].Path(), leases[2].Path())
+	assert.Equal(t, leases[0].Token(), leases[2].Token())
+
+	// Another goroutine of the same process does not get in.
+	tried := make(chan error, 1)
+	go func() { _, err := m.TryAcquire(ctx); tried <- err }()
+	assert.ErrorIs(t, <-tried, zr.ErrLocked)
+
+	require.NoError(t, leases[2].Release(ctx))
+	require.NoError(t, leases[1].Release(ctx))
+	assert.Len(t, children(t, conn, path), 1, "held until the last release")
+	assert.NoError(t, leases[0].Err())
+	require.NoError(t, leases[0].Release(ctx))
+	assert.Empty(t, children(t, conn, path))
+}
+
+func TestMutex_AnotherGoroutineCanReleaseTheLease(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	m := zr.NewMutex(cl.Session, path)
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var rerr error
+	go func() { defer wg.Done(); rerr = l.Release(ctx) }()
+	wg.Wait()
+	require.NoError(t, rerr)
+	assert.Empty(t, children(t, conn, path))
+	// The acquiring goroutine no longer holds: a new Acquire creates a node.
+	l2, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, l.Path(), l2.Path())
+	require.NoError(t, l2.Release(ctx))
+}
+
+func TestMutex_OtherGoroutinesOfOneProcessWait(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	ctx := ctxT(t, 20*time.Second)
+	m := zr.NewMutex(cl.Session, testPath(t))
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := m.TryAcquire(ctx)
+		got <- err
+	}()
+	assert.ErrorIs(t, <-got, zr.ErrLocked, "re-entry is per goroutine, not per Mutex")
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestMutex_OneReleaseWakesOneWaiter(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, time.Minute)
+	holder, err := zr.NewMutex(connect(t, c, nil).Session, path).Acquire(ctx)
+	require.NoError(t, err)
+	const waiters = 8
+	granted := make(chan *zr.Lease, waiters)
+	for i := 0; i < waiters; i++ {
+		m := zr.NewMutex(connect(t, c, nil).Session, path)
+		go func() {
+			l, err := m.Acquire(ctx)
+			if err == nil {
+				granted <- l
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return len(children(t, conn, path)) == waiters+1 }, 10*time.Second, time.Millisecond)
+	// Every waiter watches only its predecessor: one watcher per node.
+	watches := mntrInt(t, c, "zk_watch_count")
+	before := mntrInt(t, c, "zk_sum_node_deleted_watch_count")
+	deletes := mntrInt(t, c, "zk_cnt_node_deleted_watch_count")
+
+	require.NoError(t, holder.Release(ctx))
+	l := <-granted
+	select {
+	case <-granted:
+		t.Fatal("one release granted two waiters")
+	default:
+	}
+	fired := mntrInt(t, c, "zk_sum_node_deleted_watch_count") - before
+	assert.Equal(t, int64(1), mntrInt(t, c, "zk_cnt_node_deleted_watch_count")-deletes, "one delete")
+	// The deleted node had two watchers: its successor, and its owner's own
+	// watch (which reports an operator's delete). No other waiter woke.
+	assert.Equal(t, int64(2), fired, "watch notifications for one release")
+	assert.LessOrEqual(t, watches, int64(2*(waiters+1)), "no waiter watches more than its predecessor")
+	for i := 1; i < waiters; i++ {
+		require.NoError(t, l.Release(ctx))
+		l = <-granted
+	}
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestMutex_ParticipantsListHolderThenQueue(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	a, b := connect(t, c, nil), connect(t, c, nil)
+	l, err := zr.NewMutex(a.Session, path, zr.WithNodeData([]byte("worker-a"))).Acquire(ctx)
+	require.NoError(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = zr.NewMutex(b.Session, path, zr.WithNodeData([]byte("worker-b"))).Acquire(wctx) }()
+	m := zr.NewMutex(a.Session, path)
+	var ps []zr.Participant
+	require.Eventually(t, func() bool { ps, err = m.Participants(ctx); return err == nil && len(ps) == 2 }, 10*time.Second, time.Millisecond)
+	assert.True(t, ps[0].Holder)
+	assert.Equal(t, "worker-a", string(ps[0].Data))
+	assert.Equal(t, a.SessionID(), ps[0].SessionID)
+	assert.Equal(t, l.Token(), ps[0].Token)
+	assert.False(t, ps[1].Holder)
+	assert.Equal(t, "worker-b", string(ps[1].Data))
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestMutex_RecipeConflictIsAnErrorNotAHang(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	_, err := conn.Create(path, nil, 0, worldACL())
+	if err != nil {
+		require.NoError(t, deleteTree(conn, path))
+		_, err = conn.Create(path, nil, 0, worldACL())
+	}
+	require.NoError(t, err)
+	_, err = conn.Create(path+"/leases", nil, 0, worldACL())
+	require.NoError(t, err)
+	_, err = zr.NewMutex(connect(t, c, nil).Session, path).Acquire(ctx)
+	assert.ErrorIs(t, err, zr.ErrRecipeConflict)
+	assert.Equal(t, []string{"leases"}, children(t, conn, path), "no node left behind")
+}
