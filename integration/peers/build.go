@@ -189,6 +189,14 @@ func buildGozkOnce(ctx context.Context) (string, error) {
 		b, _ := os.ReadFile(filepath.Join(modDir, f))
 		extra = append(extra, string(b))
 	}
+	// The peer links the zkrecipes library from the root module: its
+	// sources are part of the key.
+	lib, _ := filepath.Glob(filepath.Join(modDir, "..", "*.go"))
+	sort.Strings(lib)
+	for _, f := range lib {
+		b, _ := os.ReadFile(f)
+		extra = append(extra, f, string(b))
+	}
 	ver, err := exec.CommandContext(ctx, "go", "version").Output()
 	if err != nil {
 		return "", fmt.Errorf("go version: %v", err)

@@ -38,10 +38,13 @@ const (
 	Kazoo = "kazoo"
 	// Gozk is go-zookeeper v1.0.4's own zk.NewLock.
 	Gozk = "gozk"
+	// Zkrecipes is this project's Mutex, run as a separate process (the gozk
+	// program with --impl zkrecipes).
+	Zkrecipes = "zkrecipes"
 )
 
 // Kinds lists every kind of peer.
-var Kinds = []string{Curator, Kazoo, Gozk}
+var Kinds = []string{Curator, Kazoo, Gozk, Zkrecipes}
 
 // Available reports what is missing to run a peer of the given kind, or nil.
 // Tests should skip on an error locally but fail when the environment variable
@@ -72,7 +75,7 @@ func Available(kind string) error {
 			return fmt.Errorf("kazoo peer: %s cannot import kazoo (Debian: apt-get install python3-kazoo; or set ZKRECIPES_PYTHON): %v %s", py, err, bytes.TrimSpace(out))
 		}
 		return nil
-	case Gozk:
+	case Gozk, Zkrecipes:
 		if _, err := exec.LookPath("go"); err != nil {
 			return errors.New("gozk peer: the go tool is not on PATH")
 		}
@@ -187,6 +190,15 @@ func command(ctx context.Context, kind string, args []string) (string, []string,
 			return "", nil, err
 		}
 		return bin, args, nil
+	case Zkrecipes:
+		bin, err := buildGozk(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(args) == 0 {
+			return bin, args, nil
+		}
+		return bin, append([]string{args[0], "--impl", "zkrecipes"}, args[1:]...), nil
 	default:
 		return "", nil, fmt.Errorf("unknown kind %q", kind)
 	}

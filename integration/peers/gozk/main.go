@@ -1,8 +1,9 @@
-// Command gozk is the go-zookeeper peer of the zkrecipes interoperability tests.
+// Command gozk is the Go peer of the zkrecipes interoperability tests.
 //
 // It contends for go-zookeeper's own zk.NewLock (nodes named
-// _c_<32 hex>-lock-<seq>), appends its acquisitions to a shared log (one O_APPEND
-// write per line) and prints one JSON summary line on stdout:
+// _c_<32 hex>-lock-<seq>), or with --impl zkrecipes for a zkrecipes Mutex (nodes
+// named _c_<uuid>-lock-<seq>, token = czxid), appends its acquisitions to a shared
+// log (one O_APPEND write per line) and prints one JSON summary line on stdout:
 //
 //	gozk mutex --servers 127.0.0.1:2181 --path /p --id g1 --duration 4s --hold-ms 1 --log /tmp/log
 //	gozk bench-uncontended --servers 127.0.0.1:2181 --path /b --count 1000
@@ -45,6 +46,7 @@ type options struct {
 	holdMs         int
 	logPath        string
 	sessionTimeout time.Duration
+	impl           string // "gozk" or "zkrecipes"
 }
 
 type peer struct {
@@ -99,11 +101,15 @@ func parseArgs(args []string) (options, error) {
 	fs.IntVar(&o.holdMs, "hold-ms", 1, "hold time per acquisition in milliseconds")
 	fs.StringVar(&o.logPath, "log", "", "shared log file (appended)")
 	sessionMs := fs.Int("session-timeout-ms", 10000, "session timeout in milliseconds")
+	fs.StringVar(&o.impl, "impl", "gozk", "lock implementation: gozk (zk.NewLock) or zkrecipes (zkrecipes.Mutex)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.impl != "gozk" && o.impl != "zkrecipes" {
+		return o, fmt.Errorf("unknown --impl %q", o.impl)
 	}
 	if o.servers == "" || o.path == "" {
 		return o, errors.New("--servers and --path are required")
@@ -159,6 +165,9 @@ func (p *peer) run() error {
 		}
 		defer f.Close()
 		p.log = f
+	}
+	if p.opt.impl == "zkrecipes" {
+		return p.runZkrecipes()
 	}
 	if err := p.connect(); err != nil {
 		return err
@@ -309,7 +318,7 @@ func (p *peer) printSummary(w io.Writer) error {
 	lat := slices.Clone(p.latencies)
 	slices.Sort(lat)
 	out := map[string]any{
-		"peer":         "gozk",
+		"peer":         p.opt.impl,
 		"mode":         p.opt.mode,
 		"id":           p.opt.id,
 		"acquisitions": p.acquired,
