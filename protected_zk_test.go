@@ -1,0 +1,86 @@
+package zkrecipes
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests named TestZK* reach into the package against a real ZooKeeper
+// named by ZK_SERVERS. The integration suite runs them against its server
+// (TestRootPackageAgainstRealServer); the unit stage leaves them out with
+// -skip '^TestZK'. Run without ZK_SERVERS they skip, and fail under CI.
+func zkServers(t *testing.T) []string {
+	t.Helper()
+	s := os.Getenv("ZK_SERVERS")
+	if s == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ZK_SERVERS is not set")
+		}
+		t.Skip("needs ZK_SERVERS; integration/recipes runs it against a real server")
+	}
+	return strings.Split(s, ",")
+}
+
+func TestZKProtectedCreateDeletesANodeOfAnOlderSessionInsteadOfAdoptingIt(t *testing.T) {
+	servers := zkServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, servers)
+	require.NoError(t, err)
+	defer s.Close()
+	other, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer other.Close()
+
+	dir := "/zkt/protected-" + newUUID()
+	require.NoError(t, s.ensureParents(ctx, dir))
+	// A node carrying our UUID but owned by another session: what a lost
+	// create reply leaves behind when the session changed meanwhile.
+	uuid := newUUID()
+	foreign, err := other.Create(joinPath(dir, protectedName(uuid, "lock-")), nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+
+	n, ok, err := s.findProtected(ctx, dir, uuid)
+	require.NoError(t, err)
+	assert.False(t, ok, "a node of another session is never adopted")
+	assert.Empty(t, n.path)
+	exists, _, err := other.Exists(foreign)
+	require.NoError(t, err)
+	assert.False(t, exists, "it is deleted instead")
+
+	// A node of our own session is adopted.
+	mine := newUUID()
+	p, err := s.create(ctx, joinPath(dir, protectedName(mine, "lock-")), nil, zk.FlagEphemeral|zk.FlagSequence)
+	require.NoError(t, err)
+	n, ok, err = s.findProtected(ctx, dir, mine)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, p, n.path)
+	assert.Equal(t, s.SessionID(), n.gen.id)
+}
+
+func TestZKProtectedCreateMakesContainerParents(t *testing.T) {
+	servers := zkServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, servers)
+	require.NoError(t, err)
+	defer s.Close()
+	dir := "/zkt/parents-" + newUUID() + "/a/b"
+	n, err := s.createProtected(ctx, dir, "lock-", []byte("x"))
+	require.NoError(t, err)
+	assert.Regexp(t, `^`+dir+`/_c_[0-9a-f-]{36}-lock-\d{10}$`, n.path)
+	_, st, err := s.conn.Exists(dir)
+	require.NoError(t, err)
+	assert.Zero(t, st.EphemeralOwner)
+	// Containers: the server's container manager deletes them once empty.
+	// (zk.Stat does not expose the container flag; the create mode is
+	// asserted by the server accepting CreateContainer.)
+}
