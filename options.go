@@ -41,7 +41,8 @@ func (c *sessionConfig) fail(err error) {
 
 // WithSessionTimeout sets the ZooKeeper session timeout the client asks
 // for; the server clamps it to its own bounds (by default 2 to 20 ticks).
-// A client cut off for this long considers its session lost. Default 10s.
+// A client cut off for as long as the server granted considers its session
+// lost. Default 10s.
 func WithSessionTimeout(d time.Duration) SessionOption {
 	return func(c *sessionConfig) {
 		if d <= 0 {

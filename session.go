@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -29,6 +30,7 @@ type Session struct {
 	conn     *zk.Conn
 	ownsConn bool
 	cfg      sessionConfig
+	granted  atomic.Int64 // session timeout granted by the server, in ms (Connect only)
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -74,7 +76,8 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		dial = net.DialTimeout
 	}
 	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.enqueue),
-		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false), zk.WithDialer(dial))
+		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false),
+		zk.WithDialer(zk.Dialer(negotiatingDialer(dial, &s.granted))))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}
@@ -274,7 +277,7 @@ func (s *Session) onSessionEvent(ev zk.Event) {
 			s.ready = make(chan struct{})
 			s.setState(StateSuspended, s.gen.id, nil)
 			gen := s.gen
-			s.suspendT = time.AfterFunc(s.cfg.timeout, func() { s.presumeLost(gen) })
+			s.suspendT = time.AfterFunc(s.grantedTimeout(), func() { s.presumeLost(gen) })
 		}
 	case zk.StateExpired:
 		if !s.gen.fired() && s.state != StateConnecting {
@@ -297,7 +300,7 @@ func (s *Session) presumeLost(gen *generation) {
 	if s.closed || s.gen != gen || gen.fired() || s.state != StateSuspended {
 		return
 	}
-	s.loseLocked(fmt.Errorf("%w: disconnected for the whole session timeout (%v)", ErrSessionExpired, s.cfg.timeout))
+	s.loseLocked(fmt.Errorf("%w: disconnected for the whole session timeout (%v)", ErrSessionExpired, s.grantedTimeout()))
 }
 
 func (s *Session) loseLocked(cause error) {

@@ -1,0 +1,60 @@
+package zkrecipes
+
+import (
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// go-zookeeper keeps the session timeout the server granted to itself, yet
+// the Session needs it: a client cut off for that long must presume its
+// session expired, and a server may grant less than was asked for. So the
+// Session's dialer reads it off the wire: the first frame a server sends on
+// a connection is the ConnectResponse (length, protocolVersion, timeOut,
+// sessionId, password).
+
+type dialFunc func(network, address string, timeout time.Duration) (net.Conn, error)
+
+// negotiatingDialer wraps dial so that every connection records the
+// granted session timeout, in milliseconds, into granted.
+func negotiatingDialer(dial dialFunc, granted *atomic.Int64) dialFunc {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &sniffConn{Conn: c, granted: granted}, nil
+	}
+}
+
+// sniffConn passes every byte through, reading the timeOut field of the
+// first frame on the way.
+type sniffConn struct {
+	net.Conn
+	granted *atomic.Int64
+	head    [12]byte // length, protocolVersion, timeOut
+	n       int
+}
+
+func (c *sniffConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.n < len(c.head) && n > 0 {
+		c.n += copy(c.head[c.n:], p[:n])
+		if c.n == len(c.head) {
+			if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
+				c.granted.Store(int64(ms))
+			}
+		}
+	}
+	return n, err
+}
+
+// grantedTimeout returns the session timeout the server granted, or the
+// one asked for before any server answered.
+func (s *Session) grantedTimeout() time.Duration {
+	if ms := s.granted.Load(); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return s.cfg.timeout
+}
