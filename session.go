@@ -99,7 +99,9 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // after zk.Connect, before more than 6 events queue up and the client drops
 // them. It waits, like Connect, until the connection has a session, and
 // adds the WithDigestAuth credentials. The caller keeps ownership of conn:
-// Close stops the Session's goroutines but leaves conn open.
+// Close stops the Session's goroutines but leaves conn open. Pass the
+// session timeout conn was made with in WithSessionTimeout: an adopted
+// connection cannot tell the Session what the server granted.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if conn == nil || events == nil {
 		return nil, invalidArg("nil conn or event channel")
