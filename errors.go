@@ -78,6 +78,10 @@ var (
 	// two recipes wait on each other forever.
 	ErrRecipeConflict = errors.New("zkrecipes: path is used by another recipe type")
 
+	// ErrNoLeader is returned by Election.Leader when nobody campaigns on
+	// the election's path.
+	ErrNoLeader = errors.New("zkrecipes: no leader")
+
 	// ErrUpgrade is returned by a read-write lock when a goroutine that holds
 	// the read lock asks for the write lock: that can never be granted.
 	ErrUpgrade = errors.New("zkrecipes: read lock holder cannot take the write lock")

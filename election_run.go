@@ -1,0 +1,96 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+)
+
+// RunOption configures Election.Run.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	requeue bool
+}
+
+// WithRequeue sets whether Run campaigns again after leadership ends (lost,
+// resigned, or fn returned nil), like Curator's LeaderSelector.autoRequeue.
+// Default false: Run returns after one term.
+func WithRequeue(enabled bool) RunOption {
+	return func(c *runConfig) { c.requeue = enabled }
+}
+
+// Run campaigns and, once this participant leads, runs fn while it leads:
+// fn's ctx is cancelled the moment leadership is lost or in doubt (from
+// SUSPENDED on under the default LoseOnSuspended policy, on expiry, on the
+// deletion of the participant's node, when a check after RECONNECTED fails,
+// or when Resign is called), and fn must then return promptly, because
+// another participant may already lead. fn receives the Lease: its Token is
+// the leadership epoch to hand to every resource fn writes.
+//
+// When fn returns, Run resigns (deleting the participant's node). It then
+// returns fn's error if there is one; otherwise, with WithRequeue, it
+// campaigns again, and without it returns nil. When leadership is lost
+// while fn runs, what fn returns is ignored: with WithRequeue Run
+// campaigns again, without it Run returns the loss (an error matching
+// ErrLockLost and its cause). Run returns ctx's error when ctx ends,
+// after cancelling fn's ctx and waiting for fn, and Campaign's error when a
+// campaign fails. Leadership never outlives Run.
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *Lease) error, opts ...RunOption) error {
+	if e.err != nil {
+		return e.err
+	}
+	if ctx == nil || fn == nil {
+		return invalidArg("nil context or function")
+	}
+	var cfg runConfig
+	for _, o := range opts {
+		if o == nil {
+			return invalidArg("nil RunOption")
+		}
+		o(&cfg)
+	}
+	for {
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			return err
+		}
+		ferr, lostErr := runTerm(ctx, l, fn)
+		e.abandon(l)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case lostErr != nil && !cfg.requeue:
+			return lostErr
+		case lostErr != nil:
+			e.s.cfg.log.Info("zkrecipes: leadership lost; campaigning again", "path", e.q.dir, "err", lostErr)
+		case ferr != nil:
+			return ferr
+		case !cfg.requeue:
+			return nil
+		}
+	}
+}
+
+// runTerm runs fn for one term of leadership. It returns fn's error, or,
+// when leadership ended before fn returned, the loss (nil after a
+// Resign).
+func runTerm(ctx context.Context, l *Lease, fn func(context.Context, *Lease) error) (ferr, lostErr error) {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(fctx, l) }()
+	select {
+	case ferr = <-done:
+		return ferr, nil
+	case <-l.Done():
+		cancel()
+		<-done
+		if err := l.Err(); !errors.Is(err, ErrReleased) {
+			return nil, err
+		}
+		return nil, nil
+	case <-ctx.Done():
+		cancel()
+		return <-done, nil
+	}
+}
