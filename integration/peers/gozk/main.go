@@ -2,10 +2,13 @@
 //
 // It contends for go-zookeeper's own zk.NewLock (nodes named
 // _c_<32 hex>-lock-<seq>), or with --impl zkrecipes for a zkrecipes Mutex (nodes
-// named _c_<uuid>-lock-<seq>, token = czxid), appends its acquisitions to a shared
+// named _c_<uuid>-lock-<seq>, token = czxid) or, in the latch and selector
+// modes, a zkrecipes Election in Curator's LeaderLatch or LeaderSelector
+// layout (LEAD/UNLEAD lines), appends its acquisitions to a shared
 // log (one O_APPEND write per line) and prints one JSON summary line on stdout:
 //
 //	gozk mutex --servers 127.0.0.1:2181 --path /p --id g1 --duration 4s --hold-ms 1 --log /tmp/log
+//	gozk latch --impl zkrecipes --servers 127.0.0.1:2181 --path /e --id z1 --hold-ms 50 --log /tmp/log
 //	gozk bench-uncontended --servers 127.0.0.1:2181 --path /b --count 1000
 //	gozk bench-contended --servers 127.0.0.1:2181 --path /b --id g1 --duration 5s --log /tmp/log
 //
@@ -84,11 +87,11 @@ func main() {
 func parseArgs(args []string) (options, error) {
 	var o options
 	if len(args) < 1 || strings.HasPrefix(args[0], "-") {
-		return o, errors.New("usage: gozk <mutex|bench-uncontended|bench-contended> --servers H:P --path /P [flags]")
+		return o, errors.New("usage: gozk <mutex|latch|selector|bench-uncontended|bench-contended> --servers H:P --path /P [flags]")
 	}
 	o.mode = args[0]
 	switch o.mode {
-	case "mutex", "bench-uncontended", "bench-contended":
+	case "mutex", "latch", "selector", "bench-uncontended", "bench-contended":
 	default:
 		return o, fmt.Errorf("unknown subcommand %q", o.mode)
 	}
@@ -110,6 +113,9 @@ func parseArgs(args []string) (options, error) {
 	}
 	if o.impl != "gozk" && o.impl != "zkrecipes" {
 		return o, fmt.Errorf("unknown --impl %q", o.impl)
+	}
+	if (o.mode == "latch" || o.mode == "selector") && o.impl != "zkrecipes" {
+		return o, fmt.Errorf("%s needs --impl zkrecipes (go-zookeeper has no leader election)", o.mode)
 	}
 	if o.servers == "" || o.path == "" {
 		return o, errors.New("--servers and --path are required")

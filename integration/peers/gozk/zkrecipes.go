@@ -20,6 +20,12 @@ func (p *peer) runZkrecipes() error {
 		return err
 	}
 	defer s.Close()
+	switch p.opt.mode {
+	case "latch":
+		return p.latch(ctx, s)
+	case "selector":
+		return p.selector(ctx, s)
+	}
 	m := zr.NewMutex(s, p.opt.path)
 	if p.opt.mode == "bench-uncontended" {
 		for i := range p.opt.count {
