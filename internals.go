@@ -127,6 +127,14 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 			}
 			nodes = append(nodes[:watch:watch], nodes[watch+1:]...)
 			idx = indexOf(nodes, own)
+			// Nodes still cached ahead of ours have not been seen to go. A
+			// queue drains in order, so they are usually gone too, and
+			// checking them one by one would cost a waiter k places back k
+			// round trips (O(n²) requests to drain n waiters): one listing
+			// settles it in one.
+			if held, _ := q.pred(nodes, idx); !held {
+				relist = true
+			}
 		}
 		if kids, err = q.list(ctx, node); err != nil {
 			return nil, err
