@@ -42,6 +42,15 @@ type ownNode struct {
 // session is deleted, never adopted (CURATOR-498). Connection loss and
 // session expiry are retried under the Session's retry policy.
 func (s *Session) createProtected(ctx context.Context, dir, name string, data []byte) (ownNode, error) {
+	return s.createProtectedMode(ctx, dir, name, data, zk.FlagEphemeral|zk.FlagSequence)
+}
+
+// createProtectedMode is createProtected with the create flags given:
+// zk.FlagEphemeral alone creates dir/_c_<uuid>-name exactly (the read node
+// of a read-write lock downgrade, which carries the writer's sequence).
+// A create whose reply was lost and that is retried then fails with
+// NodeExists, and the node is looked for by its UUID the same way.
+func (s *Session) createProtectedMode(ctx context.Context, dir, name string, data []byte, flags int32) (ownNode, error) {
 	uuid := newUUID()
 	prefix := protectedName(uuid, name)
 	bo := s.cfg.retry()
@@ -50,7 +59,7 @@ func (s *Session) createProtected(ctx context.Context, dir, name string, data []
 		if err != nil {
 			return ownNode{}, err
 		}
-		p, err := s.create(ctx, joinPath(dir, prefix), data, zk.FlagEphemeral|zk.FlagSequence)
+		p, err := s.create(ctx, joinPath(dir, prefix), data, flags)
 		switch {
 		case err == nil:
 			return ownNode{path: p, gen: gen}, nil
@@ -58,7 +67,7 @@ func (s *Session) createProtected(ctx context.Context, dir, name string, data []
 			if err = s.ensureParents(ctx, dir); err == nil {
 				continue
 			}
-		case err == zk.ErrConnectionClosed:
+		case err == zk.ErrConnectionClosed, err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
 			if n, ok, ferr := s.findProtected(ctx, dir, uuid); ferr == nil && ok {
 				return n, nil
 			} else if ferr != nil {

@@ -1,0 +1,218 @@
+package zkrecipes
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Node names of the read-write lock, as Curator's InterProcessReadWriteLock
+// writes them after the protected prefix. Both have the same length, so the
+// two kinds sort together by sequence.
+const (
+	writeName = "__WRIT__"
+	readName  = "__READ__"
+)
+
+// RWMutex is a distributed read-write lock on a ZooKeeper path,
+// wire-compatible with Curator's InterProcessReadWriteLock: a writer
+// excludes every other holder; readers share the lock with each other.
+//
+// Contenders create EPHEMERAL_SEQUENTIAL nodes P/_c_<uuid>-__WRIT__<seq>
+// and P/_c_<uuid>-__READ__<seq>, sorted by sequence. A writer holds when
+// its node is first of all and otherwise watches the node just before it.
+// A reader holds when no writer's node sorts before its own, and otherwise
+// watches the nearest writer ahead of it (Curator's reader watches the
+// first writer of the queue; the nearest one wakes fewer readers and, like
+// Curator's choice, only ever points at an older node, so waits cannot form
+// a cycle: the reader/writer deadlock of kazoo #649 cannot happen).
+//
+// Both sides are reentrant per goroutine. A goroutine that holds the write
+// lock may take the read lock (a downgrade) and then release the write
+// lock: its read node is created non-sequential, named with the writer's
+// sequence number, so it sorts at the writer's place and no waiting writer
+// slips in between (CURATOR-276, fixed that way in Curator 5.5 by
+// CURATOR-621). A goroutine that holds only the read lock and asks for the
+// write lock gets ErrUpgrade at once: that wait could never end (Curator
+// waits forever).
+//
+// Curator 5.4 peers stay safe beside a downgraded read node: their writers
+// list the children again after every wake-up and so see it. This package's
+// writers do the same (the fast handoff of Mutex is never used here,
+// because such nodes sort below nodes created earlier).
+//
+// NewRWMutex does no I/O. An RWMutex is safe for concurrent use.
+type RWMutex struct {
+	s    *Session
+	path string
+	err  error
+	cfg  lockConfig
+	wq   queue
+	rq   queue
+
+	mu      sync.Mutex
+	writers map[int64]*hold // by goroutine id
+	readers map[int64]*hold
+}
+
+// NewRWMutex returns a read-write lock on path (relative to the Session's
+// namespace). It does no I/O; an invalid path, a nil session or a bad
+// option is reported by every method. WithFastHandoff has no effect: see
+// RWMutex.
+func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
+	rw := &RWMutex{s: s, path: path, writers: map[int64]*hold{}, readers: map[int64]*hold{}}
+	rw.cfg, rw.err = buildLockConfig(opts)
+	if rw.err == nil {
+		rw.err = checkRecipe(s, path)
+	}
+	if rw.err == nil {
+		dir := s.abs(path)
+		rw.wq = queue{s: s, dir: dir, name: writeName, markers: rwMarkers, kind: kindReadWrite, pred: maxLeasesPredicate(1)}
+		rw.rq = queue{s: s, dir: dir, name: readName, markers: rwMarkers, kind: kindReadWrite, pred: readPredicate}
+	}
+	return rw
+}
+
+// WriteLock returns the exclusive side of the lock.
+func (rw *RWMutex) WriteLock() *RWLock { return &RWLock{rw: rw, write: true} }
+
+// ReadLock returns the shared side of the lock.
+func (rw *RWMutex) ReadLock() *RWLock { return &RWLock{rw: rw} }
+
+// Path returns the lock's path, as given to NewRWMutex.
+func (rw *RWMutex) Path() string { return rw.path }
+
+// RWLock is one side of an RWMutex: the write lock or the read lock. It is
+// safe for concurrent use.
+type RWLock struct {
+	rw    *RWMutex
+	write bool
+}
+
+// Acquire blocks until the calling goroutine holds this side of the lock or
+// ctx ends. A goroutine that already holds this side gets a new lease on
+// the same hold at once. The read lock, asked for by a goroutine that holds
+// the write lock, is granted at once (a downgrade, see RWMutex). The write
+// lock, asked for by a goroutine that holds only the read lock, fails at
+// once with ErrUpgrade. Otherwise Acquire behaves as Mutex.Acquire: it
+// starts over on a new session after an expiry (ErrRetriesExhausted when
+// the retry policy gives up), and on cancel or any error deletes its node
+// and returns ctx's error, ErrClosed, ErrRecipeConflict or a ZooKeeper
+// error.
+func (l *RWLock) Acquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, false) }
+
+// TryAcquire is Acquire that returns an error matching ErrLocked at once,
+// leaving no node behind, when the lock cannot be granted now.
+func (l *RWLock) TryAcquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, true) }
+
+func (l *RWLock) acquire(ctx context.Context, try bool) (*Lease, error) {
+	rw := l.rw
+	if rw.err != nil {
+		return nil, rw.err
+	}
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
+	gid := goid()
+	own, other := rw.readers, rw.writers
+	q := &rw.rq
+	if l.write {
+		own, other = rw.writers, rw.readers
+		q = &rw.wq
+	}
+	rw.mu.Lock()
+	if h := own[gid]; h != nil {
+		if lease, ok := h.lease(); ok {
+			rw.mu.Unlock()
+			return lease, nil
+		}
+	}
+	held := other[gid]
+	rw.mu.Unlock()
+	if held != nil && held.sig.fired() {
+		held = nil
+	}
+
+	var h *hold
+	onEnd := func() {
+		rw.mu.Lock()
+		if own[gid] == h {
+			delete(own, gid)
+		}
+		rw.mu.Unlock()
+	}
+	var nh *hold
+	var err error
+	switch {
+	case l.write && held != nil:
+		return nil, ErrUpgrade
+	case !l.write && held != nil:
+		nh, err = rw.downgrade(ctx, held, onEnd)
+		if nh == nil && err == nil {
+			nh, err = q.acquire(ctx, rw.cfg.data(), try, onEnd)
+		}
+	default:
+		nh, err = q.acquire(ctx, rw.cfg.data(), try, onEnd)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rw.mu.Lock()
+	h = nh
+	own[gid] = h
+	rw.mu.Unlock()
+	return &Lease{h: h}, nil
+}
+
+// downgrade grants the read lock to the holder of the write lock w: a
+// non-sequential read node named with w's sequence number, so that it
+// sorts at w's place. It returns (nil, nil) when w turned out to be gone,
+// and the caller then queues as any reader does.
+func (rw *RWMutex) downgrade(ctx context.Context, w *hold, onEnd func()) (*hold, error) {
+	q := &rw.rq
+	seq := sortKey(baseName(w.node.path), rwMarkers)
+	node, err := rw.s.createProtectedMode(ctx, q.dir, readName+seq, rw.cfg.data(), zk.FlagEphemeral)
+	if err != nil {
+		return nil, err
+	}
+	granted := false
+	defer func() {
+		if !granted {
+			rw.s.removeNode(node)
+		}
+	}()
+	if node.gen != w.node.gen {
+		return nil, nil // the write lock's session is gone
+	}
+	_, stat, selfW, err := rw.s.getW(ctx, node.path)
+	if err != nil {
+		return nil, q.classify(ctx, node, err)
+	}
+	// The writer's node must still exist after the read node was created:
+	// then any writer that is granted later lists the children after this
+	// read node exists, and waits for it.
+	if _, err := rw.s.exists(ctx, w.node.path); err == zk.ErrNoNode {
+		return nil, nil
+	} else if err != nil {
+		return nil, q.classify(ctx, node, err)
+	}
+	epoch, err := q.grant(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	granted = true
+	return newHold(rw.s, node, stat.Czxid, selfW, epoch, onEnd), nil
+}
+
+// readPredicate holds a reader when no writer's node sorts before its own;
+// otherwise it watches the nearest writer ahead.
+func readPredicate(nodes []queueNode, self int) (bool, int) {
+	for i := self - 1; i >= 0; i-- {
+		if strings.Contains(nodes[i].name, writeName) {
+			return false, i
+		}
+	}
+	return true, -1
+}
