@@ -26,7 +26,10 @@ docker:
 	cd integration && ZK_TEST_BACKEND=docker ZK_TEST_IMAGE=$${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian} \
 		go test -race -count=1 -run Docker ./zktest/...
 
+# A throw-away ZooKeeper, three singleton workers as processes, kill -9 the
+# leader, print the failover; deps.sh first installs what a fresh machine lacks.
 demo:
+	scripts/deps.sh >/dev/null
 	cd integration && go run ./cmd/zkdemo
 
 bench:
