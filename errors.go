@@ -82,6 +82,11 @@ var (
 	// the election's path.
 	ErrNoLeader = errors.New("zkrecipes: no leader")
 
+	// ErrBadCount is returned by a Semaphore whose shared count node (see
+	// WithSharedCount) does not hold a 4-byte big-endian integer, the format
+	// of Curator's SharedCount.
+	ErrBadCount = errors.New("zkrecipes: shared count node does not hold a 4-byte big-endian count")
+
 	// ErrUpgrade is returned by a read-write lock when a goroutine that holds
 	// the read lock asks for the write lock: that can never be granted.
 	ErrUpgrade = errors.New("zkrecipes: read lock holder cannot take the write lock")

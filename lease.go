@@ -20,15 +20,27 @@ import (
 // The handle is the capability: any goroutine that has the Lease may
 // release it, not only the one that acquired it. A Lease is safe for
 // concurrent use.
+//
+// A MultiLock returns a composite lease over the leases of its members
+// (see Members): it ends when any member ends, and Token, Path and Check
+// are those of its newest member.
 type Lease struct {
 	h        *hold
+	g        *group // instead of h, for a composite lease
 	released atomic.Bool
 }
 
 // Done returns a channel that is closed when ownership ends: lost, or
 // released (for a reentrant lock, when the last of its leases on that
 // goroutine is released).
-func (l *Lease) Done() <-chan struct{} { return l.h.sig.done }
+func (l *Lease) Done() <-chan struct{} { return l.sig().done }
+
+func (l *Lease) sig() *signal {
+	if l.g != nil {
+		return l.g.sig
+	}
+	return l.h.sig
+}
 
 // Err returns nil while the lease is held. After Done closes it returns
 // ErrReleased if this lease was released, or an error matching ErrLockLost
@@ -38,9 +50,10 @@ func (l *Lease) Err() error {
 	if l.released.Load() {
 		return ErrReleased
 	}
+	sig := l.sig()
 	select {
-	case <-l.h.sig.done:
-		return l.h.sig.err
+	case <-sig.done:
+		return sig.err
 	default:
 		return nil
 	}
@@ -53,11 +66,29 @@ func (l *Lease) Err() error {
 // sequence numbers in node names). Hand the token to the resource you
 // protect and have it reject any write with a token lower than the highest
 // it has seen.
-func (l *Lease) Token() int64 { return l.h.token }
+func (l *Lease) Token() int64 { return l.top().token }
 
 // Path returns the path of the lease's node, relative to the Session's
 // namespace.
-func (l *Lease) Path() string { return l.h.s.rel(l.h.node.path) }
+func (l *Lease) Path() string { h := l.top(); return h.s.rel(h.node.path) }
+
+// top is the hold a lease's Token, Path and Check refer to.
+func (l *Lease) top() *hold {
+	if l.g != nil {
+		return l.g.newest()
+	}
+	return l.h
+}
+
+// Members returns the member leases of a composite lease (a MultiLock's),
+// in acquisition order, for their own Token and Check; nil for any other
+// lease. Releasing a member on its own ends the composite lease as lost.
+func (l *Lease) Members() []*Lease {
+	if l.g == nil {
+		return nil
+	}
+	return append([]*Lease(nil), l.g.members...)
+}
 
 // Check returns a ZooKeeper check operation that succeeds only while the
 // lease's node exists, that is while ownership has not ended on the
@@ -66,7 +97,7 @@ func (l *Lease) Path() string { return l.h.s.rel(l.h.node.path) }
 //
 //	_, err := session.Conn().Multi(lease.Check(), &zk.SetDataRequest{...})
 func (l *Lease) Check() *zk.CheckVersionRequest {
-	return &zk.CheckVersionRequest{Path: l.h.node.path, Version: -1}
+	return &zk.CheckVersionRequest{Path: l.top().node.path, Version: -1}
 }
 
 // Release gives up ownership. For a reentrant lock it only decrements the
@@ -76,10 +107,14 @@ func (l *Lease) Check() *zk.CheckVersionRequest {
 // ctx ended or the connection dropped (the lease is released anyway, and
 // the node deleted in the background as soon as possible); the loss error
 // (matching ErrLockLost) if ownership had already been lost; and
-// ErrReleased if this lease was already released.
+// ErrReleased if this lease was already released. A composite lease
+// releases its members in reverse order and returns their errors joined.
 func (l *Lease) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
 		return ErrReleased
+	}
+	if l.g != nil {
+		return l.g.release(ctx)
 	}
 	return l.h.release(ctx)
 }

@@ -1,0 +1,290 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Semaphore is a distributed counting semaphore: at most max leases are
+// held at once on its path, across every process. It is wire-compatible
+// with Curator's InterProcessSemaphoreV2, so Curator and Go processes can
+// share one semaphore.
+//
+// The layout is Curator's: P/locks holds a mutex (nodes
+// _c_<uuid>-lock-<seq>) and P/leases the leases (nodes
+// _c_<uuid>-lease-<seq>, EPHEMERAL_SEQUENTIAL). To acquire, a client takes
+// the mutex, creates its lease nodes, lists P/leases with a watch until
+// the number of leases is within the maximum, and releases the mutex. A
+// lease is held while its node exists.
+//
+// Herds: only the holder of P/locks watches P/leases; every other waiter
+// waits in the mutex's queue, watching one node. So a returned lease wakes
+// at most one client per process holding the mutex, as in Curator, which
+// also sets its children watch only while it holds the mutex.
+//
+// The maximum is fixed, or read from a shared count node (WithSharedCount)
+// that any client may change at runtime, in the format of Curator's
+// SharedCount: a 4-byte big-endian integer. A count of zero or less admits
+// nobody until it is raised.
+//
+// NewSemaphore does no I/O. A Semaphore is safe for concurrent use.
+type Semaphore struct {
+	s      *Session
+	path   string
+	max    int
+	err    error
+	cfg    semConfig
+	lock   queue  // the mutex under P/locks
+	leases string // absolute path of P/leases
+	count  *countCache
+}
+
+// Names under a semaphore's path, as Curator's InterProcessSemaphoreV2
+// writes them.
+const (
+	semLocks     = "locks"
+	semLeases    = "leases"
+	semLeaseName = "lease-"
+)
+
+// NewSemaphore returns a semaphore on path (relative to the Session's
+// namespace) that admits at most max leases at once; with WithSharedCount,
+// max only seeds the count node when it does not exist. It does no I/O; an
+// invalid path, a nil session, a max below 1 or a bad option is reported by
+// every method.
+func NewSemaphore(s *Session, path string, max int, opts ...SemaphoreOption) *Semaphore {
+	sem := &Semaphore{s: s, path: path, max: max}
+	sem.cfg, sem.err = buildSemConfig(opts)
+	if sem.err == nil && max < 1 {
+		sem.err = invalidArg("semaphore maximum %d is below 1", max)
+	}
+	if sem.err == nil {
+		sem.err = checkRecipe(s, path)
+	}
+	if sem.err == nil && sem.cfg.countPath != "" {
+		sem.err = validatePath(sem.cfg.countPath)
+	}
+	if sem.err == nil {
+		dir := s.abs(path)
+		sem.lock = queue{s: s, dir: joinPath(dir, semLocks), name: "lock-", markers: mutexMarkers, kind: kindMutex,
+			pred: maxLeasesPredicate(1), fast: sem.cfg.lock.fast}
+		sem.leases = joinPath(dir, semLeases)
+		if sem.cfg.countPath != "" {
+			sem.count = &countCache{path: s.abs(sem.cfg.countPath), seed: int32(max)}
+		}
+	}
+	return sem
+}
+
+// Path returns the semaphore's path, as given to NewSemaphore.
+func (sem *Semaphore) Path() string { return sem.path }
+
+// Acquire blocks until the caller holds n leases, all at once, or ctx ends.
+// It is all-or-nothing: it returns n leases, each with its own node, Done,
+// Err, Token and Release (like Curator's collection of leases, so that
+// they can be returned one by one), or an error and none. The n lease
+// nodes are created together while the semaphore's mutex is held, so two
+// clients that each want several leases never hold part of what they want
+// while waiting for the rest (Curator's acquire(n) takes one lease at a
+// time and can leave them so).
+//
+// With a fixed maximum, n above it fails at once with ErrInvalidArgument.
+// When the session expires while waiting, acquisition starts over on the
+// next session under the Session's retry policy (ErrRetriesExhausted when
+// it gives up). On cancel, deadline or any error every node it created is
+// deleted before it returns (in the background if the connection is down),
+// and the error returned: ctx's error, ErrClosed, ErrBadCount,
+// ErrRecipeConflict or a ZooKeeper error.
+func (sem *Semaphore) Acquire(ctx context.Context, n int) ([]*Lease, error) {
+	return sem.acquire(ctx, n, false)
+}
+
+// TryAcquire is Acquire that fails at once with an error matching ErrLocked,
+// leaving no node behind, when n leases are not free now, or when another
+// client holds the semaphore's mutex (it is acquiring, or waiting for
+// leases).
+func (sem *Semaphore) TryAcquire(ctx context.Context, n int) ([]*Lease, error) {
+	return sem.acquire(ctx, n, true)
+}
+
+func (sem *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, error) {
+	if sem.err != nil {
+		return nil, sem.err
+	}
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
+	if n < 1 || (sem.count == nil && n > sem.max) {
+		return nil, invalidArg("cannot acquire %d leases of a semaphore of %d", n, sem.max)
+	}
+	bo := sem.s.cfg.retry()
+	for {
+		leases, err := sem.attempt(ctx, n, try)
+		if err == nil || !errors.Is(err, errStartOver) {
+			return leases, err
+		}
+		sem.s.cfg.log.Info("zkrecipes: semaphore acquisition starts over", "path", sem.leases, "err", err)
+		d := bo.NextBackOff()
+		if d == Stop {
+			return nil, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, sem.path, errors.Unwrap(err))
+		}
+		if err := sleepCtx(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// attempt is one pass: take the mutex, create n lease nodes, wait until
+// they fit, release the mutex.
+func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, error) {
+	lockHold, err := sem.lock.acquire(ctx, sem.cfg.lock.data(), try, func() {})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		_ = lockHold.release(rctx)
+	}()
+
+	lq := queue{s: sem.s, dir: sem.leases}
+	var nodes []ownNode
+	granted := false
+	defer func() {
+		if !granted {
+			for _, nd := range nodes {
+				sem.s.removeNode(nd)
+			}
+		}
+	}()
+	for i := 0; i < n; i++ {
+		nd, err := sem.s.createProtected(ctx, sem.leases, semLeaseName, sem.cfg.lock.data())
+		if err != nil {
+			if errors.Is(err, zk.ErrSessionExpired) {
+				return nil, &startOver{err}
+			}
+			return nil, err
+		}
+		nodes = append(nodes, nd)
+		if nd.gen != nodes[0].gen {
+			return nil, &startOver{lost(ErrSessionChanged)}
+		}
+	}
+	node := nodes[0]
+	// Look at the semaphore's own path beside the reads below: nodes of
+	// another recipe there (a mutex's, say) mean two recipes share it.
+	type listing struct {
+		kids []string
+		err  error
+	}
+	parent := make(chan listing, 1)
+	go func() {
+		kids, err := sem.s.children(ctx, sem.s.abs(sem.path))
+		parent <- listing{kids, err}
+	}()
+	// Read each own node: its czxid is the lease's token, the owner check
+	// rejects a node adopted from an older session, and the watch reports
+	// the node's deletion once held.
+	stats := make([]*zk.Stat, n)
+	selfWs := make([]<-chan zk.Event, n)
+	for i, nd := range nodes {
+		for {
+			_, st, w, err := sem.s.getW(ctx, nd.path)
+			if err == nil {
+				stats[i], selfWs[i] = st, w
+				break
+			}
+			if err = lq.classify(ctx, nd, err); err != nil {
+				return nil, err
+			}
+		}
+		if stats[i].EphemeralOwner != nd.gen.id {
+			return nil, &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), stats[i].EphemeralOwner)}
+		}
+	}
+
+	if p := <-parent; p.err == nil {
+		if k := conflictingKind(sortNodes(p.kids, mutexMarkers), kindSemaphore); k != "" {
+			return nil, fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, sem.path, k, kindSemaphore)
+		}
+	}
+	for {
+		kids, kidsW, err := sem.s.childrenW(ctx, sem.leases)
+		if err != nil {
+			if err = lq.classify(ctx, node, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, nd := range nodes {
+			if !slices.Contains(kids, baseName(nd.path)) {
+				return nil, &startOver{lost(ErrNodeDeleted)}
+			}
+		}
+		for {
+			max, countW, err := sem.maximum(ctx, node)
+			if err != nil {
+				return nil, err
+			}
+			if len(kids) <= max {
+				epoch, err := lq.grant(ctx, node)
+				if err != nil {
+					return nil, err
+				}
+				granted = true
+				leases := make([]*Lease, n)
+				for i, nd := range nodes {
+					leases[i] = &Lease{h: newHold(sem.s, nd, stats[i].Czxid, selfWs[i], epoch, func() {})}
+				}
+				return leases, nil
+			}
+			if try {
+				return nil, fmt.Errorf("%w: %s: %d leases held, maximum %d", ErrLocked, sem.path, len(kids)-n, max)
+			}
+			relist, err := sem.wait(ctx, node, lockHold, kidsW, countW)
+			if err != nil {
+				return nil, err
+			}
+			if relist {
+				break
+			}
+		}
+	}
+}
+
+// wait waits for a change of the leases (relist true) or of the shared
+// count (relist false).
+func (sem *Semaphore) wait(ctx context.Context, node ownNode, lockHold *hold, kidsW, countW <-chan zk.Event) (bool, error) {
+	lq := queue{s: sem.s, dir: sem.leases}
+	select {
+	case ev := <-kidsW:
+		if ev.Type == zk.EventNotWatching {
+			if err := lq.classify(ctx, node, ev.Err); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	case ev := <-countW:
+		sem.count.drop(countW)
+		if ev.Type == zk.EventNotWatching {
+			if err := lq.classify(ctx, node, ev.Err); err != nil {
+				return false, err
+			}
+		}
+		// The leases watch is still set: wait on it again after
+		// re-reading the count.
+		return false, nil
+	case <-lockHold.sig.done:
+		// The mutex was lost (the connection dropped): another client may
+		// be creating leases now; start again from the mutex.
+		return false, &startOver{lockHold.sig.err}
+	case <-node.gen.done:
+		return false, &startOver{node.gen.err}
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}

@@ -1,0 +1,143 @@
+package zkrecipes
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// SemaphoreOption configures NewSemaphore.
+type SemaphoreOption func(*semConfig)
+
+type semConfig struct {
+	lock      lockConfig // node data of leases and mutex nodes; fast handoff of the mutex
+	countPath string
+	err       error
+}
+
+func buildSemConfig(opts []SemaphoreOption) (semConfig, error) {
+	c := semConfig{lock: lockConfig{fast: true}}
+	for _, o := range opts {
+		if o == nil {
+			return c, invalidArg("nil SemaphoreOption")
+		}
+		o(&c)
+	}
+	return c, c.err
+}
+
+// WithLeaseData sets the data stored in each lease node (and in the
+// semaphore's mutex nodes). Default: this host's address as text, as
+// Curator writes.
+func WithLeaseData(data []byte) SemaphoreOption {
+	return func(c *semConfig) { WithNodeData(data)(&c.lock) }
+}
+
+// WithSharedCount makes the semaphore read its maximum from the node at
+// countPath (relative to the Session's namespace) instead of using a fixed
+// one: a 4-byte big-endian integer, the format of Curator's SharedCount, so
+// a Curator SharedCount and this semaphore can share it. Any client may
+// change the count at runtime; waiters see the change at once. The node is
+// created (persistent, its parents as containers) with the maximum given
+// to NewSemaphore when it does not exist. A node that does not hold 4
+// bytes makes Acquire fail with ErrBadCount. Default: a fixed maximum.
+func WithSharedCount(countPath string) SemaphoreOption {
+	return func(c *semConfig) {
+		if countPath == "" {
+			c.err = invalidArg("empty shared count path")
+			return
+		}
+		c.countPath = countPath
+	}
+}
+
+// countCache keeps the last value read from a shared count node with its
+// pending data watch, so that successive acquisitions do not pile up
+// watches on a node that rarely changes. Acquisitions through one
+// Semaphore wait on it one at a time (they hold the semaphore's mutex).
+type countCache struct {
+	path string // absolute
+	seed int32
+
+	mu  sync.Mutex
+	val int32
+	w   <-chan zk.Event
+	gen *generation
+}
+
+// maximum returns the number of leases the semaphore admits now, and a
+// channel that fires when that may change (nil for a fixed maximum).
+func (sem *Semaphore) maximum(ctx context.Context, node ownNode) (int, <-chan zk.Event, error) {
+	if sem.count == nil {
+		return sem.max, nil, nil
+	}
+	c := sem.count
+	c.mu.Lock()
+	if c.w != nil && c.gen == node.gen && !c.gen.fired() {
+		select {
+		case <-c.w: // changed since: read again
+			c.w = nil
+		default:
+			v, w := c.val, c.w
+			c.mu.Unlock()
+			return int(v), w, nil
+		}
+	}
+	c.mu.Unlock()
+	lq := queue{s: sem.s, dir: c.path}
+	for {
+		data, _, w, err := sem.s.getW(ctx, c.path)
+		if err == zk.ErrNoNode {
+			err = sem.seedCount(ctx)
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			if err = lq.classify(ctx, node, err); err != nil {
+				return 0, nil, err
+			}
+			continue
+		}
+		if len(data) != 4 {
+			return 0, nil, fmt.Errorf("%w: %s holds %d bytes", ErrBadCount, sem.cfg.countPath, len(data))
+		}
+		v := int32(binary.BigEndian.Uint32(data))
+		c.mu.Lock()
+		c.val, c.w, c.gen = v, w, node.gen
+		c.mu.Unlock()
+		return int(v), w, nil
+	}
+}
+
+// drop forgets the cached count whose watch w has fired.
+func (c *countCache) drop(w <-chan zk.Event) {
+	c.mu.Lock()
+	if c.w == w {
+		c.w = nil
+	}
+	c.mu.Unlock()
+}
+
+// seedCount creates the shared count node with the seed value.
+func (sem *Semaphore) seedCount(ctx context.Context) error {
+	c := sem.count
+	data := binary.BigEndian.AppendUint32(nil, uint32(c.seed))
+	for {
+		_, err := sem.s.create(ctx, c.path, data, 0)
+		switch {
+		case err == nil || err == zk.ErrNodeExists:
+			return nil
+		case err == zk.ErrNoNode:
+			if err := sem.s.ensureParents(ctx, path.Dir(c.path)); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
