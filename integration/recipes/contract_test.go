@@ -24,11 +24,42 @@ type locker interface {
 }
 
 // recipe builds a locker on a session and path; dir is the path under
-// which the recipe's contender nodes live (for counting leftovers).
+// which the recipe's contenders queue, extra (optional) lists the other
+// paths where it creates nodes (a semaphore's leases, a MultiLock's later
+// members): together they are where leftovers are looked for.
 type recipe struct {
-	name string
-	make func(s *zr.Session, path string) locker
-	dir  func(path string) string
+	name  string
+	make  func(s *zr.Session, path string) locker
+	dir   func(path string) string
+	extra func(path string) []string
+}
+
+// nodes lists every node the recipe has on the server under path.
+func (r recipe) nodes(t *testing.T, conn *zk.Conn, path string) []string {
+	dirs := []string{r.dir(path)}
+	if r.extra != nil {
+		dirs = append(dirs, r.extra(path)...)
+	}
+	var out []string
+	for _, d := range dirs {
+		for _, k := range children(t, conn, d) {
+			out = append(out, d+"/"+k)
+		}
+	}
+	return out
+}
+
+// contenders counts the ZooKeeper sessions that own a node of the recipe
+// under path: holders and waiters, when each has a session of its own (a
+// semaphore waiter owns a mutex node and a lease node).
+func (r recipe) contenders(t *testing.T, conn *zk.Conn, path string) int {
+	owners := map[int64]bool{}
+	for _, n := range r.nodes(t, conn, path) {
+		if _, st, err := conn.Get(n); err == nil {
+			owners[st.EphemeralOwner] = true
+		}
+	}
+	return len(owners)
 }
 
 // runExclusiveContract runs the contract every exclusive lock recipe
@@ -71,7 +102,7 @@ func contractAcquireRelease(t *testing.T, r recipe) {
 	<-l.Done()
 	assert.ErrorIs(t, l.Err(), zr.ErrReleased)
 	assert.ErrorIs(t, l.Release(ctx), zr.ErrReleased, "a second release says so")
-	assert.Empty(t, children(t, conn, r.dir(path)), "release deletes the node")
+	assert.Empty(t, r.nodes(t, conn, path), "release deletes the node")
 }
 
 func contractExclusion(t *testing.T, r recipe) {
@@ -116,7 +147,7 @@ func contractExclusion(t *testing.T, r recipe) {
 	}
 	assert.Equal(t, int64(sessions*goroutines*rounds), total.Load())
 	assert.Zero(t, overlaps.Load(), "two holders at once")
-	assert.Empty(t, children(t, raw(t, c), r.dir(path)))
+	assert.Empty(t, r.nodes(t, raw(t, c), path))
 }
 
 func contractFIFO(t *testing.T, r recipe) {
@@ -144,7 +175,7 @@ func contractFIFO(t *testing.T, r recipe) {
 			_ = l.Release(ctx)
 		}()
 		// Queue them one at a time: wait until this waiter's node is there.
-		require.Eventually(t, func() bool { return len(children(t, conn, r.dir(path))) == i+2 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return r.contenders(t, conn, path) == i+2 }, 10*time.Second, time.Millisecond)
 	}
 	require.NoError(t, holder.Release(ctx))
 	wg.Wait()
@@ -166,7 +197,7 @@ func contractTry(t *testing.T, r recipe) {
 	require.NoError(t, err, "free: TryAcquire takes it")
 	_, err = r.make(b.Session, path).TryAcquire(ctx)
 	require.ErrorIs(t, err, zr.ErrLocked)
-	require.Eventually(t, func() bool { return len(children(t, conn, r.dir(path))) == 1 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return r.contenders(t, conn, path) == 1 }, 5*time.Second, time.Millisecond,
 		"the failed try leaves no node")
 	require.NoError(t, l.Release(ctx))
 }
@@ -188,10 +219,10 @@ func contractCancel(t *testing.T, r recipe) {
 	cctx, cancel2 := context.WithCancel(ctx)
 	res := make(chan error, 1)
 	go func() { _, err := r.make(w.Session, path).Acquire(cctx); res <- err }()
-	require.Eventually(t, func() bool { return len(children(t, conn, r.dir(path))) == 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return r.contenders(t, conn, path) == 2 }, 10*time.Second, time.Millisecond)
 	cancel2()
 	assert.ErrorIs(t, <-res, context.Canceled)
-	require.Eventually(t, func() bool { return len(children(t, conn, r.dir(path))) == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return r.contenders(t, conn, path) == 1 }, 10*time.Second, time.Millisecond,
 		"cancelled and timed-out waiters leave no node")
 	require.NoError(t, holder.Release(ctx))
 }
@@ -212,7 +243,7 @@ func contractExpireWaiting(t *testing.T, r recipe) {
 		errc <- err
 		res <- l
 	}()
-	require.Eventually(t, func() bool { return len(children(t, conn, r.dir(path))) == 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return r.contenders(t, conn, path) == 2 }, 10*time.Second, time.Millisecond)
 	w.expire(t)
 	// The waiter starts over on its new session and queues again.
 	require.Eventually(t, func() bool {
@@ -296,7 +327,7 @@ func contractSuspended(t *testing.T, r recipe) {
 	proxy.Heal()
 	// The node of the lost lease is cleaned up once the connection is back.
 	conn := raw(t, c)
-	require.Eventually(t, func() bool { return len(children(t, conn, r.dir(testPath(t)))) == 0 }, 20*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(r.nodes(t, conn, testPath(t))) == 0 }, 20*time.Second, 10*time.Millisecond)
 }
 
 func contractReleaseWhileDown(t *testing.T, r recipe) {
@@ -316,9 +347,9 @@ func contractReleaseWhileDown(t *testing.T, r recipe) {
 	err = l.Release(rctx)
 	assert.ErrorIs(t, err, zr.ErrReleaseDeferred)
 	assert.ErrorIs(t, l.Err(), zr.ErrReleased, "released locally at once")
-	assert.Len(t, children(t, conn, r.dir(path)), 1, "still on the server while cut off")
+	assert.Equal(t, 1, r.contenders(t, conn, path), "still on the server while cut off")
 	proxy.Heal()
-	require.Eventually(t, func() bool { return len(children(t, conn, r.dir(path))) == 0 }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(r.nodes(t, conn, path)) == 0 }, 20*time.Second, 10*time.Millisecond,
 		"deleted once the connection is back")
 }
 
@@ -339,7 +370,7 @@ func contractFencing(t *testing.T, r recipe) {
 		}
 		// The container parent is reaped once empty (deleting it does the
 		// same at once): sequence numbers start over, tokens must not.
-		dir := zkPath(a.Session, r.dir(path))
+		dir := zkPath(a.Session, path)
 		require.NoError(t, deleteTree(conn, dir))
 	}
 }
