@@ -72,7 +72,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		return nil, err
 	}
 	own := baseName(node.path)
-	granted := false
+	granted, waited := false, false
 	defer func() {
 		if !granted {
 			q.s.removeNode(node)
@@ -109,32 +109,37 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 					return nil, err
 				}
 				granted = true
+				if waited && q.fast {
+					q.s.markGranted(node.path, data)
+				}
 				return newHold(q.s, node, stat.Czxid, selfW, epoch, onEnd), nil
 			}
 			if try {
 				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
 			}
-			gone, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), &selfW)
+			waited = true
+			res, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), fast && watch > 0, &selfW)
 			if err != nil {
 				return nil, err
 			}
-			if !gone {
-				continue // the watched node changed but is still there
-			}
-			if !fast {
+			switch {
+			case res == targetMarked:
+				// The watched node holds: every node ahead of it is gone
+				// for good.
+				nodes = nodes[watch:]
+			case !fast:
 				relist = true
-				break
+			default:
+				nodes = append(nodes[:watch:watch], nodes[watch+1:]...)
+				// Nodes still cached ahead of ours were not seen to go
+				// (the deleted node was cancelled or expired while it
+				// waited, or never marked its grant): one listing settles
+				// where the queue stands.
+				if held, _ := q.pred(nodes, indexOf(nodes, own)); !held {
+					relist = true
+				}
 			}
-			nodes = append(nodes[:watch:watch], nodes[watch+1:]...)
 			idx = indexOf(nodes, own)
-			// Nodes still cached ahead of ours have not been seen to go. A
-			// queue drains in order, so they are usually gone too, and
-			// checking them one by one would cost a waiter k places back k
-			// round trips (O(n²) requests to drain n waiters): one listing
-			// settles it in one.
-			if held, _ := q.pred(nodes, idx); !held {
-				relist = true
-			}
 		}
 		if kids, err = q.list(ctx, node); err != nil {
 			return nil, err
@@ -182,44 +187,61 @@ func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
 	}
 }
 
-// waitFor watches target with getData until it is deleted (gone true) or
-// changes (gone false). A target already gone sets no watch.
-func (q *queue) waitFor(ctx context.Context, node ownNode, target string, selfW *<-chan zk.Event) (bool, error) {
+// waitResult is how a wait on a node ended.
+type waitResult int
+
+const (
+	targetGone   waitResult = iota // deleted
+	targetMarked                   // marked as the holder (see markGranted)
+)
+
+// waitFor watches target with getData until it is deleted, or, with
+// wantMark, until it is seen marked as the holder. A target already gone
+// sets no watch.
+func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMark bool, selfW *<-chan zk.Event) (waitResult, error) {
 	for {
-		_, _, w, err := q.s.getW(ctx, target)
+		_, st, w, err := q.s.getW(ctx, target)
 		if err == zk.ErrNoNode {
-			return true, nil
+			return targetGone, nil
 		}
 		if err != nil {
 			if err = q.classify(ctx, node, err); err == nil {
 				continue
 			}
-			return false, err
+			return 0, err
 		}
+		if wantMark && st.Version > 0 {
+			return targetMarked, nil
+		}
+	wait:
 		for {
 			select {
 			case ev := <-w:
 				switch ev.Type {
 				case zk.EventNodeDeleted:
-					return true, nil
+					return targetGone, nil
 				case zk.EventNotWatching:
-					return false, q.classify(ctx, node, ev.Err)
+					return 0, q.classify(ctx, node, ev.Err)
+				case zk.EventNodeDataChanged:
+					if wantMark {
+						return targetMarked, nil
+					}
 				}
-				return false, nil
+				break wait // set the watch again
 			case ev := <-*selfW:
 				switch ev.Type {
 				case zk.EventNodeDeleted:
-					return false, q.classify(ctx, node, lost(ErrNodeDeleted))
+					return 0, q.classify(ctx, node, lost(ErrNodeDeleted))
 				case zk.EventNotWatching:
-					return false, q.classify(ctx, node, ev.Err)
+					return 0, q.classify(ctx, node, ev.Err)
 				}
 				if _, _, *selfW, err = q.s.getW(ctx, node.path); err != nil {
-					return false, q.classify(ctx, node, err)
+					return 0, q.classify(ctx, node, err)
 				}
 			case <-node.gen.done:
-				return false, &startOver{node.gen.err}
+				return 0, &startOver{node.gen.err}
 			case <-ctx.Done():
-				return false, ctx.Err()
+				return 0, ctx.Err()
 			}
 		}
 	}

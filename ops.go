@@ -17,6 +17,9 @@ import (
 // caller gave up can be undone.
 func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error), abandon func(T, error)) (T, error) {
 	var zero T
+	if ctx == nil {
+		return zero, invalidArg("nil context")
+	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
@@ -128,7 +131,10 @@ func (s *Session) exists(ctx context.Context, path string) (*zk.Stat, error) {
 	}, nil)
 }
 
+// delete deletes path, after the grant mark of the node, if one is in
+// flight (see markGranted).
 func (s *Session) delete(ctx context.Context, path string) error {
+	s.awaitMark(ctx, path)
 	_, err := call(ctx, s, "delete", path, func() (struct{}, error) {
 		return struct{}{}, s.conn.Delete(path, -1)
 	}, nil)

@@ -31,6 +31,7 @@ type Session struct {
 	ownsConn bool
 	cfg      sessionConfig
 	granted  atomic.Int64 // session timeout granted by the server, in ms (Connect only)
+	marks    sync.Map     // node path -> chan struct{}: grant marks in flight
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -62,6 +63,9 @@ type generation struct {
 // connection. It fails with ctx's error if no session is established before
 // ctx ends, and with ErrInvalidArgument or ErrInvalidPath for bad options.
 func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
@@ -103,6 +107,9 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // session timeout conn was made with in WithSessionTimeout: an adopted
 // connection cannot tell the Session what the server granted.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
 	if conn == nil || events == nil {
 		return nil, invalidArg("nil conn or event channel")
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -181,4 +183,67 @@ func TestMutex_RecipeConflictIsAnErrorNotAHang(t *testing.T) {
 	_, err = zr.NewMutex(connect(t, c, nil).Session, path).Acquire(ctx)
 	assert.ErrorIs(t, err, zr.ErrRecipeConflict)
 	assert.Equal(t, []string{"leases"}, children(t, conn, path), "no node left behind")
+}
+
+func TestMutex_CheckMakesAWriteConditionalOnHolding(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	res := path + "-resource"
+	_, err := conn.Create(res, []byte("v0"), 0, worldACL())
+	require.NoError(t, err)
+	l, err := zr.NewMutex(cl.Session, path).Acquire(ctx)
+	require.NoError(t, err)
+
+	_, err = cl.Conn().Multi(l.Check(), &zk.SetDataRequest{Path: res, Data: []byte("v1"), Version: -1})
+	require.NoError(t, err, "the write goes through while the lock is held")
+	require.NoError(t, l.Release(ctx))
+	_, err = cl.Conn().Multi(l.Check(), &zk.SetDataRequest{Path: res, Data: []byte("v2"), Version: -1})
+	require.Error(t, err, "the write is refused once the lock node is gone")
+	data, _, err := conn.Get(res)
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(data))
+}
+
+// Draining a queue costs each waiter one listing of the children, however
+// long the queue: a holder that waited marks its node when granted, so the
+// waiter behind it needs no second listing when it goes.
+func TestMutex_QueueDrainListsTheChildrenOncePerWaiter(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 2*time.Minute)
+	var lists, reads atomic.Int64
+	tracer := zr.TracerFunc(func(ev zr.TraceEvent) {
+		switch ev.Op {
+		case "getChildren":
+			lists.Add(1)
+		case "getData":
+			reads.Add(1)
+		}
+	})
+	holder, err := zr.NewMutex(connect(t, c, nil).Session, path).Acquire(ctx)
+	require.NoError(t, err)
+	const waiters = 30
+	done := make(chan error, waiters)
+	conn := raw(t, c)
+	for i := 0; i < waiters; i++ {
+		m := zr.NewMutex(connect(t, c, nil, zr.WithTracer(tracer)).Session, path)
+		go func() {
+			l, err := m.Acquire(ctx)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			done <- err
+		}()
+		require.Eventually(t, func() bool { return len(children(t, conn, path)) == i+2 }, 10*time.Second, time.Millisecond)
+	}
+	require.NoError(t, holder.Release(ctx))
+	for i := 0; i < waiters; i++ {
+		require.NoError(t, <-done)
+	}
+	assert.Equal(t, int64(waiters), lists.Load(), "one listing per waiter")
+	assert.LessOrEqual(t, reads.Load(), int64(5*waiters), "a bounded number of reads per waiter")
+	t.Logf("%d waiters: %d listings, %d reads", waiters, lists.Load(), reads.Load())
 }
