@@ -329,6 +329,9 @@ func (e *Election) Resign(ctx context.Context) error {
 	if e.err != nil {
 		return e.err
 	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
 	e.mu.Lock()
 	l := e.lease
 	e.mu.Unlock()

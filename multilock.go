@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"fmt"
+	"reflect"
 )
 
 // Locker is what every exclusive lock recipe of this package offers:
@@ -45,11 +46,18 @@ func NewMultiLock(locks ...Locker) *MultiLock {
 		m.err = invalidArg("MultiLock of no locks")
 	}
 	for i, l := range locks {
-		if l == nil {
+		if l == nil || isNilPointer(l) {
 			m.err = invalidArg("MultiLock member %d is nil", i)
 		}
 	}
 	return m
+}
+
+// isNilPointer reports a nil pointer inside a non-nil interface, such as
+// a (*Mutex)(nil) passed as a Locker.
+func isNilPointer(l Locker) bool {
+	v := reflect.ValueOf(l)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Acquire acquires every member in order, each with its own Acquire, and

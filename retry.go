@@ -23,13 +23,18 @@ type BackOff interface {
 const Stop time.Duration = -1
 
 // RetryPolicy makes a fresh BackOff for each operation that retries. It
-// must be safe to call from several goroutines.
+// must be safe to call from several goroutines. The constructors below
+// refuse impossible arguments (a zero or negative duration or count):
+// WithRetryPolicy then fails with ErrInvalidArgument.
 type RetryPolicy func() BackOff
 
 // ExponentialBackoff retries with exponentially growing, jittered waits
 // from initial up to max between attempts, forever (until the caller's ctx
 // ends). It is the default policy: initial 50ms, max 5s.
 func ExponentialBackoff(initial, max time.Duration) RetryPolicy {
+	if initial <= 0 || max < initial {
+		return invalidPolicy("ExponentialBackoff(%v, %v): want 0 < initial <= max", initial, max)
+	}
 	return func() BackOff {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = initial, max, 0
@@ -42,6 +47,9 @@ func ExponentialBackoff(initial, max time.Duration) RetryPolicy {
 // BoundedExponentialBackoff is ExponentialBackoff that gives up once
 // maxElapsed has passed since the first failure.
 func BoundedExponentialBackoff(initial, max, maxElapsed time.Duration) RetryPolicy {
+	if initial <= 0 || max < initial || maxElapsed <= 0 {
+		return invalidPolicy("BoundedExponentialBackoff(%v, %v, %v): want 0 < initial <= max and maxElapsed > 0", initial, max, maxElapsed)
+	}
 	return func() BackOff {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = initial, max, maxElapsed
@@ -53,6 +61,9 @@ func BoundedExponentialBackoff(initial, max, maxElapsed time.Duration) RetryPoli
 
 // RetryNTimes retries at most n times, waiting interval between attempts.
 func RetryNTimes(n int, interval time.Duration) RetryPolicy {
+	if n < 0 || interval <= 0 {
+		return invalidPolicy("RetryNTimes(%d, %v): want n >= 0 and interval > 0", n, interval)
+	}
 	return func() BackOff {
 		return backoff.WithMaxRetries(backoff.NewConstantBackOff(interval), uint64(max(n, 0)))
 	}
@@ -61,11 +72,17 @@ func RetryNTimes(n int, interval time.Duration) RetryPolicy {
 // RetryUntilElapsed retries every interval until total has passed since the
 // first failure.
 func RetryUntilElapsed(total, interval time.Duration) RetryPolicy {
+	if total <= 0 || interval <= 0 {
+		return invalidPolicy("RetryUntilElapsed(%v, %v): want positive durations", total, interval)
+	}
 	return func() BackOff { return &untilElapsed{total: total, interval: interval} }
 }
 
 // RetryForever retries every interval until the caller's ctx ends.
 func RetryForever(interval time.Duration) RetryPolicy {
+	if interval <= 0 {
+		return invalidPolicy("RetryForever(%v): want a positive interval", interval)
+	}
 	return func() BackOff { return backoff.NewConstantBackOff(interval) }
 }
 
@@ -91,9 +108,30 @@ func (u *untilElapsed) NextBackOff() time.Duration {
 
 func (u *untilElapsed) Reset() { u.start = time.Time{} }
 
+// badPolicy is what a policy constructor given impossible arguments
+// returns: WithRetryPolicy reports its error, so a zero or negative
+// duration is refused before any ZooKeeper call instead of spinning.
+type badPolicy struct{ err error }
+
+func (badPolicy) NextBackOff() time.Duration { return Stop }
+func (badPolicy) Reset()                     {}
+
+func invalidPolicy(format string, args ...any) RetryPolicy {
+	b := badPolicy{invalidArg(format, args...)}
+	return func() BackOff { return b }
+}
+
+// validatePolicy makes one BackOff of p (a policy is a factory: this has no
+// effect) to refuse nil and the policies built from impossible arguments.
 func validatePolicy(p RetryPolicy) error {
 	if p == nil {
 		return invalidArg("nil retry policy")
+	}
+	switch b := p().(type) {
+	case nil:
+		return invalidArg("retry policy returned a nil BackOff")
+	case badPolicy:
+		return b.err
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole check: dependencies, lint, unit tests, integration tests against real
+# The whole check: dependencies, lint, unit tests, short fuzz runs, integration tests against real
 # ZooKeeper (Java backend), then the Docker backend tests. Every stage runs even after
 # a failure (except deps), and a summary with times closes the output. Exit status is
 # non-zero when any stage failed.
@@ -27,6 +27,7 @@ T0=$(date +%s)
 stage deps scripts/deps.sh || { echo "test.sh: deps failed, stopping" >&2; exit 1; }
 stage lint scripts/lint.sh
 stage unit go test -race -count=1 -skip '^TestZK' ./...
+stage fuzz scripts/fuzz.sh
 stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./...'
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then
 	stage docker-tests bash -c 'cd integration && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m -run Docker ./zktest/...'
