@@ -154,6 +154,168 @@ class Peer:
         return json.dumps(out, separators=(",", ":"))
 
 
+class BenchPeer:
+    """The synchronised benchmark modes (--sync, and bench-drain), driven by
+    the zkbench runner through stdin: after its set-up the peer prints
+    "READY <id>" and waits for a line on stdin, runs the measured phase,
+    prints its JSON summary, and waits for the end of stdin before closing
+    its sessions. Every session is its own KazooClient."""
+
+    def __init__(self, args):
+        self.args = args
+        self.ident = args.id or "kazoo-%d" % os.getpid()
+        self.clients = []
+        self.log_fd = None
+        if args.log:
+            self.log_fd = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def log(self, line):
+        if self.log_fd is not None:
+            os.write(self.log_fd, ("%s %d\n" % (line, time.time_ns())).encode("utf-8"))
+
+    def connect(self, n):
+        fresh = []
+        for _ in range(n):
+            c = KazooClient(hosts=self.args.servers, timeout=self.args.session_timeout_ms / 1000.0)
+            c.start(timeout=60)
+            fresh.append(c)
+            self.clients.append(c)
+        return fresh
+
+    def lock(self, client):
+        extra = [self.args.extra_lock_pattern] if self.args.extra_lock_pattern else []
+        return client.Lock(self.args.path, self.ident, extra_lock_patterns=extra)
+
+    def ready_and_wait(self):
+        sys.stdout.write("READY %s\n" % self.ident)
+        sys.stdout.flush()
+        if not sys.stdin.readline():
+            raise RuntimeError("stdin closed before the start line")
+
+    def summary(self, acquisitions, lat_ns, **extra):
+        lat = sorted(lat_ns)
+        out = {
+            "peer": "kazoo", "mode": self.args.mode, "id": self.ident,
+            "acquisitions": acquisitions, "errors": 0, "samples": len(lat),
+            "p50_us": percentile_us(lat, 0.50), "p99_us": percentile_us(lat, 0.99),
+            "max_us": lat[-1] // 1000 if lat else 0,
+            "p50_ns": percentile_us(lat, 0.50) * 1000 if lat else 0,
+            "p99_ns": percentile_us(lat, 0.99) * 1000 if lat else 0,
+        }
+        if lat:
+            out["p50_ns"] = lat[max(0, min(len(lat) - 1, math.ceil(0.50 * len(lat)) - 1))]
+            out["p99_ns"] = lat[max(0, min(len(lat) - 1, math.ceil(0.99 * len(lat)) - 1))]
+        out.update(extra)
+        sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+
+    def uncontended(self):
+        (client,) = self.connect(1)
+        lock = self.lock(client)
+        for _ in range(self.args.warmup):
+            lock.acquire()
+            lock.release()
+        self.ready_and_wait()
+        lat = []
+        for _ in range(self.args.count):
+            t0 = time.monotonic_ns()
+            lock.acquire()
+            lock.release()
+            lat.append(time.monotonic_ns() - t0)
+        self.summary(self.args.count, lat, cycles=self.args.count)
+
+    def contended(self):
+        clients = self.connect(self.args.sessions)
+        self.ready_and_wait()
+        deadline = time.monotonic() + self.args.duration
+        counts = [0] * len(clients)
+        waits = []
+        failures = []
+
+        def contender(k, client):
+            lock = self.lock(client)
+            who = "%s-%d" % (self.ident, k)
+            try:
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    t0 = time.monotonic_ns()
+                    try:
+                        if not lock.acquire(timeout=left):
+                            return
+                    except LockTimeout:
+                        return
+                    waits.append(time.monotonic_ns() - t0)
+                    counts[k] += 1
+                    try:
+                        self.log("ENTER %s -" % who)
+                        self.log("EXIT %s" % who)
+                    finally:
+                        lock.release()
+            except Exception as e:  # reported after the join
+                failures.append(e)
+
+        threads = [threading.Thread(target=contender, args=(k, c)) for k, c in enumerate(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failures:
+            raise failures[0]
+        self.summary(sum(counts), waits, sessions=len(clients))
+
+    def drain(self):
+        n = self.args.sessions
+        clients = self.connect(n + 1)
+        holder = self.lock(clients[0])
+        holder.acquire()
+        granted = []
+        failures = []
+
+        def waiter(client):
+            lock = self.lock(client)
+            try:
+                lock.acquire()
+                granted.append(time.monotonic_ns())
+                lock.release()
+            except Exception as e:  # reported after the join
+                failures.append(e)
+
+        threads = [threading.Thread(target=waiter, args=(c,), daemon=True) for c in clients[1:]]
+        for t in threads:
+            t.start()
+        until = time.monotonic() + 120
+        while len(clients[0].get_children(self.args.path)) < n + 1:
+            if time.monotonic() > until:
+                raise RuntimeError("waiters did not queue within 120s")
+            time.sleep(0.02)
+        self.ready_and_wait()
+        t0 = time.monotonic_ns()
+        holder.release()
+        for t in threads:
+            t.join(300)
+        if failures:
+            raise failures[0]
+        if len(granted) != n:
+            raise RuntimeError("drain did not finish: %d of %d" % (len(granted), n))
+        total = max(granted) - t0
+        self.summary(n, [], handoffs=n, total_ns=total, per_handoff_ns=total // n)
+
+    def run(self):
+        try:
+            {"bench-uncontended": self.uncontended, "bench-contended": self.contended,
+             "bench-drain": self.drain}[self.args.mode]()
+            while sys.stdin.readline():
+                pass  # the runner closes stdin once it has read the server's counters
+        finally:
+            for c in self.clients:
+                try:
+                    c.stop()
+                finally:
+                    c.close()
+
+
 def token(node):
     """The sequence suffix of a lock node name, or "-"."""
     if not node:
@@ -184,7 +346,7 @@ def parse_args(argv):
         i += 1
     argv = glued
     p = argparse.ArgumentParser(prog="kazoo_peer.py", description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["mutex", "read", "write", "bench-uncontended", "bench-contended"])
+    p.add_argument("mode", choices=["mutex", "read", "write", "bench-uncontended", "bench-contended", "bench-drain"])
     p.add_argument("--servers", required=True, help="host:port[,host:port...]")
     p.add_argument("--path", required=True, help="the lock path")
     p.add_argument("--id", default="", help="participant id (default kazoo-<pid>)")
@@ -196,6 +358,9 @@ def parse_args(argv):
     p.add_argument("--session-timeout-ms", type=int, default=10000)
     p.add_argument("--extra-lock-pattern", default="",
                    help='passed as extra_lock_patterns=[...] to kazoo Lock, e.g. "-lock-"')
+    p.add_argument("--sync", default="", help="bench modes: READY / stdin handshake (see BenchPeer)")
+    p.add_argument("--sessions", type=int, default=1, help="sessions for bench-contended and bench-drain")
+    p.add_argument("--warmup", type=int, default=0, help="unmeasured cycles for bench-uncontended")
     args = p.parse_args(argv)
     if args.duration is None:
         args.duration = 60.0 if args.mode == "bench-uncontended" else 4.0
@@ -218,6 +383,8 @@ def start_watchdog(args):
 
 def main(argv):
     args = parse_args(argv)
+    if args.mode == "bench-drain" or (args.mode.startswith("bench-") and args.sync):
+        return bench_main(args)
     start_watchdog(args)
     peer = Peer(args)
     try:
@@ -228,6 +395,25 @@ def main(argv):
         os._exit(EXIT_ERROR)
     sys.stdout.write(peer.summary() + "\n")
     sys.stdout.flush()
+    return 0
+
+
+def bench_main(args):
+    def fire():
+        sys.stderr.write("kazoo_peer: watchdog: %s still running after 10 minutes\n" % args.mode)
+        sys.stderr.flush()
+        os._exit(EXIT_WATCHDOG)
+
+    t = threading.Timer(600, fire)
+    t.daemon = True
+    t.start()
+    peer = BenchPeer(args)
+    try:
+        peer.run()
+    except Exception as e:  # report any failure as a non-zero exit with a message
+        sys.stderr.write("kazoo_peer: error: %s %s: %r\n" % (args.mode, peer.ident, e))
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
     return 0
 
 

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -116,6 +117,7 @@ type Process struct {
 	Args []string
 
 	cmd    *exec.Cmd
+	stdin  io.WriteCloser // Launch only
 	stdout lockedBuffer
 	stderr lockedBuffer
 	done   chan struct{}
@@ -135,30 +137,12 @@ func Start(tb testing.TB, kind string, args ...string) *Process {
 		}
 		tb.Skipf("peer %s unavailable: %v", kind, err)
 	}
-	if err := checkLoopback(args); err != nil {
-		tb.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	name, argv, err := command(ctx, kind, args)
+	p, err := launch(ctx, kind, args, false)
 	if err != nil {
-		tb.Fatalf("peer %s: %v", kind, err)
+		tb.Fatal(err)
 	}
-	p := &Process{Kind: kind, Args: args, done: make(chan struct{})}
-	p.cmd = exec.Command(name, argv...)
-	p.cmd.Stdout = &p.stdout
-	p.cmd.Stderr = &p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // Kill takes the whole group
-		Pdeathsig: syscall.SIGKILL, // and the kernel kills the peer if the test binary dies
-	}
-	if err := p.cmd.Start(); err != nil {
-		tb.Fatalf("peer %s: start: %v", kind, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
 	tb.Cleanup(func() {
 		p.Kill()
 		if tb.Failed() {
@@ -166,6 +150,95 @@ func Start(tb testing.TB, kind string, args ...string) *Process {
 		}
 	})
 	return p
+}
+
+// Launch starts a peer outside a test, for programs such as the benchmark
+// runner, with a pipe on its standard input (see Send and CloseStdin). It
+// fails when the peer is not available, a --servers address is outside
+// 127.0.0.0/8, or the peer cannot be built (bounded by ctx) or started. The
+// caller must Kill the peer or Wait for it.
+func Launch(ctx context.Context, kind string, args ...string) (*Process, error) {
+	if err := Available(kind); err != nil {
+		return nil, err
+	}
+	return launch(ctx, kind, args, true)
+}
+
+func launch(ctx context.Context, kind string, args []string, withStdin bool) (*Process, error) {
+	if err := checkLoopback(args); err != nil {
+		return nil, err
+	}
+	name, argv, err := command(ctx, kind, args)
+	if err != nil {
+		return nil, fmt.Errorf("peer %s: %v", kind, err)
+	}
+	p := &Process{Kind: kind, Args: args, done: make(chan struct{})}
+	p.cmd = exec.Command(name, argv...)
+	p.cmd.Stdout = &p.stdout
+	p.cmd.Stderr = &p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // Kill takes the whole group
+		Pdeathsig: syscall.SIGKILL, // and the kernel kills the peer if its parent dies
+	}
+	if withStdin {
+		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+			return nil, fmt.Errorf("peer %s: stdin: %v", kind, err)
+		}
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("peer %s: start: %v", kind, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Send writes line and a newline to the standard input of a peer started by
+// Launch. The synchronised bench modes (--sync, bench-drain) start their
+// measured phase on the first line.
+func (p *Process) Send(line string) error {
+	if p.stdin == nil {
+		return errors.New("peers: Send on a peer without a stdin pipe (use Launch)")
+	}
+	_, err := io.WriteString(p.stdin, line+"\n")
+	return err
+}
+
+// CloseStdin closes the standard input of a peer started by Launch; the
+// synchronised bench modes then close their sessions and exit.
+func (p *Process) CloseStdin() error {
+	if p.stdin == nil {
+		return nil
+	}
+	return p.stdin.Close()
+}
+
+// WaitLine waits until the peer has printed a line starting with prefix and
+// returns it. It fails when ctx ends or the peer exits first.
+func (p *Process) WaitLine(ctx context.Context, prefix string) (string, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, l := range strings.Split(p.Stdout(), "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return l, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("peer %s %s: no %q line: %w; stderr: %s", p.Kind, p.Args[0], prefix, ctx.Err(), tail(p.Stderr(), 2000))
+		case <-p.done:
+			for _, l := range strings.Split(p.Stdout(), "\n") {
+				if strings.HasPrefix(l, prefix) {
+					return l, nil
+				}
+			}
+			return "", fmt.Errorf("peer %s %s exited (%v) before printing %q; stderr: %s", p.Kind, p.Args[0], p.err, prefix, tail(p.Stderr(), 2000))
+		case <-tick.C:
+		}
+	}
 }
 
 // command returns the program and arguments that run a peer of kind.

@@ -36,9 +36,10 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  */
 public final class CuratorPeer {
     private static final String USAGE =
-            "usage: CuratorPeer <mutex|read|write|semaphore|latch|selector|bench-uncontended|bench-contended>"
+            "usage: CuratorPeer <mutex|read|write|semaphore|latch|selector|bench-uncontended|bench-contended|bench-drain>"
                     + " --servers HOST:PORT[,...] --path /P [--id ID] [--duration 4s] [--count N]"
-                    + " [--hold-ms MS] [--max N] [--log FILE] [--session-timeout-ms MS]";
+                    + " [--hold-ms MS] [--max N] [--log FILE] [--session-timeout-ms MS]"
+                    + " [--sync true] [--sessions N] [--warmup N] (bench modes; see CuratorBench)";
 
     /** Exit code for a usage error. */
     private static final int EXIT_USAGE = 2;
@@ -85,6 +86,10 @@ public final class CuratorPeer {
         }
         String mode = args[0];
         Map<String, String> flags = parseFlags(args);
+        if (mode.equals("bench-drain") || (mode.startsWith("bench-") && flags.containsKey("sync"))) {
+            CuratorBench.main(mode, flags); // exits
+            return;
+        }
         CuratorPeer peer;
         try {
             peer = new CuratorPeer(mode, flags);

@@ -1,0 +1,27 @@
+// Package bench holds the lock workloads of the zkrecipes benchmarks and
+// runs them in-process on zkrecipes' Mutex and on go-zookeeper's own
+// zk.Lock, against a real ZooKeeper server:
+//
+//   - Uncontended: one session acquires and releases in a loop; the p50 and
+//     p99 of one cycle, and the requests per cycle the server counted.
+//   - Contended: several sessions, each its own goroutine, contend for one
+//     path; acquisitions per second, the handoff time (from the releaser's
+//     EXIT line to the successor's ENTER line in a shared log, checked for
+//     exclusion by peers.CheckLog), and violations.
+//   - Drain: n waiters, each its own session, queue behind one holder; the
+//     holder lets go and each waiter releases as soon as it holds; the time
+//     and the server's response bytes per handoff.
+//   - Floor: raw go-zookeeper requests with no lock around them: the
+//     create / getChildren / delete cycle and a chain of delete→notification
+//     handoffs, the best any ZooKeeper lock can do on that server.
+//
+// The server counters come from the "mntr" four-letter word, read between
+// phases while nothing else talks to the server: zk_packets_received counts
+// every packet the server read from a client (requests, pings, and the mntr
+// command itself), and zk_response_bytes the bytes of the replies to requests
+// (it counts neither watch notifications nor pings).
+//
+// The Go benchmarks (go test -bench) live in bench_test.go; the comparative
+// runner with Curator and kazoo is the program integration/cmd/zkbench,
+// which `make bench` runs.
+package bench

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// FloorResult is what raw go-zookeeper requests cost on the server, with
+// no lock around them: the floor any ZooKeeper lock stands on.
+type FloorResult struct {
+	// Per-request p50 of create (EPHEMERAL_SEQUENTIAL), getChildren and
+	// delete, and the p50 and p99 of the three in sequence: the
+	// uncontended cycle of a lock with nothing else in it.
+	CreateP50   time.Duration `json:"create_p50_ns"`
+	ChildrenP50 time.Duration `json:"children_p50_ns"`
+	DeleteP50   time.Duration `json:"delete_p50_ns"`
+	CycleP50    time.Duration `json:"cycle_p50_ns"`
+	CycleP99    time.Duration `json:"cycle_p99_ns"`
+	ReqPerCycle float64       `json:"requests_per_cycle"`
+	// A chain of sessions, each watching the node before it with getData
+	// and deleting its own as soon as that one is gone. Link times run
+	// from a delete request to the successor's notification; PerHandoff is
+	// the whole chain's time divided by its links; Throughput its inverse.
+	Links           int           `json:"links"`
+	HandoffP50      time.Duration `json:"handoff_p50_ns"`
+	HandoffP99      time.Duration `json:"handoff_p99_ns"`
+	PerHandoff      time.Duration `json:"per_handoff_ns"`
+	Throughput      float64       `json:"throughput_per_s"`
+	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
+}
+
+// Floor measures cycles raw create/getChildren/delete cycles under path
+// (after warmup unmeasured ones) and a delete→notification chain of links
+// sessions.
+func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int) (FloorResult, error) {
+	var r FloorResult
+	conn, err := ConnectRaw(ctx, env.Servers)
+	if err != nil {
+		return r, err
+	}
+	defer conn.Close()
+	if err := ensurePath(conn, path); err != nil {
+		return r, err
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	var cr, ch, de, cy []time.Duration
+	for i := range warmup + cycles {
+		t0 := time.Now()
+		p, err := conn.Create(path+"/n-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+		if err != nil {
+			return r, err
+		}
+		t1 := time.Now()
+		if _, _, err := conn.Children(path); err != nil {
+			return r, err
+		}
+		t2 := time.Now()
+		if err := conn.Delete(p, -1); err != nil {
+			return r, err
+		}
+		t3 := time.Now()
+		if i >= warmup {
+			cr, ch, de, cy = append(cr, t1.Sub(t0)), append(ch, t2.Sub(t1)), append(de, t3.Sub(t2)), append(cy, t3.Sub(t0))
+		}
+	}
+	r.CreateP50, r.ChildrenP50, r.DeleteP50 = Percentile(cr, 0.5), Percentile(ch, 0.5), Percentile(de, 0.5)
+	r.CycleP50, r.CycleP99 = Percentile(cy, 0.5), Percentile(cy, 0.99)
+	r.ReqPerCycle = 3
+	if err := chain(ctx, env, conn, path, links, &r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// chain runs the delete→notification chain.
+func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, r *FloorResult) error {
+	conns := make([]*zk.Conn, links+1)
+	errs := make([]error, links+1)
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			conns[i], errs[i] = ConnectRaw(ctx, env.Servers)
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	nodes := make([]string, links+1)
+	for i, c := range conns {
+		p, err := c.Create(path+"/chain-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+		if err != nil {
+			return err
+		}
+		nodes[i] = p
+	}
+	watches := make([]<-chan zk.Event, links+1)
+	for i := 1; i <= links; i++ {
+		_, _, w, err := conns[i].GetW(nodes[i-1])
+		if err != nil {
+			return err
+		}
+		watches[i] = w
+	}
+	delStart := make([]time.Time, links+1)
+	notified := make([]time.Time, links+1)
+	errs = make([]error, links+1)
+	for i := 1; i <= links; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case ev := <-watches[i]:
+				notified[i] = time.Now()
+				if ev.Type != zk.EventNodeDeleted {
+					errs[i] = errors.New("bench: chain: unexpected event " + ev.Type.String())
+					return
+				}
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			delStart[i] = time.Now()
+			errs[i] = conns[i].Delete(nodes[i], -1)
+		}()
+	}
+	before, err := env.Meter.Read(ctx)
+	if err != nil {
+		return err
+	}
+	delStart[0] = time.Now()
+	if err := conns[0].Delete(nodes[0], -1); err != nil {
+		return err
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	delta, err := env.Meter.Delta(ctx, before)
+	if err != nil {
+		return err
+	}
+	link := make([]time.Duration, links)
+	for i := 1; i <= links; i++ {
+		link[i-1] = notified[i].Sub(delStart[i-1])
+	}
+	total := notified[links].Sub(delStart[0])
+	r.Links = links
+	r.HandoffP50, r.HandoffP99 = Percentile(link, 0.5), Percentile(link, 0.99)
+	r.PerHandoff = total / time.Duration(links)
+	r.Throughput = float64(time.Second) / float64(r.PerHandoff)
+	r.BytesPerHandoff = float64(delta.ResponseBytes) / float64(links)
+	return nil
+}
+
+// ensurePath creates path and its parents as persistent nodes if missing.
+func ensurePath(conn *zk.Conn, path string) error {
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		if _, err := conn.Create(path[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			return err
+		}
+	}
+	return nil
+}

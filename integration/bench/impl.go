@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	zr "github.com/zkrecipes/zkrecipes"
+)
+
+// SessionTimeout is the ZooKeeper session timeout of every benchmark client.
+const SessionTimeout = 10 * time.Second
+
+// Locker is one contender: a lock on one path over its own ZooKeeper
+// session. A Locker is used by one goroutine at a time.
+type Locker interface {
+	// Lock blocks until the lock is held; it fails when ctx ends first.
+	Lock(ctx context.Context) error
+	// Unlock releases the lock held by the last Lock.
+	Unlock(ctx context.Context) error
+	// Close ends the session.
+	Close()
+}
+
+// Impl is an implementation measured in-process.
+type Impl struct {
+	// Name identifies the implementation in results: "zkrecipes", "gozk".
+	Name string
+	// Open connects a new session to servers and returns a lock on path
+	// bound to it.
+	Open func(ctx context.Context, servers []string, path string) (Locker, error)
+	// Watches returns how many watches the server holds once a holder and
+	// n waiters are queued: how Drain knows every waiter is waiting.
+	Watches func(n int) int
+}
+
+// Impls are the in-process implementations: zkrecipes' Mutex and
+// go-zookeeper's zk.Lock.
+var Impls = []Impl{
+	// Each waiter watches its predecessor and its own node; the holder
+	// watches its own node.
+	{Name: "zkrecipes", Open: openZkrecipes, Watches: func(n int) int { return 2*n + 1 }},
+	// Each waiter watches its predecessor.
+	{Name: "gozk", Open: openGozk, Watches: func(n int) int { return n }},
+}
+
+// ImplByName returns the in-process implementation called name.
+func ImplByName(name string) (Impl, bool) {
+	for _, i := range Impls {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return Impl{}, false
+}
+
+type zkrLocker struct {
+	s     *zr.Session
+	m     *zr.Mutex
+	lease *zr.Lease
+}
+
+func openZkrecipes(ctx context.Context, servers []string, path string) (Locker, error) {
+	s, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(SessionTimeout), zr.WithDialer(LoopbackDialer))
+	if err != nil {
+		return nil, err
+	}
+	return &zkrLocker{s: s, m: zr.NewMutex(s, path)}, nil
+}
+
+func (l *zkrLocker) Lock(ctx context.Context) error {
+	lease, err := l.m.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	l.lease = lease
+	return nil
+}
+
+func (l *zkrLocker) Unlock(ctx context.Context) error {
+	if l.lease == nil {
+		return errors.New("bench: unlock without lock")
+	}
+	err := l.lease.Release(ctx)
+	l.lease = nil
+	return err
+}
+
+func (l *zkrLocker) Close() { _ = l.s.Close() }
+
+// gozkLocker is go-zookeeper's own lock, called exactly as its users call
+// it. zk.Lock takes no context: when ctx ends during Lock, the connection
+// is closed, which fails the pending Lock.
+type gozkLocker struct {
+	conn *zk.Conn
+	l    *zk.Lock
+}
+
+func openGozk(ctx context.Context, servers []string, path string) (Locker, error) {
+	conn, err := ConnectRaw(ctx, servers)
+	if err != nil {
+		return nil, err
+	}
+	return &gozkLocker{conn: conn, l: zk.NewLock(conn, path, zk.WorldACL(zk.PermAll))}, nil
+}
+
+func (l *gozkLocker) Lock(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, l.conn.Close)
+	err := l.l.Lock()
+	if !stop() && err != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+func (l *gozkLocker) Unlock(context.Context) error { return l.l.Unlock() }
+
+func (l *gozkLocker) Close() { l.conn.Close() }
+
+// ConnectRaw opens a plain go-zookeeper connection, drains its events, and
+// waits until it has a session or ctx ends.
+func ConnectRaw(ctx context.Context, servers []string) (*zk.Conn, error) {
+	conn, events, err := zk.Connect(servers, SessionTimeout, zk.WithDialer(LoopbackDialer),
+		zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, err
+	}
+	ready := make(chan struct{})
+	go func() {
+		once := false
+		for ev := range events {
+			if ev.State == zk.StateHasSession && !once {
+				once = true
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return conn, nil
+	case <-ctx.Done():
+		conn.Close()
+		return nil, fmt.Errorf("bench: connect to %v: %w", servers, ctx.Err())
+	}
+}
+
+// LoopbackDialer dials TCP addresses in 127.0.0.0/8 and refuses any other.
+func LoopbackDialer(network, address string, timeout time.Duration) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.To4() == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("bench: refusing to dial %s: loopback (127.0.0.0/8) only", address)
+	}
+	return net.DialTimeout(network, address, timeout)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}

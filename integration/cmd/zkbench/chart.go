@@ -1,0 +1,88 @@
+package main
+
+import (
+	"image/color"
+	"strconv"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+var palette = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+}
+
+// drawChart draws one bar panel per workload: uncontended p50, contended
+// throughput, and time per handoff in the largest drain, each
+// implementation beside the floor.
+func drawChart(r *Results, path string) error {
+	names := append([]string(nil), r.order...)
+	names = append(names, "floor")
+	f := r.FloorMedian
+	big := r.largestDrain()
+	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	panels := []struct {
+		title, unit string
+		value       func(name string) float64
+	}{
+		{"Uncontended acquire+release, p50", "ms (lower is better)", func(n string) float64 {
+			if n == "floor" {
+				return msf(f.CycleP50)
+			}
+			return msf(r.Median[n].UncontendedP50)
+		}},
+		{strconv.Itoa(r.Config.Sessions) + " sessions contending", "acquisitions/s (higher is better)", func(n string) float64 {
+			if n == "floor" {
+				return f.Throughput
+			}
+			return r.Median[n].Throughput
+		}},
+		{big + " queued waiters draining", "ms per handoff (lower is better)", func(n string) float64 {
+			if n == "floor" {
+				return msf(f.PerHandoff)
+			}
+			return msf(r.Median[n].DrainPerHandoff[big])
+		}},
+	}
+	plots := make([][]*plot.Plot, 1)
+	for _, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.title
+		p.Y.Label.Text = pn.unit
+		p.Y.Min = 0
+		w := vg.Points(18)
+		for i, n := range names {
+			bars, err := plotter.NewBarChart(plotter.Values{pn.value(n)}, w)
+			if err != nil {
+				return err
+			}
+			bars.Color = palette[i%len(palette)]
+			bars.LineStyle.Width = 0
+			bars.Offset = vg.Length(i-len(names)/2) * (w + vg.Points(2))
+			p.Add(bars)
+			p.Legend.Add(n, bars)
+		}
+		p.Legend.Top = true
+		p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{})
+		plots[0] = append(plots[0], p)
+	}
+	const width, height = 15 * vg.Inch, 5 * vg.Inch
+	img := vgimg.New(width, height)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(plots, tiles, dc)
+	for j, p := range plots[0] {
+		p.Draw(canvases[0][j])
+	}
+	png := vgimg.PngCanvas{Canvas: img}
+	return writeFile(path, png.WriteTo)
+}

@@ -1,0 +1,199 @@
+// Command zkbench compares zkrecipes' Mutex with go-zookeeper's zk.Lock,
+// Apache Curator 5.4's InterProcessMutex and kazoo 2.8's Lock on one fresh
+// local ZooKeeper server, and with the raw floor of that server. `make
+// bench` runs it.
+//
+// Every client is its own session. zkrecipes and go-zookeeper run
+// in-process; Curator (Java) and kazoo (Python) run as the peer programs of
+// integration/peers in their synchronised bench modes, so the server's
+// counters are read around the measured phase only. The order of the
+// implementations rotates from one repetition to the next; the reported
+// figure is the median of the repetitions.
+//
+// It writes results.json, results.md and chart.png into -out:
+//
+//	cd integration && go run ./cmd/zkbench -out bench
+//
+// Every server and client is on 127.0.0.1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/integration/bench"
+	"github.com/zkrecipes/zkrecipes/integration/peers"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+type config struct {
+	Out        string        `json:"-"`
+	Reps       int           `json:"repetitions"`
+	Impls      []string      `json:"implementations"`
+	Cycles     int           `json:"uncontended_cycles"`
+	Warmup     int           `json:"warmup_cycles"`
+	Sessions   int           `json:"contended_sessions"`
+	Contended  time.Duration `json:"contended_duration_ns"`
+	Drains     []int         `json:"drain_waiters"`
+	ChainLinks int           `json:"floor_chain_links"`
+}
+
+func main() {
+	var c config
+	var impls, drains string
+	flag.StringVar(&c.Out, "out", "bench", "directory for results.json, results.md and chart.png")
+	flag.IntVar(&c.Reps, "reps", 3, "repetitions (medians are reported)")
+	flag.StringVar(&impls, "impls", "zkrecipes,gozk,curator,kazoo", "implementations, comma-separated")
+	flag.IntVar(&c.Cycles, "cycles", 1000, "uncontended: measured cycles")
+	flag.IntVar(&c.Warmup, "warmup", 200, "uncontended: unmeasured cycles first")
+	flag.IntVar(&c.Sessions, "sessions", 8, "contended: sessions")
+	flag.DurationVar(&c.Contended, "duration", 5*time.Second, "contended: measured time")
+	flag.StringVar(&drains, "drain", "50,200", "queue drain: waiter counts, comma-separated")
+	flag.IntVar(&c.ChainLinks, "links", 200, "floor: delete→notification chain links")
+	flag.Parse()
+	c.Impls = strings.Split(impls, ",")
+	for _, d := range strings.Split(drains, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(d))
+		if err != nil || n < 1 {
+			fatalf("bad -drain %q", drains)
+		}
+		c.Drains = append(c.Drains, n)
+	}
+	if err := run(c); err != nil {
+		fatalf("%v", err)
+	}
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "zkbench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(c config) error {
+	runners := make([]runner, 0, len(c.Impls))
+	for _, name := range c.Impls {
+		r, err := newRunner(name, c)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, r)
+	}
+	ctx := context.Background()
+	// Build the peers before the server starts, so that javac does not run
+	// beside a measurement.
+	for _, name := range c.Impls {
+		if name == peers.Curator {
+			bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			_, err := peers.BuildJava(bctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	cluster, err := zktest.StartCluster(sctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	logf("server %s (%s backend) up in %v", cluster.ConnectString(), cluster.Backend(), cluster.StartDuration().Round(time.Millisecond))
+
+	env := bench.Env{Servers: cluster.Servers()}
+	if env.Observer, err = bench.ConnectRaw(ctx, env.Servers); err != nil {
+		return err
+	}
+	defer env.Observer.Close()
+	if env.Meter, err = bench.NewMeter(ctx, env.Servers[0]); err != nil {
+		return err
+	}
+
+	// Warm the server up (its JIT, its caches) before anything is measured.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	_, err = bench.Floor(wctx, env, "/zkbench/warmup", c.Warmup, c.Cycles, c.ChainLinks)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+
+	res := newResults(c, machine())
+	for rep := range c.Reps {
+		order := rotate(runners, rep)
+		names := make([]string, len(order))
+		for i, r := range order {
+			names[i] = r.name()
+		}
+		logf("repetition %d/%d, order %v", rep+1, c.Reps, names)
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		f, err := bench.Floor(fctx, env, fmt.Sprintf("/zkbench/r%d/floor", rep), c.Warmup, c.Cycles, c.ChainLinks)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		logf("  floor: cycle p50 %v, handoff p50 %v, %v per chained handoff", f.CycleP50, f.HandoffP50, f.PerHandoff)
+		res.Floor = append(res.Floor, f)
+		for _, r := range order {
+			p := fmt.Sprintf("/zkbench/r%d/uncontended/%s", rep, r.name())
+			u, err := r.uncontended(ctx, env, p)
+			if err != nil {
+				return fmt.Errorf("%s uncontended: %w", r.name(), err)
+			}
+			logf("  %-9s uncontended: p50 %v p99 %v, %.2f requests/cycle", r.name(), u.P50, u.P99, u.ReqPerCycle)
+			res.add(r.name()).Uncontended = append(res.add(r.name()).Uncontended, u)
+		}
+		for _, r := range order {
+			p := fmt.Sprintf("/zkbench/r%d/contended/%s", rep, r.name())
+			k, err := r.contended(ctx, env, p)
+			if err != nil {
+				return fmt.Errorf("%s contended: %w", r.name(), err)
+			}
+			logf("  %-9s contended: %.0f acquisitions/s, handoff p50 %v p99 %v, %d violations", r.name(), k.Throughput, k.HandoffP50, k.HandoffP99, k.Violations)
+			res.add(r.name()).Contended = append(res.add(r.name()).Contended, k)
+		}
+		for _, n := range c.Drains {
+			for _, r := range order {
+				p := fmt.Sprintf("/zkbench/r%d/drain%d/%s", rep, n, r.name())
+				d, err := r.drain(ctx, env, p, n)
+				if err != nil {
+					return fmt.Errorf("%s drain %d: %w", r.name(), n, err)
+				}
+				logf("  %-9s drain %d: %v per handoff, %.0f response bytes/handoff", r.name(), n, d.PerHandoff, d.BytesPerHandoff)
+				key := strconv.Itoa(n)
+				ir := res.add(r.name())
+				ir.Drain[key] = append(ir.Drain[key], d)
+			}
+		}
+	}
+	res.Machine.LoadAvgEnd = loadavg()
+	res.finish()
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+		return err
+	}
+	if err := res.writeJSON(filepath.Join(c.Out, "results.json")); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.Out, "results.md"), []byte(res.markdown()), 0o644); err != nil {
+		return err
+	}
+	if err := drawChart(res, filepath.Join(c.Out, "chart.png")); err != nil {
+		return err
+	}
+	fmt.Print(res.markdown())
+	return nil
+}
+
+func rotate(rs []runner, k int) []runner {
+	k %= len(rs)
+	return append(append([]runner(nil), rs[k:]...), rs[:k]...)
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/integration/bench"
+)
+
+// Results is everything one run measured, repetition by repetition, with
+// the medians, the ratios and the targets.
+type Results struct {
+	Machine Machine              `json:"machine"`
+	Config  config               `json:"config"`
+	Floor   []bench.FloorResult  `json:"floor"`
+	Impls   map[string]*ImplRuns `json:"implementations"`
+	Median  map[string]Summary   `json:"median"`
+	// FloorMedian is the median floor; Ratios and Targets compare zkrecipes
+	// with each peer and with it.
+	FloorMedian FloorSummary       `json:"floor_median"`
+	Ratios      map[string]float64 `json:"ratios"`
+	Targets     []Target           `json:"targets"`
+	order       []string
+}
+
+// ImplRuns holds one implementation's results, one entry per repetition.
+type ImplRuns struct {
+	Uncontended []bench.UncontendedResult      `json:"uncontended"`
+	Contended   []bench.ContendedResult        `json:"contended"`
+	Drain       map[string][]bench.DrainResult `json:"drain"`
+}
+
+// Summary is one implementation's medians.
+type Summary struct {
+	UncontendedP50   time.Duration            `json:"uncontended_p50_ns"`
+	UncontendedP99   time.Duration            `json:"uncontended_p99_ns"`
+	ReqPerCycle      float64                  `json:"requests_per_cycle"`
+	Throughput       float64                  `json:"contended_throughput_per_s"`
+	HandoffP50       time.Duration            `json:"contended_handoff_p50_ns"`
+	HandoffP99       time.Duration            `json:"contended_handoff_p99_ns"`
+	Violations       int                      `json:"contended_violations"`
+	DrainPerHandoff  map[string]time.Duration `json:"drain_per_handoff_ns"`
+	DrainBytes       map[string]float64       `json:"drain_response_bytes_per_handoff"`
+	DrainReqPerHndof map[string]float64       `json:"drain_requests_per_handoff"`
+}
+
+// FloorSummary is the median floor.
+type FloorSummary struct {
+	CycleP50        time.Duration `json:"cycle_p50_ns"`
+	CycleP99        time.Duration `json:"cycle_p99_ns"`
+	HandoffP50      time.Duration `json:"handoff_p50_ns"`
+	HandoffP99      time.Duration `json:"handoff_p99_ns"`
+	PerHandoff      time.Duration `json:"per_handoff_ns"`
+	Throughput      float64       `json:"throughput_per_s"`
+	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
+}
+
+// Target is one of the issue's targets, as measured in this run.
+type Target struct {
+	What  string  `json:"what"`
+	Ratio float64 `json:"ratio"`
+	Want  string  `json:"want"`
+	Met   bool    `json:"met"`
+}
+
+func newResults(c config, m Machine) *Results {
+	return &Results{Machine: m, Config: c, Impls: map[string]*ImplRuns{}, order: c.Impls}
+}
+
+func (r *Results) add(name string) *ImplRuns {
+	ir := r.Impls[name]
+	if ir == nil {
+		ir = &ImplRuns{Drain: map[string][]bench.DrainResult{}}
+		r.Impls[name] = ir
+	}
+	return ir
+}
+
+func med[T any](xs []T, f func(T) float64) float64 {
+	vs := make([]float64, len(xs))
+	for i, x := range xs {
+		vs[i] = f(x)
+	}
+	return bench.Median(vs)
+}
+
+func medD[T any](xs []T, f func(T) time.Duration) time.Duration {
+	return time.Duration(med(xs, func(x T) float64 { return float64(f(x)) }))
+}
+
+func (r *Results) finish() {
+	r.Median = map[string]Summary{}
+	for name, ir := range r.Impls {
+		s := Summary{
+			UncontendedP50:  medD(ir.Uncontended, func(u bench.UncontendedResult) time.Duration { return u.P50 }),
+			UncontendedP99:  medD(ir.Uncontended, func(u bench.UncontendedResult) time.Duration { return u.P99 }),
+			ReqPerCycle:     med(ir.Uncontended, func(u bench.UncontendedResult) float64 { return u.ReqPerCycle }),
+			Throughput:      med(ir.Contended, func(k bench.ContendedResult) float64 { return k.Throughput }),
+			HandoffP50:      medD(ir.Contended, func(k bench.ContendedResult) time.Duration { return k.HandoffP50 }),
+			HandoffP99:      medD(ir.Contended, func(k bench.ContendedResult) time.Duration { return k.HandoffP99 }),
+			DrainPerHandoff: map[string]time.Duration{}, DrainBytes: map[string]float64{}, DrainReqPerHndof: map[string]float64{},
+		}
+		for _, k := range ir.Contended {
+			s.Violations += k.Violations
+		}
+		for n, ds := range ir.Drain {
+			s.DrainPerHandoff[n] = medD(ds, func(d bench.DrainResult) time.Duration { return d.PerHandoff })
+			s.DrainBytes[n] = med(ds, func(d bench.DrainResult) float64 { return d.BytesPerHandoff })
+			s.DrainReqPerHndof[n] = med(ds, func(d bench.DrainResult) float64 { return d.ReqPerHandoff })
+		}
+		r.Median[name] = s
+	}
+	fl := r.Floor
+	r.FloorMedian = FloorSummary{
+		CycleP50:        medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP50 }),
+		CycleP99:        medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP99 }),
+		HandoffP50:      medD(fl, func(f bench.FloorResult) time.Duration { return f.HandoffP50 }),
+		HandoffP99:      medD(fl, func(f bench.FloorResult) time.Duration { return f.HandoffP99 }),
+		PerHandoff:      medD(fl, func(f bench.FloorResult) time.Duration { return f.PerHandoff }),
+		Throughput:      med(fl, func(f bench.FloorResult) float64 { return f.Throughput }),
+		BytesPerHandoff: med(fl, func(f bench.FloorResult) float64 { return f.BytesPerHandoff }),
+	}
+	r.ratios()
+}
+
+// ratios compares zkrecipes with every peer, the best peer and the floor,
+// and checks the issue's targets. Every ratio is "zkrecipes / other" for
+// throughput and "zkrecipes / other" for times: above 1 is better for a
+// throughput, below 1 better for a time.
+func (r *Results) ratios() {
+	r.Ratios = map[string]float64{}
+	z, ok := r.Median["zkrecipes"]
+	if !ok {
+		return
+	}
+	fl := r.FloorMedian
+	big := r.largestDrain()
+	bestTP, bestP50, bestDrain := 0.0, time.Duration(0), time.Duration(0)
+	for name, s := range r.Median {
+		if name == "zkrecipes" {
+			continue
+		}
+		r.Ratios["throughput_vs_"+name] = bench.Ratio(z.Throughput, s.Throughput)
+		r.Ratios["uncontended_p50_vs_"+name] = bench.Ratio(float64(z.UncontendedP50), float64(s.UncontendedP50))
+		r.Ratios["drain"+big+"_per_handoff_vs_"+name] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(s.DrainPerHandoff[big]))
+		bestTP = max(bestTP, s.Throughput)
+		if bestP50 == 0 || s.UncontendedP50 < bestP50 {
+			bestP50 = s.UncontendedP50
+		}
+		if d := s.DrainPerHandoff[big]; d > 0 && (bestDrain == 0 || d < bestDrain) {
+			bestDrain = d
+		}
+	}
+	r.Ratios["throughput_vs_best_peer"] = bench.Ratio(z.Throughput, bestTP)
+	r.Ratios["uncontended_p50_vs_best_peer"] = bench.Ratio(float64(z.UncontendedP50), float64(bestP50))
+	r.Ratios["drain"+big+"_per_handoff_vs_best_peer"] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(bestDrain))
+	r.Ratios["throughput_floor_over_zkrecipes"] = bench.Ratio(fl.Throughput, z.Throughput)
+	r.Ratios["uncontended_p50_vs_floor"] = bench.Ratio(float64(z.UncontendedP50), float64(fl.CycleP50))
+	r.Ratios["drain"+big+"_per_handoff_vs_floor"] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(fl.PerHandoff))
+	small := r.smallestDrain()
+	r.Ratios["drain_bytes_per_handoff_"+big+"_over_"+small] = bench.Ratio(z.DrainBytes[big], z.DrainBytes[small])
+
+	target := func(what, key, want string, ok func(float64) bool) {
+		v, present := r.Ratios[key]
+		if !present || v == 0 {
+			return
+		}
+		r.Targets = append(r.Targets, Target{What: what, Ratio: v, Want: want, Met: ok(v)})
+	}
+	target("8 sessions: throughput / go-zookeeper's", "throughput_vs_gozk", "≥ 1.3", func(v float64) bool { return v >= 1.3 })
+	target("8 sessions: throughput / Curator's", "throughput_vs_curator", "≥ 2.5", func(v float64) bool { return v >= 2.5 })
+	target("8 sessions: floor throughput / ours", "throughput_floor_over_zkrecipes", "≤ 1.3", func(v float64) bool { return v <= 1.3 })
+	target("uncontended p50 / go-zookeeper's", "uncontended_p50_vs_gozk", "≤ 1.05", func(v float64) bool { return v <= 1.05 })
+	target("uncontended p50 / floor", "uncontended_p50_vs_floor", "≤ 1.1", func(v float64) bool { return v <= 1.1 })
+	target("drain "+big+": time per handoff / go-zookeeper's", "drain"+big+"_per_handoff_vs_gozk", "≤ 0.7", func(v float64) bool { return v <= 0.7 })
+	target("drain "+big+": time per handoff / floor", "drain"+big+"_per_handoff_vs_floor", "≤ 1.3", func(v float64) bool { return v <= 1.3 })
+	target("drain: response bytes per handoff, "+big+" waiters / "+small, "drain_bytes_per_handoff_"+big+"_over_"+small, "≤ 1.2 (flat)", func(v float64) bool { return v <= 1.2 })
+}
+
+func (r *Results) drainKeys() []int {
+	ns := slices.Clone(r.Config.Drains)
+	slices.Sort(ns)
+	return ns
+}
+
+func (r *Results) largestDrain() string {
+	ns := r.drainKeys()
+	if len(ns) == 0 {
+		return ""
+	}
+	return strconv.Itoa(ns[len(ns)-1])
+}
+
+func (r *Results) smallestDrain() string {
+	ns := r.drainKeys()
+	if len(ns) == 0 {
+		return ""
+	}
+	return strconv.Itoa(ns[0])
+}
+
+func (r *Results) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Microsecond)) }
+
+// markdown renders the medians, the floor, the ratios and the targets.
+func (r *Results) markdown() string {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, Linux %s, %s, %s; one standalone ZooKeeper 3.8 on 127.0.0.1 "+
+		"(load average %s at the start, %s at the end; the machine's 2 cores were shared with other work). "+
+		"Medians of %d repetitions, implementation order rotating.\n\n",
+		m.Date, m.CPUs, m.CPUModel, m.Memory, m.Kernel, m.Go, m.Java, m.LoadAvgStart, m.LoadAvgEnd, r.Config.Reps)
+	ns := r.drainKeys()
+	b.WriteString("| implementation | uncontended p50 µs | p99 µs | requests/cycle | 8 sessions: acquisitions/s | handoff p50 µs | p99 µs | violations |")
+	for _, n := range ns {
+		fmt.Fprintf(&b, " drain %d: µs/handoff | bytes/handoff |", n)
+	}
+	b.WriteString("\n|---|---|---|---|---|---|---|---|")
+	for range ns {
+		b.WriteString("---|---|")
+	}
+	b.WriteString("\n")
+	for _, name := range r.order {
+		s, ok := r.Median[name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.0f | %s | %s | %d |", name, us(s.UncontendedP50), us(s.UncontendedP99), s.ReqPerCycle,
+			s.Throughput, us(s.HandoffP50), us(s.HandoffP99), s.Violations)
+		for _, n := range ns {
+			k := strconv.Itoa(n)
+			fmt.Fprintf(&b, " %s | %.0f |", us(s.DrainPerHandoff[k]), s.DrainBytes[k])
+		}
+		b.WriteString("\n")
+	}
+	f := r.FloorMedian
+	fmt.Fprintf(&b, "| floor (raw requests) | %s | %s | 3.00 | %.0f | %s | %s | – |", us(f.CycleP50), us(f.CycleP99), f.Throughput, us(f.HandoffP50), us(f.HandoffP99))
+	for range ns {
+		fmt.Fprintf(&b, " %s | %.0f |", us(f.PerHandoff), f.BytesPerHandoff)
+	}
+	b.WriteString("\n\n")
+	b.WriteString("Floor: create + getChildren + delete in sequence on one raw go-zookeeper session (uncontended); a chain of " +
+		strconv.Itoa(r.Config.ChainLinks) + " sessions, each getData-watching the node before it and deleting its own on the notification " +
+		"(handoff: delete request → successor's notification; throughput and µs/handoff: the whole chain's time per link).\n" +
+		"Requests are the server's zk_packets_received, bytes its zk_response_bytes (replies to requests; notifications and pings are not counted).\n\n")
+	if len(r.Targets) > 0 {
+		b.WriteString("| target (zkrecipes, same run) | measured | wanted | met |\n|---|---|---|---|\n")
+		for _, t := range r.Targets {
+			met := "yes"
+			if !t.Met {
+				met = "**no**"
+			}
+			fmt.Fprintf(&b, "| %s | %.2f | %s | %s |\n", t.What, t.Ratio, t.Want, met)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

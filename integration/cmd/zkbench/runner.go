@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/integration/bench"
+	"github.com/zkrecipes/zkrecipes/integration/peers"
+)
+
+// runner runs the workloads on one implementation.
+type runner interface {
+	name() string
+	uncontended(ctx context.Context, env bench.Env, path string) (bench.UncontendedResult, error)
+	contended(ctx context.Context, env bench.Env, path string) (bench.ContendedResult, error)
+	drain(ctx context.Context, env bench.Env, path string, n int) (bench.DrainResult, error)
+}
+
+func newRunner(name string, c config) (runner, error) {
+	if impl, ok := bench.ImplByName(name); ok {
+		return inProcess{impl: impl, c: c}, nil
+	}
+	switch name {
+	case peers.Curator, peers.Kazoo:
+		if err := peers.Available(name); err != nil {
+			return nil, err
+		}
+		return peerRunner{kind: name, c: c}, nil
+	}
+	return nil, fmt.Errorf("unknown implementation %q (want zkrecipes, gozk, curator or kazoo)", name)
+}
+
+// inProcess runs an implementation in this process.
+type inProcess struct {
+	impl bench.Impl
+	c    config
+}
+
+func (r inProcess) name() string { return r.impl.Name }
+
+func (r inProcess) uncontended(ctx context.Context, env bench.Env, path string) (bench.UncontendedResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return bench.Uncontended(ctx, r.impl, env, path, r.c.Warmup, r.c.Cycles)
+}
+
+func (r inProcess) contended(ctx context.Context, env bench.Env, path string) (bench.ContendedResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.c.Contended+2*time.Minute)
+	defer cancel()
+	return bench.Contended(ctx, r.impl, env, path, r.c.Sessions, r.c.Contended)
+}
+
+func (r inProcess) drain(ctx context.Context, env bench.Env, path string, n int) (bench.DrainResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return bench.Drain(ctx, r.impl, env, path, n)
+}
+
+// peerRunner runs Curator or kazoo as a peer process in its synchronised
+// bench mode: the peer sets up, prints READY and waits; the runner reads
+// the server's counters, starts the measured phase, waits for the peer's
+// summary, reads the counters again, and only then lets the peer close its
+// sessions.
+type peerRunner struct {
+	kind string
+	c    config
+}
+
+func (r peerRunner) name() string { return r.kind }
+
+// measured runs one synchronised peer and returns its summary and the
+// server's counters over its measured phase. ready runs after READY and
+// before the counters are read.
+func (r peerRunner) measured(ctx context.Context, env bench.Env, ready func() error, args ...string) (peers.Summary, bench.Counters, error) {
+	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
+	defer cancel()
+	args = append(args, "--servers", env.Servers[0], "--sync", "1", "--session-timeout-ms", strconv.Itoa(int(bench.SessionTimeout/time.Millisecond)))
+	p, err := peers.Launch(ctx, r.kind, args...)
+	if err != nil {
+		return peers.Summary{}, bench.Counters{}, err
+	}
+	defer p.Kill()
+	if _, err := p.WaitLine(ctx, "READY"); err != nil {
+		return peers.Summary{}, bench.Counters{}, err
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			return peers.Summary{}, bench.Counters{}, err
+		}
+	}
+	before, err := env.Meter.Read(ctx)
+	if err != nil {
+		return peers.Summary{}, bench.Counters{}, err
+	}
+	if err := p.Send("go"); err != nil {
+		return peers.Summary{}, bench.Counters{}, err
+	}
+	if _, err := p.WaitLine(ctx, "{"); err != nil {
+		return peers.Summary{}, bench.Counters{}, err
+	}
+	delta, err := env.Meter.Delta(ctx, before)
+	if err != nil {
+		return peers.Summary{}, bench.Counters{}, err
+	}
+	if err := p.CloseStdin(); err != nil {
+		return peers.Summary{}, bench.Counters{}, err
+	}
+	sum, err := p.Wait(ctx)
+	return sum, delta, err
+}
+
+func rawNanos(s peers.Summary, key string) time.Duration {
+	v, _ := s.Raw[key].(float64)
+	return time.Duration(v)
+}
+
+func (r peerRunner) uncontended(ctx context.Context, env bench.Env, path string) (bench.UncontendedResult, error) {
+	sum, d, err := r.measured(ctx, env, nil, "bench-uncontended", "--path", path,
+		"--count", strconv.Itoa(r.c.Cycles), "--warmup", strconv.Itoa(r.c.Warmup), "--duration", "600s")
+	if err != nil {
+		return bench.UncontendedResult{}, err
+	}
+	n := r.c.Cycles
+	return bench.UncontendedResult{
+		Cycles: n, P50: rawNanos(sum, "p50_ns"), P99: rawNanos(sum, "p99_ns"),
+		ReqPerCycle:   float64(d.PacketsReceived) / float64(n),
+		BytesPerCycle: float64(d.ResponseBytes) / float64(n),
+	}, nil
+}
+
+func (r peerRunner) contended(ctx context.Context, env bench.Env, path string) (bench.ContendedResult, error) {
+	logf, err := os.CreateTemp("", "zkbench-"+r.kind+"-*.log")
+	if err != nil {
+		return bench.ContendedResult{}, err
+	}
+	logf.Close()
+	defer os.Remove(logf.Name())
+	sum, d, err := r.measured(ctx, env, nil, "bench-contended", "--path", path, "--id", r.kind,
+		"--sessions", strconv.Itoa(r.c.Sessions), "--duration", fmt.Sprintf("%dms", r.c.Contended.Milliseconds()),
+		"--log", logf.Name())
+	if err != nil {
+		return bench.ContendedResult{}, err
+	}
+	rep, err := peers.CheckLog(logf.Name())
+	if err != nil {
+		return bench.ContendedResult{}, err
+	}
+	n := sum.Acquisitions
+	return bench.ContendedResult{
+		Sessions: r.c.Sessions, Duration: r.c.Contended, Acquisitions: n,
+		Throughput: float64(n) / r.c.Contended.Seconds(),
+		HandoffP50: bench.Percentile(rep.Handoffs, 0.5), HandoffP99: bench.Percentile(rep.Handoffs, 0.99),
+		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
+		ReqPerAcq: bench.Ratio(float64(d.PacketsReceived), float64(n)),
+	}, nil
+}
+
+func (r peerRunner) drain(ctx context.Context, env bench.Env, path string, n int) (bench.DrainResult, error) {
+	// Each Curator or kazoo waiter sets one watch, on its predecessor.
+	ready := func() error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		return bench.QueueReady(rctx, env, path, n+1, n)
+	}
+	sum, d, err := r.measured(ctx, env, ready, "bench-drain", "--path", path, "--id", r.kind,
+		"--sessions", strconv.Itoa(n), "--duration", "600s")
+	if err != nil {
+		return bench.DrainResult{}, err
+	}
+	total := rawNanos(sum, "total_ns")
+	return bench.DrainResult{
+		Waiters: n, Total: total, PerHandoff: total / time.Duration(n),
+		BytesPerHandoff: float64(d.ResponseBytes) / float64(n),
+		ReqPerHandoff:   float64(d.PacketsReceived) / float64(n),
+	}, nil
+}
