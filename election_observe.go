@@ -20,8 +20,9 @@ type LeaderChange struct {
 }
 
 // observePoll is how often Observe looks for an election path that does
-// not exist (yet): waiting for its creation would need an exists watch,
-// which stays on the server for as long as the path is missing.
+// not exist and that it may not create: waiting for its creation would need
+// an exists watch, which stays on the server for as long as the path is
+// missing.
 const observePoll = time.Second
 
 // observeRetry is the pause before Observe retries after a lost connection.
@@ -33,7 +34,10 @@ const observeRetry = 100 * time.Millisecond
 // watches the path's children, one watch at a time, and reconnects through
 // connection losses, reporting the state it finds after each. A slow reader
 // is never sent a backlog: it receives the latest state when it reads
-// again. The channel is closed when ctx ends or the Session is closed. It
+// again. When the path does not exist, Observe creates it (and its
+// parents) as container nodes, as a campaign would, so that it has a node
+// to watch; where the ACL forbids that, it looks again every second. The
+// channel is closed when ctx ends or the Session is closed. It
 // fails at once, with no channel, on an invalid Election or a nil ctx.
 func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) {
 	if e.err != nil {
@@ -74,6 +78,14 @@ func (e *Election) observe(ctx context.Context, out chan<- LeaderChange) {
 		kids, w, err := e.s.childrenW(ctx, e.q.dir)
 		switch {
 		case err == zk.ErrNoNode:
+			// Create the path, as a campaign would, to have a node to watch.
+			if cerr := e.s.ensureParents(ctx, e.q.dir); cerr == nil {
+				continue
+			} else if ctx.Err() != nil {
+				return
+			} else {
+				e.s.cfg.log.Warn("zkrecipes: cannot create the election path to observe it; polling", "path", e.q.dir, "err", cerr)
+			}
 			kids, w = nil, nil
 		case err != nil:
 			if !e.awaitRetry(ctx, err) {

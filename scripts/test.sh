@@ -27,6 +27,7 @@ T0=$(date +%s)
 stage deps scripts/deps.sh || { echo "test.sh: deps failed, stopping" >&2; exit 1; }
 stage lint scripts/lint.sh
 stage unit go test -race -count=1 -skip '^TestZK' ./...
+stage unit-zkr bash -c 'cd cmd/zkr && go test -race -count=1 ./...'
 stage fuzz scripts/fuzz.sh
 stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./...'
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// common holds the connection flags every command takes.
+type common struct {
+	servers        string
+	sessionTimeout time.Duration
+	connectTimeout time.Duration
+	verbose        bool
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, host:port,... (default $ZK_SERVERS)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 15*time.Second, "give up connecting after this long")
+	fs.BoolVar(&c.verbose, "v", false, "log connection states and retries to stderr")
+}
+
+// connect opens a Session with the common flags.
+func (c *common) connect(ctx context.Context, opts ...zkrecipes.SessionOption) (*zkrecipes.Session, error) {
+	if c.servers == "" {
+		return nil, errors.New("no servers: use --servers or set ZK_SERVERS")
+	}
+	opts = append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(c.sessionTimeout)}, opts...)
+	if c.verbose {
+		opts = append(opts, zkrecipes.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
+	defer cancel()
+	return zkrecipes.Connect(cctx, strings.Split(c.servers, ","), opts...)
+}
+
+// parse parses args, which may mix flags and positional arguments, up to
+// a "--"; it returns the positional arguments and what follows "--"
+// (nil when there is no "--"). On -h it prints the usage and returns
+// flag.ErrHelp.
+func parse(fs *flag.FlagSet, args []string) (pos, rest []string, err error) {
+	for i, a := range args {
+		if a == "--" {
+			rest = append([]string{}, args[i+1:]...)
+			args = args[:i]
+			break
+		}
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, rest, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// newFlagSet returns a flag set whose usage prints head and the flags.
+func newFlagSet(name, head string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprint(os.Stdout, head)
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseOrExit runs parse and turns its failures into an exit status
+// (0 after --help); ok is false when the command must exit with it.
+func parseOrExit(fs *flag.FlagSet, args []string) (pos, rest []string, code int, ok bool) {
+	pos, rest, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return nil, nil, 0, false
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v (see --help)\n", fs.Name(), err)
+		return nil, nil, exitUsage, false
+	}
+	return pos, rest, 0, true
+}
+
+func usageErr(name, format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "%s: %s (see --help)\n", name, fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// zkErr reports a ZooKeeper failure and returns its exit status.
+func zkErr(name string, err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	if errors.Is(err, context.Canceled) {
+		return exitInterrupted
+	}
+	return exitUnavailable
+}
