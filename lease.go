@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -25,9 +24,11 @@ import (
 // (see Members): it ends when any member ends, and Token, Path and Check
 // are those of its newest member.
 type Lease struct {
-	h        *hold
-	g        *group // instead of h, for a composite lease
-	released atomic.Bool
+	h *hold
+	g *group // instead of h, for a composite lease
+
+	mu  sync.Mutex
+	end error // set once by Release: ErrReleased, or the loss seen before it
 }
 
 // Done returns a channel that is closed when ownership ends: lost, or
@@ -45,10 +46,14 @@ func (l *Lease) sig() *signal {
 // Err returns nil while the lease is held. After Done closes it returns
 // ErrReleased if this lease was released, or an error matching ErrLockLost
 // and its cause (ErrSuspended, ErrSessionExpired, ErrSessionChanged,
-// ErrNodeDeleted, ErrClosed) if ownership was lost.
+// ErrNodeDeleted, ErrClosed) if ownership was lost. As with a context, once
+// Err returns a non-nil error it keeps returning that error: a lease lost
+// and then released still reports the loss.
 func (l *Lease) Err() error {
-	if l.released.Load() {
-		return ErrReleased
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.end != nil {
+		return l.end
 	}
 	sig := l.sig()
 	select {
@@ -107,12 +112,28 @@ func (l *Lease) Check() *zk.CheckVersionRequest {
 // ctx ended or the connection dropped (the lease is released anyway, and
 // the node deleted in the background as soon as possible); the loss error
 // (matching ErrLockLost) if ownership had already been lost; and
-// ErrReleased if this lease was already released. A composite lease
+// ErrReleased if this lease was already released; ErrInvalidArgument, and
+// the lease stays held, for a nil ctx. A composite lease
 // releases its members in reverse order and returns their errors joined.
 func (l *Lease) Release(ctx context.Context) error {
-	if !l.released.CompareAndSwap(false, true) {
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	l.mu.Lock()
+	if l.end != nil {
+		l.mu.Unlock()
 		return ErrReleased
 	}
+	l.end = ErrReleased
+	sig := l.sig()
+	select {
+	case <-sig.done:
+		if sig.err != ErrReleased {
+			l.end = sig.err // lost before this release: Err keeps saying so
+		}
+	default:
+	}
+	l.mu.Unlock()
 	if l.g != nil {
 		return l.g.release(ctx)
 	}
@@ -227,13 +248,13 @@ func (h *hold) lose(err error, cleanup bool) {
 func (h *hold) release(ctx context.Context) error {
 	h.mu.Lock()
 	h.count--
+	if h.sig.fired() { // lost: only the last release fires ErrReleased
+		h.mu.Unlock()
+		return h.sig.err
+	}
 	if h.count > 0 {
 		h.mu.Unlock()
 		return nil
-	}
-	if h.sig.fired() {
-		h.mu.Unlock()
-		return h.sig.err
 	}
 	h.sig.fire(ErrReleased)
 	close(h.stop)

@@ -39,7 +39,9 @@ type MultiLock struct {
 
 // NewMultiLock returns a lock over locks, taken in the order given. It does
 // no I/O; no locks or a nil one is reported by every method as
-// ErrInvalidArgument.
+// ErrInvalidArgument, and a member of this package built with a bad path,
+// a nil session or a bad option by that member's error, before any member
+// is acquired.
 func NewMultiLock(locks ...Locker) *MultiLock {
 	m := &MultiLock{locks: append([]Locker(nil), locks...)}
 	if len(locks) == 0 {
@@ -48,10 +50,21 @@ func NewMultiLock(locks ...Locker) *MultiLock {
 	for i, l := range locks {
 		if l == nil || isNilPointer(l) {
 			m.err = invalidArg("MultiLock member %d is nil", i)
+		} else if v, ok := l.(validated); ok && m.err == nil {
+			m.err = v.configErr() // a bad member fails before any member is taken
 		}
 	}
 	return m
 }
+
+// validated is implemented by this package's lockers: configErr returns
+// what their constructor found wrong (bad path, nil session, bad option).
+type validated interface{ configErr() error }
+
+func (m *Mutex) configErr() error          { return m.err }
+func (l *RWLock) configErr() error         { return l.rw.err }
+func (m *SemaphoreMutex) configErr() error { return m.sem.err }
+func (m *MultiLock) configErr() error      { return m.err }
 
 // isNilPointer reports a nil pointer inside a non-nil interface, such as
 // a (*Mutex)(nil) passed as a Locker.
