@@ -26,6 +26,11 @@ type queue struct {
 	// node goes, the next one to watch (or the grant) is known without
 	// listing the children again.
 	fast bool
+	// noMark turns off the grant mark (mark.go) for recipes whose foreign
+	// waiters cannot take a data change on the node they watch: Curator's
+	// LeaderLatch acts on NodeDeleted only and does not set its watch
+	// again, so a mark would leave it waiting forever.
+	noMark bool
 }
 
 // errStartOver marks a failure after which the acquisition must start
@@ -109,7 +114,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 					return nil, err
 				}
 				granted = true
-				if waited && q.fast {
+				if waited && q.fast && !q.noMark {
 					q.s.markGranted(node.path, data)
 				}
 				return newHold(q.s, node, stat.Czxid, selfW, epoch, onEnd), nil
