@@ -101,11 +101,15 @@ func usageErr(name, format string, args ...any) int {
 	return exitUsage
 }
 
-// zkErr reports a ZooKeeper failure and returns its exit status.
+// zkErr reports a failure and returns its exit status: 64 for a bad path
+// or argument, 130 when interrupted, 69 otherwise.
 func zkErr(name string, err error) int {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.Is(err, zkrecipes.ErrInvalidPath) || errors.Is(err, zkrecipes.ErrInvalidArgument):
+		return exitUsage
 	}
 	return exitUnavailable
 }

@@ -73,14 +73,7 @@ func cmdLock(args []string) int {
 	}
 	defer s.Close()
 
-	var opts []zkrecipes.LockOption
-	if *data != "" {
-		opts = append(opts, zkrecipes.WithNodeData([]byte(*data)))
-	}
-	acquire, err := newLocker(s, path, *n, opts)
-	if err != nil {
-		return usageErr(fs.Name(), "%v", err)
-	}
+	acquire := newLocker(s, path, *n, *data)
 	actx, acancel := ctx, context.CancelFunc(func() {})
 	if *wait > 0 {
 		actx, acancel = context.WithTimeout(ctx, *wait)
@@ -103,12 +96,28 @@ func cmdLock(args []string) int {
 	return code
 }
 
-// newLocker returns the acquisition for -n.
-func newLocker(s *zkrecipes.Session, path string, n int, opts []zkrecipes.LockOption) (locker, error) {
-	if n > 1 {
-		return nil, errors.New("-n > 1 needs the semaphore, which this build does not have yet")
+// newLocker returns the acquisition: a Mutex, or with n > 1 one lease of
+// a Semaphore of n.
+func newLocker(s *zkrecipes.Session, path string, n int, data string) locker {
+	if n == 1 {
+		var opts []zkrecipes.LockOption
+		if data != "" {
+			opts = append(opts, zkrecipes.WithNodeData([]byte(data)))
+		}
+		return zkrecipes.NewMutex(s, path, opts...).Acquire
 	}
-	return zkrecipes.NewMutex(s, path, opts...).Acquire, nil
+	var opts []zkrecipes.SemaphoreOption
+	if data != "" {
+		opts = append(opts, zkrecipes.WithLeaseData([]byte(data)))
+	}
+	sem := zkrecipes.NewSemaphore(s, path, n, opts...)
+	return func(ctx context.Context) (*zkrecipes.Lease, error) {
+		leases, err := sem.Acquire(ctx, 1)
+		if err != nil {
+			return nil, err
+		}
+		return leases[0], nil
+	}
 }
 
 func lossPolicy(v string) (zkrecipes.LossPolicy, error) {

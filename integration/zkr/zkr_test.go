@@ -209,3 +209,42 @@ func TestZkr_UsageAndHelp(t *testing.T) {
 	code, _, stderr := run(t, "", "inspect", "/p", "--connect-timeout", "1s")
 	assert.Equal(t, 64, code, "no servers is a usage error: %s", stderr)
 }
+
+// zkr lock -n 2: three processes contend for a semaphore of two; never more
+// than two children run at once, and inspect shows the semaphore.
+func TestZkrLockN_AtMostNChildrenAtOnce(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	logPath := filepath.Join(t.TempDir(), "shared.log")
+	inspectOut := filepath.Join(t.TempDir(), "inspect.out")
+	script := fmt.Sprintf(`echo "SENTER $ID $ZKR_FENCING_TOKEN" >> "$LOG"; %s inspect "%s" >> "$INSPECT"; sleep 0.2; echo "SEXIT $ID" >> "$LOG"`, zkrBin, path)
+	const rounds = 3
+	var wg sync.WaitGroup
+	codes := make(chan int, 3*rounds)
+	for _, id := range []string{"a", "b", "c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				cmd := zkrCmd(zkrBin, c.ConnectString(), "lock", "-n", "2", path, "--", "sh", "-c", script)
+				cmd.Env = append(cmd.Env, "ID="+id, "LOG="+logPath, "INSPECT="+inspectOut)
+				_ = cmd.Run()
+				codes <- cmd.ProcessState.ExitCode()
+			}
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		assert.Zero(t, code)
+	}
+	rep, err := peers.CheckLog(logPath, peers.MaxLeases(2))
+	require.NoError(t, err)
+	assert.Empty(t, rep.Violations, "more than two children at once")
+	assert.LessOrEqual(t, rep.MaxLeases, 2)
+	t.Logf("max children at once: %d (of 2), %d runs", rep.MaxLeases, rep.Acquisitions["a"]+rep.Acquisitions["b"]+rep.Acquisitions["c"])
+	assert.True(t, fileHas(inspectOut, "(semaphore, "), "inspect recognises the semaphore")
+	assert.True(t, fileHas(inspectOut, "lease "), "inspect lists the leases")
+	assert.Empty(t, children(t, conn, path+"/leases"))
+}
