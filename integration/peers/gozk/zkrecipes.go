@@ -16,6 +16,9 @@ func (p *peer) runZkrecipes() error {
 	defer cancel()
 	s, err := zr.Connect(ctx, strings.Split(p.opt.servers, ","),
 		zr.WithSessionTimeout(p.opt.sessionTimeout), zr.WithDialer(loopbackDialer))
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("could not connect to %s within %v", p.opt.servers, p.opt.duration)
+	}
 	if err != nil {
 		return err
 	}
