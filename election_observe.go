@@ -36,7 +36,8 @@ const observeRetry = 100 * time.Millisecond
 // is never sent a backlog: it receives the latest state when it reads
 // again. When the path does not exist, Observe creates it (and its
 // parents) as container nodes, as a campaign would, so that it has a node
-// to watch; where the ACL forbids that, it looks again every second. The
+// to watch (and deletes it again on the way out if nobody ever campaigned
+// on it); where the ACL forbids that, it looks again every second. The
 // channel is closed when ctx ends or the Session is closed. It
 // fails at once, with no channel, on an invalid Election or a nil ctx.
 func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) {
@@ -73,19 +74,26 @@ func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) {
 
 func (e *Election) observe(ctx context.Context, out chan<- LeaderChange) {
 	var last string
-	first := true
+	first, created := true, false
+	defer func() {
+		if created {
+			e.dropPath()
+		}
+	}()
 	for ctx.Err() == nil {
 		kids, w, err := e.s.childrenW(ctx, e.q.dir)
 		switch {
 		case err == zk.ErrNoNode:
 			// Create the path, as a campaign would, to have a node to watch.
-			if cerr := e.s.ensureParents(ctx, e.q.dir); cerr == nil {
+			cerr := e.s.ensureParents(ctx, e.q.dir)
+			if cerr == nil {
+				created = true
 				continue
-			} else if ctx.Err() != nil {
-				return
-			} else {
-				e.s.cfg.log.Warn("zkrecipes: cannot create the election path to observe it; polling", "path", e.q.dir, "err", cerr)
 			}
+			if ctx.Err() != nil {
+				return
+			}
+			e.s.cfg.log.Warn("zkrecipes: cannot create the election path to observe it; polling", "path", e.q.dir, "err", cerr)
 			kids, w = nil, nil
 		case err != nil:
 			if !e.awaitRetry(ctx, err) {
@@ -163,4 +171,18 @@ func (e *Election) awaitRetry(ctx context.Context, err error) bool {
 	}
 	e.s.cfg.log.Warn("zkrecipes: observing leadership, will retry", "path", e.q.dir, "err", err)
 	return sleepCtx(ctx, observePoll) == nil
+}
+
+// dropPath deletes the election path an observer created, if it is still
+// empty: ZooKeeper removes a container node only once it has had children,
+// so a path created for observing that nobody campaigned on would stay
+// forever. A path with participants is left alone (the delete fails with
+// NotEmpty), and a campaign that races the delete creates the path again.
+// Nothing is deleted once the Session is closed.
+func (e *Election) dropPath() {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if _, st, err := e.s.get(ctx, e.q.dir); err == nil && st.NumChildren == 0 && st.Cversion == 0 {
+		_ = e.s.delete(ctx, e.q.dir)
+	}
 }

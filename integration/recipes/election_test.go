@@ -424,3 +424,27 @@ func TestElection_LatchOnALockPathIsARecipeConflict(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NoError(t, l.Release(ctx))
 }
+
+// An observer creates a missing election path to watch it, and deletes it
+// again on the way out when nobody campaigned: no node is left behind.
+func TestElection_ObserveLeavesNoPathBehind(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	octx, stop := context.WithCancel(ctx)
+	ch, err := zr.NewElection(connect(t, c, nil).Session, path).Observe(octx)
+	require.NoError(t, err)
+	first := <-ch
+	assert.False(t, first.HasLeader)
+	ok, _, err := conn.Exists(path)
+	require.NoError(t, err)
+	assert.True(t, ok, "the observer watches the path it created")
+	stop()
+	for range ch {
+		// drain until closed
+	}
+	ok, _, err = conn.Exists(path)
+	require.NoError(t, err)
+	assert.False(t, ok, "and deletes it when done")
+}
