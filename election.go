@@ -126,13 +126,13 @@ func NewElection(s *Session, path string, opts ...ElectionOption) *Election {
 	// first listing (fast handoff): nodes created later, Curator's included
 	// (a LeaderLatch that resets creates a new sequential node), sort after
 	// it.
-	// A latch never marks its grant (see queue.noMark): Curator's
-	// LeaderLatch would stop watching.
+	// A latch releases with a plain delete (see queue.noMark): a data
+	// change would make Curator's LeaderLatch stop watching.
 	e.q = queue{s: s, dir: s.abs(path), name: "latch-", markers: latchMarkers, kind: kindLatch,
 		pred: maxLeasesPredicate(1), fast: true, noMark: true}
 	if e.cfg.layout == SelectorLayout {
 		// Curator's LeaderSelector is an InterProcessMutex, whose waiters
-		// re-read on any event: the mark is safe there.
+		// re-read on any event: the marked release is safe there.
 		e.q.name, e.q.markers, e.q.kind, e.q.noMark = "lock-", mutexMarkers, kindMutex, false
 	}
 	return e

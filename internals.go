@@ -26,10 +26,10 @@ type queue struct {
 	// node goes, the next one to watch (or the grant) is known without
 	// listing the children again.
 	fast bool
-	// noMark turns off the grant mark (mark.go) for recipes whose foreign
-	// waiters cannot take a data change on the node they watch: Curator's
-	// LeaderLatch acts on NodeDeleted only and does not set its watch
-	// again, so a mark would leave it waiting forever.
+	// noMark turns off the marked release (mark.go) for recipes whose
+	// foreign waiters cannot take a data change on the node they watch:
+	// Curator's LeaderLatch acts on NodeDeleted only and does not set its
+	// watch again, so a data change would leave it waiting forever.
 	noMark bool
 }
 
@@ -77,7 +77,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		return nil, err
 	}
 	own := baseName(node.path)
-	granted, waited := false, false
+	granted := false
 	defer func() {
 		if !granted {
 			q.s.removeNode(node)
@@ -114,26 +114,25 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 					return nil, err
 				}
 				granted = true
-				if waited && q.fast && !q.noMark {
-					q.s.markGranted(node.path, data)
-				}
-				return newHold(q.s, node, stat.Czxid, selfW, epoch, onEnd), nil
+				h := newHold(q.s, node, stat.Czxid, selfW, epoch, onEnd)
+				h.markedRelease = q.fast && !q.noMark
+				return h, nil
 			}
 			if try {
 				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
 			}
-			waited = true
-			res, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), fast && watch > 0, &selfW)
+			marked, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), &selfW)
 			if err != nil {
 				return nil, err
 			}
 			switch {
-			case res == targetMarked:
-				// The watched node holds: every node ahead of it is gone
-				// for good.
-				nodes = nodes[watch:]
 			case !fast:
 				relist = true
+			case marked:
+				// The watched node was released by its holder (see
+				// releaseMarked): every node ahead of it was gone already,
+				// for good.
+				nodes = nodes[watch+1:]
 			default:
 				nodes = append(nodes[:watch:watch], nodes[watch+1:]...)
 				// Nodes still cached ahead of ours were not seen to go
@@ -152,8 +151,9 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 	}
 }
 
-// listWithSelf lists the children and reads the own node with a watch,
-// both at once, retrying through a connection loss under the same session.
+// listWithSelf lists the children and reads the own node, both at once,
+// retrying through a connection loss under the same session. The read
+// gives the node's Stat and sets a watch that fires only on its deletion.
 func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	type self struct {
 		stat *zk.Stat
@@ -163,7 +163,7 @@ func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.S
 	for {
 		sc := make(chan self, 1)
 		go func() {
-			_, st, w, err := q.s.getW(ctx, node.path)
+			st, w, err := q.s.watchDeletion(ctx, node.path)
 			sc <- self{st, w, err}
 		}()
 		kids, kerr := q.s.children(ctx, q.dir)
@@ -192,62 +192,57 @@ func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
 	}
 }
 
-// waitResult is how a wait on a node ended.
-type waitResult int
-
-const (
-	targetGone   waitResult = iota // deleted
-	targetMarked                   // marked as the holder (see markGranted)
-)
-
-// waitFor watches target with getData until it is deleted, or, with
-// wantMark, until it is seen marked as the holder. A target already gone
-// sets no watch.
-func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMark bool, selfW *<-chan zk.Event) (waitResult, error) {
+// waitFor waits with a getData watch until target is gone. marked tells
+// that it went in a holder's release (see releaseMarked): a data change,
+// which only that release makes, in the transaction that deletes it. A
+// target already gone sets no watch.
+func (q *queue) waitFor(ctx context.Context, node ownNode, target string, selfW *<-chan zk.Event) (marked bool, err error) {
 	for {
-		_, st, w, err := q.s.getW(ctx, target)
+		_, _, w, err := q.s.getW(ctx, target)
 		if err == zk.ErrNoNode {
-			return targetGone, nil
+			return false, nil
 		}
 		if err != nil {
-			if err = q.classify(ctx, node, err); err == nil {
-				continue
+			if err = q.classify(ctx, node, err); err != nil {
+				return false, err
 			}
-			return 0, err
+			continue
 		}
-		if wantMark && st.Version > 0 {
-			return targetMarked, nil
+		if marked, done, err := q.waitEvent(ctx, node, w, selfW); done || err != nil {
+			return marked, err
 		}
-	wait:
-		for {
-			select {
-			case ev := <-w:
-				switch ev.Type {
-				case zk.EventNodeDeleted:
-					return targetGone, nil
-				case zk.EventNotWatching:
-					return 0, q.classify(ctx, node, ev.Err)
-				case zk.EventNodeDataChanged:
-					if wantMark {
-						return targetMarked, nil
-					}
-				}
-				break wait // set the watch again
-			case ev := <-*selfW:
-				switch ev.Type {
-				case zk.EventNodeDeleted:
-					return 0, q.classify(ctx, node, lost(ErrNodeDeleted))
-				case zk.EventNotWatching:
-					return 0, q.classify(ctx, node, ev.Err)
-				}
-				if _, _, *selfW, err = q.s.getW(ctx, node.path); err != nil {
-					return 0, q.classify(ctx, node, err)
-				}
-			case <-node.gen.done:
-				return 0, &startOver{node.gen.err}
-			case <-ctx.Done():
-				return 0, ctx.Err()
+	}
+}
+
+// waitEvent waits for target's watch w to fire: done when target is gone;
+// not done when the watch must be set again.
+func (q *queue) waitEvent(ctx context.Context, node ownNode, w <-chan zk.Event, selfW *<-chan zk.Event) (marked, done bool, err error) {
+	for {
+		select {
+		case ev := <-w:
+			switch ev.Type {
+			case zk.EventNodeDataChanged:
+				return true, true, nil
+			case zk.EventNodeDeleted:
+				return false, true, nil
+			case zk.EventNotWatching:
+				return false, false, q.classify(ctx, node, ev.Err)
 			}
+			return false, false, nil
+		case ev := <-*selfW:
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				return false, false, q.classify(ctx, node, lost(ErrNodeDeleted))
+			case zk.EventNotWatching:
+				return false, false, q.classify(ctx, node, ev.Err)
+			}
+			if _, *selfW, err = q.s.watchDeletion(ctx, node.path); err != nil {
+				return false, false, q.classify(ctx, node, err)
+			}
+		case <-node.gen.done:
+			return false, false, &startOver{node.gen.err}
+		case <-ctx.Done():
+			return false, false, ctx.Err()
 		}
 	}
 }

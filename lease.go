@@ -148,6 +148,9 @@ type hold struct {
 	sig   *signal // ends ownership: lost or released
 	stop  chan struct{}
 	onEnd func() // drops the hold from its recipe's bookkeeping
+	// markedRelease releases with releaseMarked, telling a fast-handoff
+	// waiter behind the node that it was a holder's release.
+	markedRelease bool
 
 	mu    sync.Mutex
 	count int
@@ -197,7 +200,8 @@ func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
 	}
 }
 
-// rearm sets the own-node watch again after a data change.
+// rearm sets the own-node watch again (after an event that was not the
+// node's deletion).
 func (h *hold) rearm() <-chan zk.Event {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -209,7 +213,7 @@ func (h *hold) rearm() <-chan zk.Event {
 		}
 	}()
 	for {
-		_, _, w, err := h.s.getW(ctx, h.node.path)
+		_, w, err := h.s.watchDeletion(ctx, h.node.path)
 		switch {
 		case err == nil:
 			return w
@@ -260,7 +264,12 @@ func (h *hold) release(ctx context.Context) error {
 	close(h.stop)
 	h.mu.Unlock()
 	h.onEnd()
-	err := h.s.delete(ctx, h.node.path)
+	var err error
+	if h.markedRelease {
+		err = h.s.releaseMarked(ctx, h.node.path)
+	} else {
+		err = h.s.delete(ctx, h.node.path)
+	}
 	if err == nil || err == zk.ErrNoNode {
 		return nil
 	}

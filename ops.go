@@ -109,6 +109,22 @@ func (s *Session) children(ctx context.Context, path string) ([]string, error) {
 	}, nil)
 }
 
+// watchDeletion reads path's Stat and sets a watch that fires only when the
+// node is deleted: a children watch on a node that has no children (an
+// ephemeral node never has any), so data changes do not consume it. When
+// the node does not exist it returns zk.ErrNoNode and sets no watch.
+func (s *Session) watchDeletion(ctx context.Context, path string) (*zk.Stat, <-chan zk.Event, error) {
+	type res struct {
+		st *zk.Stat
+		w  <-chan zk.Event
+	}
+	r, err := call(ctx, s, "getChildren", path, func() (res, error) {
+		_, st, w, err := s.conn.ChildrenW(path)
+		return res{st, w}, err
+	}, nil)
+	return r.st, r.w, err
+}
+
 func (s *Session) childrenW(ctx context.Context, path string) ([]string, <-chan zk.Event, error) {
 	type res struct {
 		c []string
@@ -131,10 +147,7 @@ func (s *Session) exists(ctx context.Context, path string) (*zk.Stat, error) {
 	}, nil)
 }
 
-// delete deletes path, after the grant mark of the node, if one is in
-// flight (see markGranted).
 func (s *Session) delete(ctx context.Context, path string) error {
-	s.awaitMark(ctx, path)
 	_, err := call(ctx, s, "delete", path, func() (struct{}, error) {
 		return struct{}{}, s.conn.Delete(path, -1)
 	}, nil)

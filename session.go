@@ -31,7 +31,6 @@ type Session struct {
 	ownsConn bool
 	cfg      sessionConfig
 	granted  atomic.Int64 // session timeout granted by the server, in ms (Connect only)
-	marks    sync.Map     // node path -> chan struct{}: grant marks in flight
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex

@@ -122,8 +122,8 @@ func TestMutex_OneReleaseWakesOneWaiter(t *testing.T) {
 	require.Eventually(t, func() bool { return len(children(t, conn, path)) == waiters+1 }, 10*time.Second, time.Millisecond)
 	// Every waiter watches only its predecessor: one watcher per node.
 	watches := mntrInt(t, c, "zk_watch_count")
-	before := mntrInt(t, c, "zk_sum_node_deleted_watch_count")
-	deletes := mntrInt(t, c, "zk_cnt_node_deleted_watch_count")
+	deleted := mntrInt(t, c, "zk_sum_node_deleted_watch_count")
+	changed := mntrInt(t, c, "zk_sum_node_changed_watch_count")
 
 	require.NoError(t, holder.Release(ctx))
 	l := <-granted
@@ -132,11 +132,12 @@ func TestMutex_OneReleaseWakesOneWaiter(t *testing.T) {
 		t.Fatal("one release granted two waiters")
 	default:
 	}
-	fired := mntrInt(t, c, "zk_sum_node_deleted_watch_count") - before
-	assert.Equal(t, int64(1), mntrInt(t, c, "zk_cnt_node_deleted_watch_count")-deletes, "one delete")
-	// The deleted node had two watchers: its successor, and its owner's own
-	// watch (which reports an operator's delete). No other waiter woke.
-	assert.Equal(t, int64(2), fired, "watch notifications for one release")
+	// The release (a data change and the delete, in one transaction)
+	// notifies two watchers: the successor's getData watch, and the
+	// releaser's own deletion watch (which reports an operator's delete).
+	// No other waiter is woken.
+	assert.Equal(t, int64(1), mntrInt(t, c, "zk_sum_node_changed_watch_count")-changed, "the successor")
+	assert.Equal(t, int64(1), mntrInt(t, c, "zk_sum_node_deleted_watch_count")-deleted, "the releaser itself")
 	assert.LessOrEqual(t, watches, int64(2*(waiters+1)), "no waiter watches more than its predecessor")
 	for i := 1; i < waiters; i++ {
 		require.NoError(t, l.Release(ctx))
@@ -208,18 +209,18 @@ func TestMutex_CheckMakesAWriteConditionalOnHolding(t *testing.T) {
 }
 
 // Draining a queue costs each waiter one listing of the children, however
-// long the queue: a holder that waited marks its node when granted, so the
-// waiter behind it needs no second listing when it goes.
+// long the queue: a holder's release tells the waiter behind it that it
+// was the holder's (see mark.go), so the waiter needs no second listing.
 func TestMutex_QueueDrainListsTheChildrenOncePerWaiter(t *testing.T) {
 	c := server(t)
 	path := testPath(t)
 	ctx := ctxT(t, 2*time.Minute)
 	var lists, reads atomic.Int64
 	tracer := zr.TracerFunc(func(ev zr.TraceEvent) {
-		switch ev.Op {
-		case "getChildren":
+		switch {
+		case ev.Op == "getChildren" && ev.Path == path:
 			lists.Add(1)
-		case "getData":
+		case ev.Op == "getData" || ev.Op == "getChildren":
 			reads.Add(1)
 		}
 	})
