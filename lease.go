@@ -203,15 +203,8 @@ func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
 // rearm sets the own-node watch again (after an event that was not the
 // node's deletion).
 func (h *hold) rearm() <-chan zk.Event {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := ctxUntil(h.stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-h.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		_, w, err := h.s.watchDeletion(ctx, h.node.path)
 		switch {

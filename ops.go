@@ -201,24 +201,8 @@ func (s *Session) ensureParents(ctx context.Context, dir string) error {
 // (owner) has ended, or the Session is closed (its own session, and with it
 // the node, then ends too).
 func (s *Session) deleteEventually(path string, owner int64) {
-	s.opsMu.RLock()
-	defer s.opsMu.RUnlock()
-	if s.isClosed() {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.goBackground(0, func(ctx context.Context) {
 		bo := s.cfg.retry()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			select {
-			case <-s.closedCh:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		for {
 			gen, _, err := s.awaitConnected(ctx)
 			if err != nil {
@@ -243,7 +227,7 @@ func (s *Session) deleteEventually(path string, owner int64) {
 				return
 			}
 		}
-	}()
+	})
 }
 
 // cleanupTimeout bounds the synchronous part of a clean-up.

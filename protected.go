@@ -133,24 +133,8 @@ func (s *Session) findProtected(ctx context.Context, dir, uuid string) (ownNode,
 // cleanupProtected deletes, in the background, any node under dir carrying
 // uuid: the trace of a create whose outcome is unknown.
 func (s *Session) cleanupProtected(dir, uuid string) {
-	s.opsMu.RLock()
-	defer s.opsMu.RUnlock()
-	if s.isClosed() {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.closedCh:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		if _, err := s.awaitConnectedGen(ctx); err != nil {
+	s.goBackground(s.cfg.timeout, func(ctx context.Context) {
+		if _, _, err := s.awaitConnected(ctx); err != nil {
 			return
 		}
 		kids, err := s.children(ctx, dir)
@@ -162,10 +146,5 @@ func (s *Session) cleanupProtected(dir, uuid string) {
 				s.deleteEventually(joinPath(dir, k), 0)
 			}
 		}
-	}()
-}
-
-func (s *Session) awaitConnectedGen(ctx context.Context) (*generation, error) {
-	g, _, err := s.awaitConnected(ctx)
-	return g, err
+	})
 }
