@@ -166,12 +166,6 @@ func (s *Session) create(ctx context.Context, path string, data []byte, flags in
 	})
 }
 
-func (s *Session) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	return call(ctx, s, "setData", path, func() (*zk.Stat, error) {
-		return s.conn.Set(path, data, version)
-	}, nil)
-}
-
 func (s *Session) multi(ctx context.Context, path string, ops ...any) ([]zk.MultiResponse, error) {
 	return call(ctx, s, "multi", path, func() ([]zk.MultiResponse, error) {
 		return s.conn.Multi(ops...)
