@@ -110,7 +110,9 @@ func openGozk(ctx context.Context, servers []string, path string) (Locker, error
 func (l *gozkLocker) Lock(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, l.conn.Close)
 	err := l.l.Lock()
-	if !stop() && err != nil {
+	if !stop() {
+		// ctx ended and closed the connection, maybe just after Lock
+		// succeeded: the lock went with the session either way.
 		return ctx.Err()
 	}
 	return err
