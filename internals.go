@@ -77,7 +77,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		return nil, err
 	}
 	own := baseName(node.path)
-	granted := false
+	granted, waited := false, false
 	defer func() {
 		if !granted {
 			q.s.removeNode(node)
@@ -115,12 +115,15 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 				}
 				granted = true
 				h := newHold(q.s, node, stat.Czxid, selfW, epoch, onEnd)
-				h.markedRelease = q.fast && !q.noMark
+				// Only a holder that waited can have a waiter behind it
+				// that still lists nodes ahead of it (see mark.go).
+				h.markedRelease = waited && q.fast && !q.noMark
 				return h, nil
 			}
 			if try {
 				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
 			}
+			waited = true
 			marked, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), &selfW)
 			if err != nil {
 				return nil, err

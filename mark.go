@@ -13,8 +13,10 @@ package zkrecipes
 // grows with the queue: Curator and go-zookeeper list on every wake-up,
 // O(n) bytes per handoff and O(n²) to drain a queue of n.
 //
-// So a holder releases with one transaction that first sets its node's
-// data (to nothing) and then deletes it. The waiter's getData watch fires
+// So a holder that had to wait releases with one transaction that first
+// sets its node's data (to nothing) and then deletes it. (A holder that
+// never waited needs no mark: no node was ahead of it when it listed, so
+// none is in the listing of any waiter behind it either.) The waiter's getData watch fires
 // on the first operation: a NodeDataChanged, which nothing else in this
 // package ever causes, says "deleted by its holder". Every node ahead was
 // gone, so the waiter holds the lock without another request, and the
