@@ -212,8 +212,12 @@ func (s *Session) awaitFirst(ctx context.Context) error {
 	}
 }
 
-// enqueue is the client's event callback: it never blocks.
+// enqueue is the client's event callback: it never blocks. Only session
+// events are queued; node events reach their watchers directly.
 func (s *Session) enqueue(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
 	s.qmu.Lock()
 	s.queue = append(s.queue, ev)
 	s.qmu.Unlock()
