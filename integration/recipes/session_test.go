@@ -142,5 +142,5 @@ func TestSession_TracerSeesEveryOperation(t *testing.T) {
 	}
 	assert.Contains(t, names, "create")
 	assert.Contains(t, names, "getChildren")
-	assert.Equal(t, "multi", names[len(names)-1], "the release: data change and delete in one transaction")
+	assert.Equal(t, "delete", names[len(names)-1], "an uncontended release is a plain delete")
 }
