@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,7 +146,14 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 	if err != nil {
 		return nil, err
 	}
+	granted := false
 	defer func() {
+		if granted {
+			// The leases are ours: release the mutex without making the
+			// caller wait for the reply.
+			sem.s.goBackground(cleanupTimeout, func(ctx context.Context) { _ = lockHold.release(ctx) })
+			return
+		}
 		rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		_ = lockHold.release(rctx)
@@ -153,7 +161,6 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 
 	lq := queue{s: sem.s, dir: sem.leases}
 	var nodes []ownNode
-	granted := false
 	defer func() {
 		if !granted {
 			for _, nd := range nodes {
@@ -175,8 +182,11 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 		}
 	}
 	node := nodes[0]
-	// Look at the semaphore's own path beside the reads below: nodes of
-	// another recipe there (a mutex's, say) mean two recipes share it.
+	// Beside the first listing of the leases, in the same round trip: the
+	// semaphore's own path (nodes of another recipe there, a mutex's say,
+	// mean two recipes share it), and each own node, whose czxid is the
+	// lease's token, whose owner check rejects a node adopted from an older
+	// session, and whose deletion watch reports the node's loss once held.
 	type listing struct {
 		kids []string
 		err  error
@@ -186,34 +196,65 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 		kids, err := sem.s.children(ctx, sem.s.abs(sem.path))
 		parent <- listing{kids, err}
 	}()
-	// Read each own node: its czxid is the lease's token, the owner check
-	// rejects a node adopted from an older session, and the watch reports
-	// the node's deletion once held.
+	type self struct {
+		st  *zk.Stat
+		w   <-chan zk.Event
+		err error
+	}
+	selves := make([]chan self, n)
+	for i, nd := range nodes {
+		selves[i] = make(chan self, 1)
+		go func() {
+			for {
+				st, w, err := sem.s.watchDeletion(ctx, nd.path)
+				if err != nil {
+					if err = lq.classify(ctx, nd, err); err == nil {
+						continue
+					}
+				}
+				selves[i] <- self{st, w, err}
+				return
+			}
+		}()
+	}
 	stats := make([]*zk.Stat, n)
 	selfWs := make([]<-chan zk.Event, n)
-	for i, nd := range nodes {
-		for {
-			_, st, w, err := sem.s.getW(ctx, nd.path)
-			if err == nil {
-				stats[i], selfWs[i] = st, w
-				break
-			}
-			if err = lq.classify(ctx, nd, err); err != nil {
-				return nil, err
+	checked := false
+	check := func() error {
+		if checked {
+			return nil
+		}
+		checked = true
+		var first error
+		for i, nd := range nodes {
+			r := <-selves[i]
+			switch {
+			case r.err != nil:
+				first = cmp.Or(first, r.err)
+			case r.st.EphemeralOwner != nd.gen.id:
+				first = cmp.Or(first, error(&startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), r.st.EphemeralOwner)}))
+			default:
+				stats[i], selfWs[i] = r.st, r.w
 			}
 		}
-		if stats[i].EphemeralOwner != nd.gen.id {
-			return nil, &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), stats[i].EphemeralOwner)}
+		p := <-parent
+		if first != nil {
+			return first
 		}
+		if p.err == nil {
+			if k := conflictingKind(sortNodes(p.kids, mutexMarkers), kindSemaphore); k != "" {
+				return fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, sem.path, k, kindSemaphore)
+			}
+		}
+		return nil
 	}
+	defer check() // never leave a read behind
 
-	if p := <-parent; p.err == nil {
-		if k := conflictingKind(sortNodes(p.kids, mutexMarkers), kindSemaphore); k != "" {
-			return nil, fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, sem.path, k, kindSemaphore)
-		}
-	}
 	for {
 		kids, kidsW, err := sem.s.childrenW(ctx, sem.leases)
+		if cerr := check(); cerr != nil {
+			return nil, cerr
+		}
 		if err != nil {
 			if err = lq.classify(ctx, node, err); err != nil {
 				return nil, err
