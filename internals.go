@@ -197,13 +197,16 @@ func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
 
 // waitFor waits with a getData watch until target is gone. marked tells
 // that it went in a holder's release (see releaseMarked): a data change,
-// which only that release makes, in the transaction that deletes it. A
-// target already gone sets no watch.
+// made by that release in the transaction that deletes it, after which
+// target is found gone. A data change after which target still exists was
+// someone else's (Curator's Revoker writes into the node it revokes): the
+// wait goes on. A target already gone sets no watch.
 func (q *queue) waitFor(ctx context.Context, node ownNode, target string, selfW *<-chan zk.Event) (marked bool, err error) {
+	changed := false // target's data changed since it was last seen
 	for {
 		_, _, w, err := q.s.getW(ctx, target)
 		if err == zk.ErrNoNode {
-			return false, nil
+			return changed, nil
 		}
 		if err != nil {
 			if err = q.classify(ctx, node, err); err != nil {
@@ -211,15 +214,23 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, selfW 
 			}
 			continue
 		}
-		if marked, done, err := q.waitEvent(ctx, node, w, selfW); done || err != nil {
-			return marked, err
+		changed = false // still there: a change seen before was no release
+		dataChanged, done, err := q.waitEvent(ctx, node, w, selfW)
+		switch {
+		case err != nil:
+			return false, err
+		case dataChanged:
+			changed = true // read again: gone means released with the mark
+		case done:
+			return false, nil
 		}
 	}
 }
 
-// waitEvent waits for target's watch w to fire: done when target is gone;
-// not done when the watch must be set again.
-func (q *queue) waitEvent(ctx context.Context, node ownNode, w <-chan zk.Event, selfW *<-chan zk.Event) (marked, done bool, err error) {
+// waitEvent waits for target's watch w to fire: done when target is gone
+// or its data changed (dataChanged); not done when the watch must be set
+// again.
+func (q *queue) waitEvent(ctx context.Context, node ownNode, w <-chan zk.Event, selfW *<-chan zk.Event) (dataChanged, done bool, err error) {
 	for {
 		select {
 		case ev := <-w:

@@ -17,17 +17,21 @@ package zkrecipes
 // sets its node's data (to nothing) and then deletes it. (A holder that
 // never waited needs no mark: no node was ahead of it when it listed, so
 // none is in the listing of any waiter behind it either.) The waiter's getData watch fires
-// on the first operation: a NodeDataChanged, which nothing else in this
-// package ever causes, says "deleted by its holder". Every node ahead was
-// gone, so the waiter holds the lock without another request, and the
-// release costs the server one write, as a plain delete does. A node
-// deleted otherwise (cancelled, expired, deleted by an operator, or a peer
-// such as Curator that deletes plainly) fires NodeDeleted, and the waiter
-// lists once, as Curator always does. Waiters of other libraries see the
-// data change as any change to the node they watch and look again.
+// on the first operation, a NodeDataChanged, and the waiter reads the node
+// once more (one small read, whatever the length of the queue): found gone,
+// it was deleted by its holder. Every node ahead was gone, so the waiter
+// holds the lock, and the release costs the server one write, as a plain
+// delete does. Found still there, the data change was someone else's
+// (Curator's Revoker writes "__REVOKE__" into the node it revokes, and a
+// holder that ignores it keeps the lock): the waiter watches it again. A
+// node deleted otherwise (cancelled, expired, deleted by an operator, or a
+// peer such as Curator that deletes plainly) fires NodeDeleted, and the
+// waiter lists once, as Curator always does. Waiters of other libraries
+// see the data change as any change to the node they watch and look again.
 //
-// One consequence for operators: never set data on a queued lock node; a
-// data change is read as that node's release by its holder. Turn the fast
+// One consequence for operators: never set data on a queued lock node that
+// may then be deleted before its holder is granted (a waiter that reads it
+// gone after the change takes that as a holder's release). Turn the fast
 // handoff off (WithFastHandoff(false)) where that cannot be promised.
 
 import (

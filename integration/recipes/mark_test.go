@@ -1,0 +1,72 @@
+package recipes_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+)
+
+// A data change on the node a waiter watches is not a release by itself:
+// Curator's Revoker.attemptRevoke writes "__REVOKE__" into the holder's
+// node, and a holder that does not honour revocation keeps the lock. The
+// waiter behind it must go on waiting until the node is gone.
+func TestMutex_DataChangeOnTheWatchedNodeIsNotARelease(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, time.Minute)
+	holder, err := zr.NewMutex(connect(t, c, nil).Session, path).Acquire(ctx)
+	require.NoError(t, err)
+	node := holder.Path()
+
+	// Count the waiter's reads of the holder's node: the first sets its
+	// watch; after the data change it must read the node again.
+	reads := make(chan struct{}, 16)
+	tracer := zr.TracerFunc(func(ev zr.TraceEvent) {
+		if ev.Op == "getData" && ev.Path == node && ev.Err == nil {
+			reads <- struct{}{}
+		}
+	})
+	waiter := zr.NewMutex(connect(t, c, nil, zr.WithTracer(tracer)).Session, path)
+	type result struct {
+		l   *zr.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := waiter.Acquire(ctx)
+		got <- result{l, err}
+	}()
+	select {
+	case <-reads: // the waiter watches the holder's node
+	case r := <-got:
+		t.Fatalf("waiter acquired while the lock was held: %v", r.err)
+	case <-ctx.Done():
+		t.Fatal("the waiter never read the holder's node")
+	}
+
+	// What Curator's Revoker does to a lock node.
+	_, err = raw(t, c).Set(node, []byte("__REVOKE__"), -1)
+	require.NoError(t, err)
+	select {
+	case <-reads: // the waiter looked again and found the node still there
+	case r := <-got:
+		t.Fatalf("waiter acquired on a data change while the holder's node exists (err %v)", r.err)
+	case <-ctx.Done():
+		t.Fatal("the waiter neither acquired nor looked again")
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("waiter acquired while the holder's node exists (err %v)", r.err)
+	default:
+	}
+	require.NoError(t, holder.Err(), "the holder still holds")
+
+	// The real release still hands over.
+	require.NoError(t, holder.Release(ctx))
+	r := <-got
+	require.NoError(t, r.err)
+	require.Greater(t, r.l.Token(), holder.Token())
+	require.NoError(t, r.l.Release(ctx))
+}
