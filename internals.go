@@ -124,7 +124,9 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
 			}
 			waited = true
-			marked, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), &selfW)
+			// Only a node with others cached ahead of it needs its release
+			// told apart from a plain deletion.
+			marked, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), fast && watch > 0, &selfW)
 			if err != nil {
 				return nil, err
 			}
@@ -195,18 +197,26 @@ func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
 	}
 }
 
-// waitFor waits with a getData watch until target is gone. marked tells
-// that it went in a holder's release (see releaseMarked): a data change,
-// made by that release in the transaction that deletes it, after which
-// target is found gone. A data change after which target still exists was
-// someone else's (Curator's Revoker writes into the node it revokes): the
-// wait goes on. A target already gone sets no watch.
-func (q *queue) waitFor(ctx context.Context, node ownNode, target string, selfW *<-chan zk.Event) (marked bool, err error) {
-	changed := false // target's data changed since it was last seen
+// waitFor waits until target is gone. marked tells that it went in a
+// holder's marked release (see mark.go): its data changed, and it was
+// deleted before a read of it sent on that change could find it. A data
+// change after which target is still there was someone else's (Curator's
+// Revoker writes into the node it revokes): the wait goes on. With
+// wantMark (the fast handoff) target is watched twice, its data and its
+// deletion (a children watch, which a data change does not consume), so
+// that the marked release is taken on its notifications alone. A target
+// already gone sets no watch.
+func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMark bool, selfW *<-chan zk.Event) (marked bool, err error) {
 	for {
-		_, _, w, err := q.s.getW(ctx, target)
+		var dataW, delW <-chan zk.Event
+		var err error
+		if wantMark {
+			dataW, delW, err = q.watchTwice(ctx, target)
+		} else {
+			_, _, dataW, err = q.s.getW(ctx, target)
+		}
 		if err == zk.ErrNoNode {
-			return changed, nil
+			return false, nil
 		}
 		if err != nil {
 			if err = q.classify(ctx, node, err); err != nil {
@@ -214,35 +224,96 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, selfW 
 			}
 			continue
 		}
-		changed = false // still there: a change seen before was no release
-		dataChanged, done, err := q.waitEvent(ctx, node, w, selfW)
-		switch {
-		case err != nil:
-			return false, err
-		case dataChanged:
-			changed = true // read again: gone means released with the mark
-		case done:
-			return false, nil
+		marked, done, err := q.waitRelease(ctx, node, target, dataW, delW, selfW)
+		if err != nil || done {
+			return marked, err
 		}
 	}
 }
 
-// waitEvent waits for target's watch w to fire: done when target is gone
-// or its data changed (dataChanged); not done when the watch must be set
-// again.
-func (q *queue) waitEvent(ctx context.Context, node ownNode, w <-chan zk.Event, selfW *<-chan zk.Event) (dataChanged, done bool, err error) {
+// watchTwice sets a data watch and a deletion watch on target, in one
+// round trip.
+func (q *queue) watchTwice(ctx context.Context, target string) (dataW, delW <-chan zk.Event, err error) {
+	type read struct {
+		w   <-chan zk.Event
+		err error
+	}
+	rc := make(chan read, 1)
+	go func() {
+		_, _, w, err := q.s.getW(ctx, target)
+		rc <- read{w, err}
+	}()
+	_, delW, derr := q.s.watchDeletion(ctx, target)
+	r := <-rc
+	return r.w, delW, firstErr(derr, r.err)
+}
+
+// waitRelease waits on target's watches: done when target is gone (marked
+// as above); not done when the watches must be set again.
+func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, dataW, delW <-chan zk.Event, selfW *<-chan zk.Event) (marked, done bool, err error) {
+	type read struct {
+		w   <-chan zk.Event
+		err error
+	}
+	changed := false       // target's data changed and it has not been seen since
+	var verify <-chan read // the read sent on that change
+	deleted := func(ev zk.Event) bool { return ev.Type == zk.EventNodeDeleted }
 	for {
 		select {
-		case ev := <-w:
-			switch ev.Type {
-			case zk.EventNodeDataChanged:
-				return true, true, nil
-			case zk.EventNodeDeleted:
-				return false, true, nil
-			case zk.EventNotWatching:
+		case ev := <-delW:
+			if !deleted(ev) {
 				return false, false, q.classify(ctx, node, ev.Err)
 			}
-			return false, false, nil
+			// A data change of the same transaction was delivered first.
+			select {
+			case dv := <-dataW:
+				changed = changed || dv.Type == zk.EventNodeDataChanged
+			default:
+			}
+			return changed, true, nil
+		case ev := <-dataW:
+			dataW = nil
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				if delW == nil || !changed {
+					return changed, true, nil
+				}
+			case zk.EventNodeDataChanged:
+				if delW == nil {
+					return false, false, nil // no mark wanted: watch again
+				}
+				changed = true
+				select {
+				case dv := <-delW:
+					if deleted(dv) {
+						return true, true, nil // deleted in the same breath
+					}
+					return false, false, q.classify(ctx, node, dv.Err)
+				default:
+				}
+				rc := make(chan read, 1)
+				verify = rc
+				go func() {
+					_, _, w, err := q.s.getW(ctx, target)
+					rc <- read{w, err}
+				}()
+			case zk.EventNotWatching:
+				return false, false, q.classify(ctx, node, ev.Err)
+			default:
+				return false, false, nil
+			}
+		case r := <-verify:
+			verify = nil
+			switch {
+			case r.err == zk.ErrNoNode:
+				return changed, true, nil
+			case r.err != nil:
+				if err := q.classify(ctx, node, r.err); err != nil {
+					return false, false, err
+				}
+				return false, false, nil
+			}
+			changed, dataW = false, r.w // still there: that change was no release
 		case ev := <-*selfW:
 			switch ev.Type {
 			case zk.EventNodeDeleted:

@@ -16,23 +16,33 @@ package zkrecipes
 // So a holder that had to wait releases with one transaction that first
 // sets its node's data (to nothing) and then deletes it. (A holder that
 // never waited needs no mark: no node was ahead of it when it listed, so
-// none is in the listing of any waiter behind it either.) The waiter's getData watch fires
-// on the first operation, a NodeDataChanged, and the waiter reads the node
-// once more (one small read, whatever the length of the queue): found gone,
-// it was deleted by its holder. Every node ahead was gone, so the waiter
-// holds the lock, and the release costs the server one write, as a plain
-// delete does. Found still there, the data change was someone else's
-// (Curator's Revoker writes "__REVOKE__" into the node it revokes, and a
-// holder that ignores it keeps the lock): the waiter watches it again. A
-// node deleted otherwise (cancelled, expired, deleted by an operator, or a
-// peer such as Curator that deletes plainly) fires NodeDeleted, and the
-// waiter lists once, as Curator always does. Waiters of other libraries
-// see the data change as any change to the node they watch and look again.
+// none is in the listing of any waiter behind it either.) A waiter that
+// has other nodes cached ahead of the one it watches sets two watches on
+// it: one on its data and one on its deletion (a children watch, which a
+// data change does not consume). The marked release fires both, data
+// change first, in one transaction, so the waiter knows on the
+// notifications alone that the node went in its holder's release: every
+// node ahead had gone already, and it holds the lock without another
+// request, while the release costs the server one write, as a plain delete
+// does.
 //
-// One consequence for operators: never set data on a queued lock node that
-// may then be deleted before its holder is granted (a waiter that reads it
-// gone after the change takes that as a holder's release). Turn the fast
-// handoff off (WithFastHandoff(false)) where that cannot be promised.
+// A data change may also be someone else's (Curator's Revoker writes
+// "__REVOKE__" into the node it revokes, and a holder that ignores it
+// keeps the lock). So on a data change not followed at once by the
+// deletion, the waiter reads the node: found still there, the change was
+// not a release, and the wait goes on; found gone, or deleted before that
+// read is answered, it is taken as the release. A node deleted otherwise
+// (cancelled, expired, deleted by an operator, or a peer such as Curator
+// that deletes plainly) fires NodeDeleted alone, and the waiter lists
+// once, as Curator always does. Waiters of other libraries see the data
+// change as any change to the node they watch and look again (Curator's
+// LeaderLatch does not, which is why the latch layout never marks).
+//
+// The one sequence this cannot tell from a release: a foreign data change
+// on a waiting node followed by that node's deletion before the waiter's
+// read of it is answered (within a round trip). So, for operators: never
+// set data on a queued lock node. Turn the fast handoff off
+// (WithFastHandoff(false)) where that cannot be promised.
 
 import (
 	"context"

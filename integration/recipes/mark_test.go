@@ -1,6 +1,7 @@
 package recipes_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -68,5 +69,72 @@ func TestMutex_DataChangeOnTheWatchedNodeIsNotARelease(t *testing.T) {
 	r := <-got
 	require.NoError(t, r.err)
 	require.Greater(t, r.l.Token(), holder.Token())
+	require.NoError(t, r.l.Release(ctx))
+}
+
+// The same with a waiter further back, which watches both the data and the
+// deletion of the node ahead: a data change on a waiting node ahead, then
+// that waiter giving up, must not let it in while the holder holds.
+func TestMutex_DataChangeThenCancelAheadIsNotARelease(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, time.Minute)
+	holder, err := zr.NewMutex(connect(t, c, nil).Session, path).Acquire(ctx)
+	require.NoError(t, err)
+
+	// A waits right behind the holder; B behind A.
+	actx, cancelA := context.WithCancel(ctx)
+	aDone := make(chan error, 1)
+	go func() { _, err := zr.NewMutex(connect(t, c, nil).Session, path).Acquire(actx); aDone <- err }()
+	require.Eventually(t, func() bool { return len(children(t, conn, path)) == 2 }, 10*time.Second, time.Millisecond)
+	kids := children(t, conn, path)
+	var aNode string
+	for _, k := range kids {
+		if path+"/"+k != holder.Path() {
+			aNode = path + "/" + k
+		}
+	}
+	reads := make(chan struct{}, 16)
+	tracer := zr.TracerFunc(func(ev zr.TraceEvent) {
+		if ev.Op == "getData" && ev.Path == aNode && ev.Err == nil {
+			reads <- struct{}{}
+		}
+	})
+	type result struct {
+		l   *zr.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	b := zr.NewMutex(connect(t, c, nil, zr.WithTracer(tracer)).Session, path)
+	go func() { l, err := b.Acquire(ctx); got <- result{l, err} }()
+	awaitRead := func(what string) {
+		t.Helper()
+		select {
+		case <-reads:
+		case r := <-got:
+			t.Fatalf("B acquired while the holder holds, before %s (err %v)", what, r.err)
+		case <-ctx.Done():
+			t.Fatalf("no %s", what)
+		}
+	}
+	awaitRead("B's watch on A")
+
+	_, err = conn.Set(aNode, []byte("__REVOKE__"), -1)
+	require.NoError(t, err)
+	awaitRead("B's second read of A, finding it still there")
+	cancelA()
+	require.ErrorIs(t, <-aDone, context.Canceled)
+	require.Eventually(t, func() bool { return len(children(t, conn, path)) == 2 }, 10*time.Second, time.Millisecond,
+		"A's node is gone, the holder's and B's remain")
+	select {
+	case r := <-got:
+		t.Fatalf("B acquired while the holder holds (err %v)", r.err)
+	default:
+	}
+	require.NoError(t, holder.Err())
+	require.NoError(t, holder.Release(ctx))
+	r := <-got
+	require.NoError(t, r.err)
 	require.NoError(t, r.l.Release(ctx))
 }
