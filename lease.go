@@ -160,6 +160,12 @@ type hold struct {
 // session generation and the ownership epoch.
 func newHold(s *Session, node ownNode, token int64, selfW <-chan zk.Event, epoch *signal, onEnd func()) *hold {
 	h := &hold{s: s, node: node, token: token, sig: newSignal(), stop: make(chan struct{}), onEnd: onEnd, count: 1}
+	s.opsMu.RLock()
+	defer s.opsMu.RUnlock()
+	if s.isClosed() { // Close came between the grant and here
+		h.sig.fire(lost(ErrClosed))
+		return h
+	}
 	s.wg.Add(1)
 	go h.monitor(selfW, epoch)
 	return h

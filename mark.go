@@ -57,7 +57,10 @@ func (s *Session) releaseMarked(ctx context.Context, path string) error {
 		&zk.SetDataRequest{Path: path, Data: nil, Version: -1},
 		&zk.DeleteRequest{Path: path, Version: -1})
 	if err != nil && len(res) > 0 && res[0].Error == zk.ErrNoNode {
-		return zk.ErrNoNode
+		err = zk.ErrNoNode
+	}
+	if err == nil || err == zk.ErrNoNode {
+		s.disown(path)
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -47,22 +48,26 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 		err error
 	}
 	ch := make(chan result, 1)
+	// Whoever comes second of the reply and the caller's giving up decides:
+	// a reply to a caller that gave up is handed to abandon, on the
+	// goroutine the Session already counts.
+	const pending, delivered, givenUp = 0, 1, 2
+	var state atomic.Int32
 	go func() {
 		defer s.wg.Done()
 		v, err := run()
 		ch <- result{v, err}
+		if !state.CompareAndSwap(pending, delivered) && abandon != nil {
+			abandon(v, err)
+		}
 	}()
 	select {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		if abandon != nil {
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				r := <-ch
-				abandon(r.v, r.err)
-			}()
+		if !state.CompareAndSwap(pending, givenUp) {
+			r := <-ch // the reply came first after all
+			return r.v, r.err
 		}
 		return zero, ctx.Err()
 	}
@@ -151,18 +156,27 @@ func (s *Session) delete(ctx context.Context, path string) error {
 	_, err := call(ctx, s, "delete", path, func() (struct{}, error) {
 		return struct{}{}, s.conn.Delete(path, -1)
 	}, nil)
+	if err == nil || err == zk.ErrNoNode {
+		s.disown(path)
+	}
 	return err
 }
 
 // create creates a node. If ctx ends before the reply and the create
-// succeeds after all, the node is deleted in the background.
+// succeeds after all, the node is deleted in the background (an
+// ephemeral one is registered as owned first, so that Close deletes it if
+// the background delete cannot run).
 func (s *Session) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
 	return call(ctx, s, "create", path, func() (string, error) {
 		return s.conn.Create(path, data, flags, toZKACL(s.cfg.acl))
 	}, func(p string, err error) {
-		if err == nil {
-			s.deleteEventually(p, s.conn.SessionID())
+		if err != nil {
+			return
 		}
+		if flags&zk.FlagEphemeral != 0 {
+			s.own(p)
+		}
+		s.deleteEventually(p, s.conn.SessionID())
 	})
 }
 

@@ -62,6 +62,7 @@ func (s *Session) createProtectedMode(ctx context.Context, dir, name string, dat
 		p, err := s.create(ctx, joinPath(dir, prefix), data, flags)
 		switch {
 		case err == nil:
+			s.own(p)
 			return ownNode{path: p, gen: gen}, nil
 		case err == zk.ErrNoNode:
 			if err = s.ensureParents(ctx, dir); err == nil {
@@ -119,6 +120,7 @@ func (s *Session) findProtected(ctx context.Context, dir, uuid string) (ownNode,
 			return ownNode{}, false, err
 		}
 		if st.EphemeralOwner == gen.id {
+			s.own(p)
 			return ownNode{path: p, gen: gen}, true, nil
 		}
 		s.cfg.log.Warn("zkrecipes: deleting own node left by an older session", "path", p,
@@ -133,7 +135,7 @@ func (s *Session) findProtected(ctx context.Context, dir, uuid string) (ownNode,
 // cleanupProtected deletes, in the background, any node under dir carrying
 // uuid: the trace of a create whose outcome is unknown.
 func (s *Session) cleanupProtected(dir, uuid string) {
-	s.goBackground(s.cfg.timeout, func(ctx context.Context) {
+	s.goBackground(s.grantedTimeout(), func(ctx context.Context) {
 		if _, _, err := s.awaitConnected(ctx); err != nil {
 			return
 		}

@@ -31,6 +31,7 @@ type Session struct {
 	ownsConn bool
 	cfg      sessionConfig
 	granted  atomic.Int64 // session timeout granted by the server, in ms (Connect only)
+	owned    sync.Map     // path -> struct{}: ephemeral nodes this Session created and has not deleted
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -102,7 +103,8 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // after zk.Connect, before more than 6 events queue up and the client drops
 // them. It waits, like Connect, until the connection has a session, and
 // adds the WithDigestAuth credentials. The caller keeps ownership of conn:
-// Close stops the Session's goroutines but leaves conn open. Pass the
+// Close deletes the nodes the Session still owns (its leases end) and stops
+// the Session's goroutines, but leaves conn open. Pass the
 // session timeout conn was made with in WithSessionTimeout: an adopted
 // connection cannot tell the Session what the server granted.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
@@ -418,11 +420,43 @@ func (s *Session) Close() error {
 		s.mu.Unlock()
 		s.opsMu.Unlock()
 		if s.ownsConn {
-			s.conn.Close()
+			s.conn.Close() // the session ends, and every ephemeral node with it
+		} else {
+			s.deleteOwned() // the caller's connection, and its session, live on
 		}
 		s.wg.Wait()
 	})
 	return nil
+}
+
+// own registers an ephemeral node this Session created. If Close has
+// already run, a node on an adopted connection is deleted at once.
+func (s *Session) own(path string) {
+	s.opsMu.RLock()
+	closed := s.isClosed()
+	if !closed {
+		s.owned.Store(path, struct{}{})
+	}
+	s.opsMu.RUnlock()
+	if closed && !s.ownsConn {
+		_ = s.conn.Delete(path, -1)
+	}
+}
+
+// disown forgets a node once it is deleted.
+func (s *Session) disown(path string) { s.owned.Delete(path) }
+
+// deleteOwned deletes, on Close of an adopted connection, every node the
+// Session still owns: its session lives on with the caller's connection,
+// and would keep them (and the locks they are) otherwise.
+func (s *Session) deleteOwned() {
+	s.owned.Range(func(k, _ any) bool {
+		if err := s.conn.Delete(k.(string), -1); err != nil && err != zk.ErrNoNode {
+			s.cfg.log.Warn("zkrecipes: close: node not deleted; it stays until the connection's session ends", "path", k, "err", err)
+		}
+		s.owned.Delete(k)
+		return true
+	})
 }
 
 // current returns the current generation and ownership epoch.

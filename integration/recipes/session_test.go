@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -143,4 +144,28 @@ func TestSession_TracerSeesEveryOperation(t *testing.T) {
 	assert.Contains(t, names, "create")
 	assert.Contains(t, names, "getChildren")
 	assert.Equal(t, "delete", names[len(names)-1], "an uncontended release is a plain delete")
+}
+
+// Closing a Session on an adopted connection ends its leases and deletes
+// their nodes: the caller's connection, and its ZooKeeper session, live on
+// and would otherwise keep the lock held.
+func TestSession_CloseOnAnAdoptedConnectionDeletesItsNodes(t *testing.T) {
+	c := server(t)
+	conn, events, err := zktestConnect(c)
+	require.NoError(t, err)
+	defer conn.Close()
+	s, err := zr.NewSession(ctxT(t, 20*time.Second), conn, events)
+	require.NoError(t, err)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	l, err := zr.NewMutex(s, path).Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	<-l.Done()
+	assert.ErrorIs(t, l.Err(), zr.ErrClosed)
+	assert.Empty(t, children(t, raw(t, c), path), "no node left behind by Close")
+	other, err := zr.NewMutex(connect(t, c, nil).Session, path).TryAcquire(ctx)
+	require.NoError(t, err, "the lock is free")
+	require.NoError(t, other.Release(ctx))
+	assert.Equal(t, zk.StateHasSession, conn.State(), "the caller's connection is left open")
 }
