@@ -179,7 +179,28 @@ func TestInterop_ReadWriteLockWithCurator(t *testing.T) {
 	assert.Positive(t, rep.Acquisitions["cw"])
 	assert.Positive(t, rep.Acquisitions["cr"])
 	assert.Equal(t, 1, rep.MaxWriters)
-	assert.GreaterOrEqual(t, rep.MaxReaders, 2, "readers overlapped")
+	// Whether readers happen to overlap in this mixed run depends on
+	// timing; TestInterop_ReadersShareWithCurator shows it for certain.
+	t.Logf("at most %d readers inside at once", rep.MaxReaders)
+}
+
+// A zkrecipes reader gets in while a Curator reader holds the read lock,
+// and a writer of either does not.
+func TestInterop_ReadersShareWithCurator(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	_, logPath := openShareLog(t)
+	const curatorHold = 4 * time.Second
+	cr := startCurator(t, "read", "cr", path, logPath, time.Second, curatorHold)
+	waitFirstLines(t, logPath, "cr") // the Curator reader holds, for curatorHold
+	ctx := ctxT(t, curatorHold/2)
+	rw := zr.NewRWMutex(connect(t, c, nil).Session, path)
+	l, err := rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err, "a zkrecipes reader gets in beside a Curator reader")
+	_, err = zr.NewRWMutex(connect(t, c, nil).Session, path).WriteLock().TryAcquire(ctx)
+	assert.ErrorIs(t, err, zr.ErrLocked, "a writer does not")
+	require.NoError(t, l.Release(ctx))
+	waitPeers(t, cr)
 }
 
 // The zkrecipes downgrade (a non-sequential read node at the writer's
