@@ -96,14 +96,7 @@ func (c *client) expire(t *testing.T) {
 
 // raw opens a plain go-zookeeper connection, for looking at what is on
 // the server from outside the library.
-func raw(t *testing.T, c *zktest.Cluster) *zk.Conn {
-	t.Helper()
-	conn, _, err := zk.Connect(c.Servers(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	require.NoError(t, err)
-	t.Cleanup(conn.Close)
-	require.Eventually(t, func() bool { return conn.State() == zk.StateHasSession }, 20*time.Second, 5*time.Millisecond)
-	return conn
-}
+func raw(t *testing.T, c *zktest.Cluster) *zk.Conn { return c.Observer(t) }
 
 type quiet struct{}
 
@@ -111,13 +104,7 @@ func (quiet) Printf(string, ...any) {}
 
 // children lists path's children from outside (none if it does not exist).
 func children(t *testing.T, conn *zk.Conn, path string) []string {
-	t.Helper()
-	kids, _, err := conn.Children(path)
-	if err == zk.ErrNoNode {
-		return nil
-	}
-	require.NoError(t, err)
-	return kids
+	return zktest.Children(t, conn, path)
 }
 
 // states collects a Session's state changes.

@@ -147,27 +147,13 @@ func run(t *testing.T, servers string, args ...string) (int, string, string) {
 	return code, p.stdout.String(), p.stderr.String()
 }
 
-func raw(t *testing.T, c *zktest.Cluster) *zk.Conn {
-	t.Helper()
-	conn, _, err := zk.Connect(c.Servers(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	require.NoError(t, err)
-	t.Cleanup(conn.Close)
-	require.Eventually(t, func() bool { return conn.State() == zk.StateHasSession }, 20*time.Second, 5*time.Millisecond)
-	return conn
-}
+// raw opens a plain go-zookeeper connection, for looking at what is on
+// the server from outside the library.
+func raw(t *testing.T, c *zktest.Cluster) *zk.Conn { return c.Observer(t) }
 
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
-
+// children lists path's children from outside (none if it does not exist).
 func children(t *testing.T, conn *zk.Conn, path string) []string {
-	t.Helper()
-	kids, _, err := conn.Children(path)
-	if err == zk.ErrNoNode {
-		return nil
-	}
-	require.NoError(t, err)
-	return kids
+	return zktest.Children(t, conn, path)
 }
 
 // fileHas reports whether the file at path contains s.
