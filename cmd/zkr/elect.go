@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
@@ -61,19 +59,13 @@ func cmdElect(args []string) int {
 		layout = zkrecipes.SelectorLayout
 	}
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := interruptible(ctx, cancel, sigs, func(ctx context.Context) (*zkrecipes.Session, error) {
-		return c.connect(ctx, zkrecipes.WithLossPolicy(policy))
-	})
+	w, err := c.startWaiting(policy)
+	defer w.close()
 	if err != nil {
 		return zkErr(fs.Name(), err)
 	}
-	defer s.Close()
-	e := zkrecipes.NewElection(s, path, zkrecipes.WithParticipantID(*id), zkrecipes.WithLayout(layout))
+	ctx, cancel, sigs := w.ctx, w.cancel, w.sigs
+	e := zkrecipes.NewElection(w.s, path, zkrecipes.WithParticipantID(*id), zkrecipes.WithLayout(layout))
 	if *listen {
 		return listenLeaders(ctx, e, sigs)
 	}

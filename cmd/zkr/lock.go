@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
@@ -59,21 +57,14 @@ func cmdLock(args []string) int {
 	}
 	path := pos[0]
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := interruptible(ctx, cancel, sigs, func(ctx context.Context) (*zkrecipes.Session, error) {
-		return c.connect(ctx, zkrecipes.WithLossPolicy(policy))
-	})
+	w, err := c.startWaiting(policy)
+	defer w.close()
 	if err != nil {
 		return zkErr(fs.Name(), err)
 	}
-	defer s.Close()
+	ctx, cancel, sigs := w.ctx, w.cancel, w.sigs
 
-	acquire := newLocker(s, path, *n, *data)
+	acquire := newLocker(w.s, path, *n, *data)
 	actx, acancel := ctx, context.CancelFunc(func() {})
 	if *wait > 0 {
 		actx, acancel = context.WithTimeout(ctx, *wait)
