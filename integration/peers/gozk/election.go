@@ -15,37 +15,7 @@ import (
 // logs UNLEAD and resigns, like the Curator peer's latch mode.
 func (p *peer) latch(ctx context.Context, s *zr.Session) error {
 	e := zr.NewElection(s, p.opt.path, zr.WithParticipantID(p.opt.id))
-	for {
-		t0 := time.Now()
-		l, err := e.Campaign(ctx)
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		p.latencies = append(p.latencies, time.Since(t0))
-		p.acquired++
-		if err := p.writeLog(fmt.Sprintf("LEAD %s %d", p.opt.id, l.Token())); err != nil {
-			return err
-		}
-		hold := time.NewTimer(time.Duration(p.opt.holdMs) * time.Millisecond)
-		select {
-		case <-hold.C:
-		case <-l.Done():
-		}
-		hold.Stop()
-		lostErr := l.Err()
-		if err := p.writeLog("UNLEAD " + p.opt.id); err != nil {
-			return err
-		}
-		if lostErr != nil {
-			return fmt.Errorf("leadership lost while held: %w", lostErr)
-		}
-		if err := e.Resign(context.Background()); err != nil {
-			return fmt.Errorf("resign: %w", err)
-		}
-	}
+	return p.holdLoop(ctx, e.Campaign, "LEAD", "UNLEAD", func(*zr.Lease) error { return e.Resign(context.Background()) })
 }
 
 // selector runs a term function in Curator's LeaderSelector layout with

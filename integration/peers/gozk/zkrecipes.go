@@ -46,9 +46,16 @@ func (p *peer) runZkrecipes() error {
 		p.extra["cycles"] = p.opt.count
 		return nil
 	}
+	return p.holdLoop(ctx, m.Acquire, "ENTER", "EXIT", func(l *zr.Lease) error { return l.Release(context.Background()) })
+}
+
+// holdLoop acquires until the duration ends: each time it logs enter with
+// the lease's token, holds for --hold-ms (failing if ownership ends
+// meanwhile), logs exit and gives the lease back with release.
+func (p *peer) holdLoop(ctx context.Context, acquire func(context.Context) (*zr.Lease, error), enter, exit string, release func(*zr.Lease) error) error {
 	for {
 		t0 := time.Now()
-		l, err := m.Acquire(ctx)
+		l, err := acquire(ctx)
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil
 		}
@@ -57,18 +64,24 @@ func (p *peer) runZkrecipes() error {
 		}
 		p.latencies = append(p.latencies, time.Since(t0))
 		p.acquired++
-		if err := p.writeLog(fmt.Sprintf("ENTER %s %d", p.opt.id, l.Token())); err != nil {
+		if err := p.writeLog(fmt.Sprintf("%s %s %d", enter, p.opt.id, l.Token())); err != nil {
 			return err
 		}
-		time.Sleep(time.Duration(p.opt.holdMs) * time.Millisecond)
-		if l.Err() != nil {
+		hold := time.NewTimer(time.Duration(p.opt.holdMs) * time.Millisecond)
+		select {
+		case <-hold.C:
+		case <-l.Done():
+		}
+		hold.Stop()
+		lostErr := l.Err()
+		if err := p.writeLog(exit + " " + p.opt.id); err != nil {
+			return err
+		}
+		if lostErr != nil {
 			// Ownership ended while holding: say so before leaving.
-			return fmt.Errorf("lost while holding: %w", l.Err())
+			return fmt.Errorf("lost while holding: %w", lostErr)
 		}
-		if err := p.writeLog("EXIT " + p.opt.id); err != nil {
-			return err
-		}
-		if err := l.Release(context.Background()); err != nil {
+		if err := release(l); err != nil {
 			return fmt.Errorf("release: %w", err)
 		}
 	}
