@@ -88,6 +88,7 @@ func (e *Election) observe(ctx context.Context, out chan<- LeaderChange) {
 			cerr := e.s.ensureParents(ctx, e.q.dir)
 			if cerr == nil {
 				created = true
+				e.s.dropOnClose(e.q.dir)
 				continue
 			}
 			if ctx.Err() != nil {
@@ -182,7 +183,11 @@ func (e *Election) awaitRetry(ctx context.Context, err error) bool {
 func (e *Election) dropPath() {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if _, st, err := e.s.get(ctx, e.q.dir); err == nil && st.NumChildren == 0 && st.Cversion == 0 {
-		_ = e.s.delete(ctx, e.q.dir)
+	st, err := e.s.exists(ctx, e.q.dir)
+	if err == nil && st.NumChildren == 0 && st.Cversion == 0 {
+		err = e.s.delete(ctx, e.q.dir)
+	}
+	if err == nil || err == zk.ErrNoNode {
+		e.s.keep(e.q.dir) // settled; otherwise Close tries again
 	}
 }

@@ -32,6 +32,7 @@ type Session struct {
 	cfg      sessionConfig
 	granted  atomic.Int64 // session timeout granted by the server, in ms (Connect only)
 	owned    sync.Map     // path -> struct{}: ephemeral nodes this Session created and has not deleted
+	drops    sync.Map     // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -419,6 +420,7 @@ func (s *Session) Close() error {
 		close(s.closedCh)
 		s.mu.Unlock()
 		s.opsMu.Unlock()
+		s.dropUnused()
 		if s.ownsConn {
 			s.conn.Close() // the session ends, and every ephemeral node with it
 		} else {
@@ -445,6 +447,41 @@ func (s *Session) own(path string) {
 
 // disown forgets a node once it is deleted.
 func (s *Session) disown(path string) { s.owned.Delete(path) }
+
+// dropOnClose registers a path the Session created only to watch it (an
+// election path an observer made): Close deletes it if nobody ever used
+// it, since ZooKeeper never reaps a container that never had children.
+// If Close has already run, it deletes the path at once.
+func (s *Session) dropOnClose(path string) {
+	s.opsMu.RLock()
+	closed := s.isClosed()
+	if !closed {
+		s.drops.Store(path, struct{}{})
+	}
+	s.opsMu.RUnlock()
+	if closed {
+		s.dropIfUnused(path)
+	}
+}
+
+// keep forgets a path registered with dropOnClose.
+func (s *Session) keep(path string) { s.drops.Delete(path) }
+
+// dropUnused deletes, on Close, every registered path that never had a
+// child (a conditional delete: a path in use stays).
+func (s *Session) dropUnused() {
+	s.drops.Range(func(k, _ any) bool {
+		s.dropIfUnused(k.(string))
+		s.drops.Delete(k)
+		return true
+	})
+}
+
+func (s *Session) dropIfUnused(p string) {
+	if _, st, err := s.conn.Get(p); err == nil && st.NumChildren == 0 && st.Cversion == 0 {
+		_ = s.conn.Delete(p, st.Version)
+	}
+}
 
 // deleteOwned deletes, on Close of an adopted connection, every node the
 // Session still owns: its session lives on with the caller's connection,

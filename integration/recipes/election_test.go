@@ -448,3 +448,25 @@ func TestElection_ObserveLeavesNoPathBehind(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "and deletes it when done")
 }
+
+// The same when the observer ends because its Session is closed.
+func TestElection_ObserveLeavesNoPathBehindWhenTheSessionCloses(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	cl := connect(t, c, nil)
+	ch, err := zr.NewElection(cl.Session, path).Observe(ctx)
+	require.NoError(t, err)
+	<-ch
+	ok, _, err := conn.Exists(path)
+	require.NoError(t, err)
+	require.True(t, ok, "the observer watches the path it created")
+	require.NoError(t, cl.Close())
+	for range ch {
+		// closed by Close
+	}
+	ok, _, err = conn.Exists(path)
+	require.NoError(t, err)
+	assert.False(t, ok, "Close deletes the path the observer created")
+}
