@@ -2,7 +2,6 @@ package zkrecipes
 
 import (
 	"context"
-	"sync"
 )
 
 // Mutex is a distributed, reentrant mutual-exclusion lock on a ZooKeeper
@@ -30,15 +29,14 @@ type Mutex struct {
 	cfg  lockConfig
 	q    queue
 
-	mu    sync.Mutex
-	holds map[int64]*hold // by goroutine id
+	holds holders
 }
 
 // NewMutex returns a mutex on path (relative to the Session's namespace).
 // It does no I/O; an invalid path, a nil session or a bad option is
 // reported by every method of the Mutex.
 func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
-	m := &Mutex{s: s, path: path, holds: map[int64]*hold{}}
+	m := &Mutex{s: s, path: path}
 	m.cfg, m.err = buildLockConfig(opts)
 	if m.err == nil {
 		m.err = checkRecipe(s, path)
@@ -72,32 +70,12 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Lease, error) {
 		return nil, invalidArg("nil context")
 	}
 	gid := goid()
-	m.mu.Lock()
-	if h := m.holds[gid]; h != nil {
-		if l, ok := h.lease(); ok {
-			m.mu.Unlock()
-			return l, nil
-		}
+	if l, ok := m.holds.reenter(gid); ok {
+		return l, nil
 	}
-	m.mu.Unlock()
-
-	var h *hold
-	onEnd := func() {
-		m.mu.Lock()
-		if m.holds[gid] == h {
-			delete(m.holds, gid)
-		}
-		m.mu.Unlock()
-	}
-	nh, err := m.q.acquire(ctx, m.cfg.data(), try, onEnd)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	h = nh
-	m.holds[gid] = h
-	m.mu.Unlock()
-	return &Lease{h: h}, nil
+	return m.holds.grant(gid, func(onEnd func()) (*hold, error) {
+		return m.q.acquire(ctx, m.cfg.data(), try, onEnd)
+	})
 }
 
 // Path returns the lock's path, as given to NewMutex.

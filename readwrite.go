@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -52,9 +51,7 @@ type RWMutex struct {
 	wq   queue
 	rq   queue
 
-	mu      sync.Mutex
-	writers map[int64]*hold // by goroutine id
-	readers map[int64]*hold
+	writers, readers holders
 }
 
 // NewRWMutex returns a read-write lock on path (relative to the Session's
@@ -62,7 +59,7 @@ type RWMutex struct {
 // option is reported by every method. WithFastHandoff has no effect: see
 // RWMutex.
 func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
-	rw := &RWMutex{s: s, path: path, writers: map[int64]*hold{}, readers: map[int64]*hold{}}
+	rw := &RWMutex{s: s, path: path}
 	rw.cfg, rw.err = buildLockConfig(opts)
 	if rw.err == nil {
 		rw.err = checkRecipe(s, path)
@@ -116,54 +113,26 @@ func (l *RWLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 		return nil, invalidArg("nil context")
 	}
 	gid := goid()
-	own, other := rw.readers, rw.writers
-	q := &rw.rq
+	own, other, q := &rw.readers, &rw.writers, &rw.rq
 	if l.write {
-		own, other = rw.writers, rw.readers
-		q = &rw.wq
+		own, other, q = &rw.writers, &rw.readers, &rw.wq
 	}
-	rw.mu.Lock()
-	if h := own[gid]; h != nil {
-		if lease, ok := h.lease(); ok {
-			rw.mu.Unlock()
-			return lease, nil
-		}
+	if lease, ok := own.reenter(gid); ok {
+		return lease, nil
 	}
-	held := other[gid]
-	rw.mu.Unlock()
-	if held != nil && held.sig.fired() {
-		held = nil
-	}
-
-	var h *hold
-	onEnd := func() {
-		rw.mu.Lock()
-		if own[gid] == h {
-			delete(own, gid)
-		}
-		rw.mu.Unlock()
-	}
-	var nh *hold
-	var err error
-	switch {
-	case l.write && held != nil:
+	held := other.live(gid)
+	if l.write && held != nil {
 		return nil, ErrUpgrade
-	case !l.write && held != nil:
-		nh, err = rw.downgrade(ctx, held, onEnd)
-		if nh == nil && err == nil {
-			nh, err = q.acquire(ctx, rw.cfg.data(), try, onEnd)
+	}
+	return own.grant(gid, func(onEnd func()) (*hold, error) {
+		if held != nil { // a writer takes the read lock: downgrade
+			nh, err := rw.downgrade(ctx, held, onEnd)
+			if nh != nil || err != nil {
+				return nh, err
+			}
 		}
-	default:
-		nh, err = q.acquire(ctx, rw.cfg.data(), try, onEnd)
-	}
-	if err != nil {
-		return nil, err
-	}
-	rw.mu.Lock()
-	h = nh
-	own[gid] = h
-	rw.mu.Unlock()
-	return &Lease{h: h}, nil
+		return q.acquire(ctx, rw.cfg.data(), try, onEnd)
+	})
 }
 
 // downgrade grants the read lock to the holder of the write lock w: a
@@ -186,7 +155,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *hold, onEnd func()) (*hold,
 	if node.gen != w.node.gen {
 		return nil, nil // the write lock's session is gone
 	}
-	_, stat, selfW, err := rw.s.getW(ctx, node.path)
+	stat, selfW, err := rw.s.watchDeletion(ctx, node.path)
 	if err != nil {
 		return nil, q.classify(ctx, node, err)
 	}
