@@ -30,6 +30,17 @@ func semNodes(t *testing.T, conn *zk.Conn, path string) (leases, locks []string)
 	return children(t, conn, path+"/leases"), children(t, conn, path+"/locks")
 }
 
+// requireSemaphoreEmpty waits until no lease and no mutex node is left
+// under path: once leases are granted, the semaphore's internal mutex is
+// released in the background.
+func requireSemaphoreEmpty(t *testing.T, conn *zk.Conn, path string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		leases, locks := semNodes(t, conn, path)
+		return len(leases) == 0 && len(locks) == 0
+	}, 10*time.Second, time.Millisecond, "lease or mutex nodes left under %s", path)
+}
+
 func TestSemaphoreMutex_IsNotReentrant(t *testing.T) {
 	c := server(t)
 	ctx := ctxT(t, 20*time.Second)
@@ -104,9 +115,7 @@ func TestSemaphore_AcquireNIsAllOrNothing(t *testing.T) {
 	for _, l := range append(two, one...) {
 		require.NoError(t, l.Release(ctx))
 	}
-	leases, locks := semNodes(t, conn, path)
-	assert.Empty(t, leases)
-	assert.Empty(t, locks)
+	requireSemaphoreEmpty(t, conn, path)
 }
 
 // The semaphore is never above its maximum with 16 contenders while
@@ -297,9 +306,10 @@ func TestSemaphore_ReconnectOrExpiryWhileWaitingLeavesNoOrphan(t *testing.T) {
 	ls, ok := <-res
 	require.True(t, ok, "the waiter failed")
 	require.Len(t, ls, 1, "exactly the leases asked for")
-	leases, locks := semNodes(t, conn, path)
+	leases, _ := semNodes(t, conn, path)
 	assert.Len(t, leases, 1, "no orphan lease node")
-	assert.Empty(t, locks)
+	require.Eventually(t, func() bool { _, locks := semNodes(t, conn, path); return len(locks) == 0 }, 10*time.Second, time.Millisecond,
+		"the internal mutex is released (in the background once the lease is granted)")
 	require.NoError(t, ls[0].Release(ctx))
 }
 
@@ -375,9 +385,7 @@ func TestSemaphore_SharedCountChangesTheMaximumAtRuntime(t *testing.T) {
 	for _, l := range append(ls, l1...) {
 		require.NoError(t, l.Release(ctx))
 	}
-	leases, locks := semNodes(t, conn, path)
-	assert.Empty(t, leases)
-	assert.Empty(t, locks)
+	requireSemaphoreEmpty(t, conn, path)
 }
 
 func TestSemaphore_RecipeConflictIsAnErrorNotAHang(t *testing.T) {
