@@ -84,15 +84,24 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		}
 	}()
 
-	// List the children and read the own node beside it: the read gives the
-	// fencing token (czxid), checks the owner, and sets the watch that
-	// reports the node's deletion.
-	kids, stat, selfW, err := q.listWithSelf(ctx, node)
+	// The own node's Stat (fencing token, owner) and deletion watch. A
+	// queue with the fast handoff reads it only when it has to (see
+	// aloneToken): beside the first watch when it waits, alone before the
+	// grant when others were queued behind it. Any other queue reads it
+	// beside the first listing.
+	var self selfWatch
+	var kids []string
+	var parent *zk.Stat
+	if q.fast {
+		kids, parent, err = q.listStat(ctx, node)
+	} else {
+		kids, self.stat, self.w, err = q.listWithSelf(ctx, node)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if stat.EphemeralOwner != node.gen.id {
-		return nil, &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, own, stat.EphemeralOwner)}
+	if err := self.checkOwner(node); err != nil {
+		return nil, err
 	}
 
 	for {
@@ -109,12 +118,24 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		for !relist {
 			held, watch := q.pred(nodes, idx)
 			if held {
+				var token int64
+				switch {
+				case self.stat != nil:
+					token = self.stat.Czxid
+				case !waited && len(kids) == 1:
+					token = aloneToken(parent)
+				default:
+					if err := q.readSelf(ctx, node, &self); err != nil {
+						return nil, err
+					}
+					token = self.stat.Czxid
+				}
 				epoch, err := q.grant(ctx, node)
 				if err != nil {
 					return nil, err
 				}
 				granted = true
-				h := newHold(q.s, node, stat.Czxid, selfW, epoch, onEnd)
+				h := newHold(q.s, node, token, self.w, epoch, onEnd)
 				// Only a holder that waited can have a waiter behind it
 				// that still lists nodes ahead of it (see mark.go).
 				h.markedRelease = waited && q.fast && !q.noMark
@@ -126,7 +147,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 			waited = true
 			// Only a node with others cached ahead of it needs its release
 			// told apart from a plain deletion.
-			marked, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), fast && watch > 0, &selfW)
+			marked, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), fast && watch > 0, &self)
 			if err != nil {
 				return nil, err
 			}
@@ -152,6 +173,62 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		}
 		if kids, err = q.list(ctx, node); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// selfWatch is what a queued node knows of itself: its Stat, once read,
+// and the watch that fires on its deletion.
+type selfWatch struct {
+	stat *zk.Stat
+	w    <-chan zk.Event
+}
+
+// checkOwner starts over when the node turns out to belong to another
+// session than the one that created it.
+func (sw *selfWatch) checkOwner(node ownNode) error {
+	if sw.stat != nil && sw.stat.EphemeralOwner != node.gen.id {
+		return &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(node.path), sw.stat.EphemeralOwner)}
+	}
+	return nil
+}
+
+// aloneToken is the fencing token of a node granted on a first listing in
+// which it was the only child, without reading the node: the parent's
+// pzxid at that listing. The node's own create set pzxid to its czxid, so
+// the two are equal unless a child created after it was deleted again, or
+// a child created before it was deleted, before the listing; in either
+// case pzxid is still above every token of an earlier owner (their nodes
+// were deleted before the listing, at or below pzxid) and below every
+// token of a later one (their nodes are created after the listing, above
+// pzxid). Lease.Token documents this.
+func aloneToken(parent *zk.Stat) int64 { return parent.Pzxid }
+
+// readSelf reads the own node and sets its deletion watch, retrying
+// through a connection loss under the same session.
+func (q *queue) readSelf(ctx context.Context, node ownNode, self *selfWatch) error {
+	for {
+		st, w, err := q.s.watchDeletion(ctx, node.path)
+		if err == nil {
+			self.stat, self.w = st, w
+			return self.checkOwner(node)
+		}
+		if err = q.classify(ctx, node, err); err != nil {
+			return err
+		}
+	}
+}
+
+// listStat lists the children with the parent's Stat, retrying through a
+// connection loss under the same session.
+func (q *queue) listStat(ctx context.Context, node ownNode) ([]string, *zk.Stat, error) {
+	for {
+		kids, st, err := q.s.childrenStat(ctx, q.dir)
+		if err == nil {
+			return kids, st, nil
+		}
+		if err = q.classify(ctx, node, err); err != nil {
+			return nil, nil, err
 		}
 	}
 }
@@ -206,14 +283,37 @@ func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
 // deletion (a children watch, which a data change does not consume), so
 // that the marked release is taken on its notifications alone. A target
 // already gone sets no watch.
-func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMark bool, selfW *<-chan zk.Event) (marked bool, err error) {
+func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMark bool, self *selfWatch) (marked bool, err error) {
 	for {
 		var dataW, delW <-chan zk.Event
 		var err error
-		if wantMark {
-			dataW, delW, err = q.watchTwice(ctx, target)
+		if self.stat == nil {
+			// The own node is read beside the first watch: the queue
+			// waits anyway, so that read adds no round trip.
+			type read struct {
+				st  *zk.Stat
+				w   <-chan zk.Event
+				err error
+			}
+			rc := make(chan read, 1)
+			go func() {
+				st, w, err := q.s.watchDeletion(ctx, node.path)
+				rc <- read{st, w, err}
+			}()
+			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
+			r := <-rc
+			if r.err != nil {
+				if r.err = q.classify(ctx, node, r.err); r.err != nil {
+					return false, r.err
+				}
+				continue
+			}
+			self.stat, self.w = r.st, r.w
+			if err := self.checkOwner(node); err != nil {
+				return false, err
+			}
 		} else {
-			_, _, dataW, err = q.s.getW(ctx, target)
+			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
 		}
 		if err == zk.ErrNoNode {
 			return false, nil
@@ -224,11 +324,21 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 			}
 			continue
 		}
-		marked, done, err := q.waitRelease(ctx, node, target, dataW, delW, selfW)
+		marked, done, err := q.waitRelease(ctx, node, target, dataW, delW, self)
 		if err != nil || done {
 			return marked, err
 		}
 	}
+}
+
+// watchTarget sets the watches a waiter needs on target: its data and its
+// deletion with wantMark, its data alone otherwise.
+func (q *queue) watchTarget(ctx context.Context, target string, wantMark bool) (dataW, delW <-chan zk.Event, err error) {
+	if wantMark {
+		return q.watchTwice(ctx, target)
+	}
+	_, _, dataW, err = q.s.getW(ctx, target)
+	return dataW, nil, err
 }
 
 // watchTwice sets a data watch and a deletion watch on target, in one
@@ -250,7 +360,7 @@ func (q *queue) watchTwice(ctx context.Context, target string) (dataW, delW <-ch
 
 // waitRelease waits on target's watches: done when target is gone (marked
 // as above); not done when the watches must be set again.
-func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, dataW, delW <-chan zk.Event, selfW *<-chan zk.Event) (marked, done bool, err error) {
+func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, dataW, delW <-chan zk.Event, self *selfWatch) (marked, done bool, err error) {
 	type read struct {
 		w   <-chan zk.Event
 		err error
@@ -314,14 +424,14 @@ func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, da
 				return false, false, nil
 			}
 			changed, dataW = false, r.w // still there: that change was no release
-		case ev := <-*selfW:
+		case ev := <-self.w:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				return false, false, q.classify(ctx, node, lost(ErrNodeDeleted))
 			case zk.EventNotWatching:
 				return false, false, q.classify(ctx, node, ev.Err)
 			}
-			if _, *selfW, err = q.s.watchDeletion(ctx, node.path); err != nil {
+			if _, self.w, err = q.s.watchDeletion(ctx, node.path); err != nil {
 				return false, false, q.classify(ctx, node, err)
 			}
 		case <-node.gen.done:

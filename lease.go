@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -64,13 +65,18 @@ func (l *Lease) Err() error {
 	}
 }
 
-// Token returns the fencing token of this ownership: the creation zxid
-// (czxid) of its node. Tokens of successive owners of one recipe path
-// strictly increase across the whole ensemble, even after the path's
-// container parent was deleted and created again (which restarts the
-// sequence numbers in node names). Hand the token to the resource you
-// protect and have it reject any write with a token lower than the highest
-// it has seen.
+// Token returns the fencing token of this ownership: a ZooKeeper zxid,
+// normally the creation zxid (czxid) of its node. A Mutex or Election
+// owner that was alone in the queue when it listed it is granted without
+// reading its node, and its token is the parent's pzxid seen in that
+// listing: the node's czxid unless another child was created or deleted
+// between its create and that listing, and in every case above the token
+// of any earlier owner and below that of any later one. Tokens of
+// successive owners of one recipe path strictly increase across the whole
+// ensemble, even after the path's container parent was deleted and
+// created again (which restarts the sequence numbers in node names). Hand
+// the token to the resource you protect and have it reject any write with
+// a token lower than the highest it has seen.
 func (l *Lease) Token() int64 { return l.top().token }
 
 // Path returns the path of the lease's node, relative to the Session's
@@ -185,31 +191,56 @@ func (h *hold) lease() (*Lease, bool) {
 
 func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
 	defer h.s.wg.Done()
+	var grace <-chan time.Time
+	if selfW == nil {
+		// Granted without reading its node (see aloneToken): the watch on
+		// its deletion is set once the hold outlasts selfWatchGrace.
+		t := time.NewTimer(selfWatchGrace)
+		defer t.Stop()
+		grace = t.C
+	}
+	// The watch is set on its own goroutine, so that a loss of the session
+	// or the epoch meanwhile is still reported at once.
+	var rearmed chan (<-chan zk.Event)
+	rearm := func() {
+		rearmed = make(chan (<-chan zk.Event), 1)
+		h.s.wg.Add(1)
+		go func(c chan<- (<-chan zk.Event)) {
+			defer h.s.wg.Done()
+			c <- h.rearm()
+		}(rearmed)
+	}
 	for {
 		select {
 		case <-h.stop:
 			return
+		case <-grace:
+			grace = nil
+			rearm()
+		case selfW = <-rearmed:
+			rearmed = nil
 		case <-epoch.done:
 			h.lose(epoch.err, true)
 			return
 		case ev := <-selfW:
+			selfW = nil
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				h.lose(lost(ErrNodeDeleted), false)
 				return
 			case zk.EventNotWatching:
-				selfW = nil // the session is ending: the epoch fires next
+				// the session is ending: the epoch fires next
 			default:
-				selfW = h.rearm()
+				rearm()
 			}
 		}
 	}
 }
 
-// rearm sets the own-node watch again (after an event that was not the
-// node's deletion).
+// rearm sets the own-node watch (again, after an event that was not the
+// node's deletion), until the hold ends.
 func (h *hold) rearm() <-chan zk.Event {
-	ctx, cancel := ctxUntil(h.stop)
+	ctx, cancel := ctxUntil(h.sig.done)
 	defer cancel()
 	for {
 		_, w, err := h.s.watchDeletion(ctx, h.node.path)
@@ -286,3 +317,10 @@ func (s *Session) rel(p string) string {
 	}
 	return strings.TrimPrefix(p, s.cfg.namespace)
 }
+
+// selfWatchGrace is how long a hold granted without reading its node (see
+// aloneToken) goes before it sets the watch on its node's deletion. A lock
+// held for less than that, the common uncontended case, costs the server
+// no request beyond create, list and delete; a deletion during the grace
+// is reported as soon as the watch is set (its read finds the node gone).
+const selfWatchGrace = 10 * time.Millisecond

@@ -114,6 +114,19 @@ func (s *Session) children(ctx context.Context, path string) ([]string, error) {
 	}, nil)
 }
 
+// childrenStat lists path's children and returns its Stat.
+func (s *Session) childrenStat(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	type res struct {
+		c  []string
+		st *zk.Stat
+	}
+	r, err := call(ctx, s, "getChildren", path, func() (res, error) {
+		c, st, err := s.conn.Children(path)
+		return res{c, st}, err
+	}, nil)
+	return r.c, r.st, err
+}
+
 // watchDeletion reads path's Stat and sets a watch that fires only when the
 // node is deleted: a children watch on a node that has no children (an
 // ephemeral node never has any), so data changes do not consume it. When

@@ -1,0 +1,87 @@
+package zkrecipes
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A holder granted on a listing in which it was alone takes the parent's
+// pzxid as its token (aloneToken). When the previous owner's node goes
+// between the new node's create and that listing, pzxid is the zxid of
+// that delete, above the new node's czxid: the token must still sit
+// between the previous owner's and the next one's.
+func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *testing.T) {
+	servers := zkServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := "/zkt/alone-token-" + newUUID()
+
+	first, err := Connect(ctx, servers)
+	require.NoError(t, err)
+	defer first.Close()
+	l0, err := NewMutex(first, dir).Acquire(ctx)
+	require.NoError(t, err)
+
+	// Release the first owner right after the second one's create, before
+	// its listing: the tracer runs on the create's goroutine, after its
+	// reply and before the caller goes on.
+	var once sync.Once
+	var releaseErr error
+	tracer := TracerFunc(func(ev TraceEvent) {
+		if ev.Op == "create" && ev.Err == nil && strings.HasPrefix(ev.Path, dir+"/") {
+			once.Do(func() { releaseErr = l0.Release(ctx) })
+		}
+	})
+	second, err := Connect(ctx, servers, WithTracer(tracer))
+	require.NoError(t, err)
+	defer second.Close()
+	l1, err := NewMutex(second, dir).Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, releaseErr)
+
+	raw, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer raw.Close()
+	_, own, err := raw.Get(l1.Path())
+	require.NoError(t, err)
+	assert.Greater(t, l1.Token(), own.Czxid, "the token is the pzxid of the listing, not the czxid: this test must exercise that case")
+	assert.Greater(t, l1.Token(), l0.Token(), "above the previous owner's token")
+	require.NoError(t, l1.Release(ctx))
+
+	l2, err := NewMutex(first, dir).Acquire(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, l2.Token(), l1.Token(), "below the next owner's token")
+	require.NoError(t, l2.Release(ctx))
+}
+
+// A holder granted alone sets the watch on its node's deletion only after
+// selfWatchGrace; a deletion before that must still end the lease.
+func TestZKAloneHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
+	servers := zkServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, servers)
+	require.NoError(t, err)
+	defer s.Close()
+	raw, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer raw.Close()
+
+	l, err := NewMutex(s, "/zkt/alone-deleted-"+newUUID()).Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, raw.Delete(l.Path(), -1))
+	select {
+	case <-l.Done():
+		assert.ErrorIs(t, l.Err(), ErrNodeDeleted)
+		assert.ErrorIs(t, l.Err(), ErrLockLost)
+	case <-ctx.Done():
+		t.Fatal("the lease did not end after its node was deleted")
+	}
+}
