@@ -16,6 +16,12 @@ import (
 // it. Ownership can be lost at any moment (the connection drops, the
 // session expires, an operator deletes the node): a holder must watch Done
 // and, for any resource it writes, guard the write with Token or Check.
+// A loss of the session (under the Session's LossPolicy) ends the lease at
+// once. The deletion of its node by someone else ends it as soon as the
+// watch on that node fires; a Mutex or Election lease granted with nobody
+// else queued sets that watch 10 ms after the grant (a lock held for less
+// costs the server no request beyond create, list and delete), and a
+// deletion before then is reported when the watch is set.
 //
 // The handle is the capability: any goroutine that has the Lease may
 // release it, not only the one that acquired it. A Lease is safe for
@@ -160,6 +166,11 @@ type hold struct {
 
 	mu    sync.Mutex
 	count int
+	// A hold granted without reading its node (see aloneToken) has no
+	// goroutine until selfWatchGrace has passed: late starts its monitor,
+	// and unhook drops the epoch hook that reports a loss until then.
+	late   *time.Timer
+	unhook func()
 }
 
 // newHold starts watching a freshly granted node: its own-node watch, the
@@ -172,9 +183,48 @@ func newHold(s *Session, node ownNode, token int64, selfW <-chan zk.Event, epoch
 		h.sig.fire(lost(ErrClosed))
 		return h
 	}
+	if selfW == nil {
+		h.mu.Lock() // the hook and the timer may run before the fields are set
+		defer h.mu.Unlock()
+		h.unhook = epoch.onFire(func() {
+			// Under the Session's mutex, maybe in Close (before it waits):
+			// no blocking here.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				h.lose(epoch.err, true)
+			}()
+		})
+		h.late = time.AfterFunc(selfWatchGrace, func() { h.watchLate(epoch) })
+		return h
+	}
 	s.wg.Add(1)
 	go h.monitor(selfW, epoch)
 	return h
+}
+
+// watchLate starts the monitor of a hold granted without reading its node,
+// once it has lasted selfWatchGrace.
+func (h *hold) watchLate(epoch *signal) {
+	h.s.opsMu.RLock()
+	defer h.s.opsMu.RUnlock()
+	if h.s.isClosed() || h.sig.fired() {
+		return
+	}
+	h.s.wg.Add(1)
+	go h.monitor(nil, epoch)
+}
+
+// quiet stops what a hold granted without reading its node runs before its
+// monitor starts.
+func (h *hold) quiet() {
+	h.mu.Lock()
+	late, unhook := h.late, h.unhook
+	h.mu.Unlock()
+	if late != nil {
+		late.Stop()
+		unhook()
+	}
 }
 
 // lease hands out one more lease on the hold, or reports that the hold has
@@ -191,14 +241,7 @@ func (h *hold) lease() (*Lease, bool) {
 
 func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
 	defer h.s.wg.Done()
-	var grace <-chan time.Time
-	if selfW == nil {
-		// Granted without reading its node (see aloneToken): the watch on
-		// its deletion is set once the hold outlasts selfWatchGrace.
-		t := time.NewTimer(selfWatchGrace)
-		defer t.Stop()
-		grace = t.C
-	}
+	h.quiet() // from here on the monitor watches the epoch
 	// The watch is set on its own goroutine, so that a loss of the session
 	// or the epoch meanwhile is still reported at once.
 	var rearmed chan (<-chan zk.Event)
@@ -210,13 +253,13 @@ func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
 			c <- h.rearm()
 		}(rearmed)
 	}
+	if selfW == nil {
+		rearm()
+	}
 	for {
 		select {
 		case <-h.stop:
 			return
-		case <-grace:
-			grace = nil
-			rearm()
 		case selfW = <-rearmed:
 			rearmed = nil
 		case <-epoch.done:
@@ -272,6 +315,7 @@ func (h *hold) lose(err error, cleanup bool) {
 	}
 	h.sig.fire(err)
 	h.mu.Unlock()
+	h.quiet()
 	h.s.cfg.log.Warn("zkrecipes: ownership lost", "path", h.node.path, "err", err)
 	h.onEnd()
 	if cleanup {
@@ -293,6 +337,7 @@ func (h *hold) release(ctx context.Context) error {
 	h.sig.fire(ErrReleased)
 	close(h.stop)
 	h.mu.Unlock()
+	h.quiet()
 	h.onEnd()
 	var err error
 	if h.markedRelease {
@@ -323,4 +368,4 @@ func (s *Session) rel(p string) string {
 // held for less than that, the common uncontended case, costs the server
 // no request beyond create, list and delete; a deletion during the grace
 // is reported as soon as the watch is set (its read finds the node gone).
-const selfWatchGrace = 10 * time.Millisecond
+var selfWatchGrace = 10 * time.Millisecond // a var for tests only

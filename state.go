@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -89,18 +90,58 @@ func (p LossPolicy) String() string {
 type signal struct {
 	done chan struct{}
 	err  error // written before done closes
+
+	mu    sync.Mutex
+	hooks map[int]func() // run by fire; see onFire
+	next  int
 }
 
 func newSignal() *signal { return &signal{done: make(chan struct{})} }
 
-// fire closes the signal with err unless it is already closed. The caller
-// must serialize calls (the Session holds its mutex).
+// fire closes the signal with err unless it is already closed, then runs
+// the hooks registered with onFire. The caller must serialize calls (the
+// Session holds its mutex).
 func (s *signal) fire(err error) {
+	s.mu.Lock()
 	select {
 	case <-s.done:
+		s.mu.Unlock()
+		return
 	default:
-		s.err = err
-		close(s.done)
+	}
+	s.err = err
+	close(s.done)
+	hooks := s.hooks
+	s.hooks = nil
+	s.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// onFire has f run when the signal fires (at once if it has), on the
+// goroutine that fires it, which may hold the Session's mutex: f must not
+// block. The returned function unregisters f.
+func (s *signal) onFire(f func()) (cancel func()) {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		f()
+		return func() {}
+	default:
+	}
+	if s.hooks == nil {
+		s.hooks = map[int]func(){}
+	}
+	id := s.next
+	s.next++
+	s.hooks[id] = f
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.hooks, id)
+		s.mu.Unlock()
 	}
 }
 

@@ -85,3 +85,32 @@ func TestZKAloneHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
 		t.Fatal("the lease did not end after its node was deleted")
 	}
 }
+
+// Before its monitor starts, a hold granted alone learns of a loss of its
+// ownership epoch from the epoch's hook, and its grace timer is stopped.
+func TestZKAloneHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
+	servers := zkServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, servers)
+	require.NoError(t, err)
+	defer s.Close()
+	node, err := s.createProtected(ctx, "/zkt/alone-epoch-"+newUUID(), "lock-", nil)
+	require.NoError(t, err)
+
+	// With the grace longer than the test, only the hook can end the hold.
+	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+	selfWatchGrace = time.Hour
+	epoch := newSignal()
+	h := newHold(s, node, 1, nil, epoch, func() {})
+	epoch.fire(lost(ErrSuspended))
+	select {
+	case <-h.sig.done:
+		assert.ErrorIs(t, h.sig.err, ErrSuspended)
+		assert.ErrorIs(t, h.sig.err, ErrLockLost)
+	case <-ctx.Done():
+		t.Fatal("the hold did not end when its epoch did")
+	}
+	assert.False(t, h.late.Stop(), "the grace timer was stopped by the loss")
+	assert.True(t, h.sig.fired())
+}
