@@ -10,6 +10,7 @@ require (
 	github.com/testcontainers/testcontainers-go v0.44.0
 	github.com/zkrecipes/zkrecipes v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.47.0
 	gonum.org/v1/plot v0.16.0
 )
 
@@ -67,7 +68,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/image v0.25.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 )
 
