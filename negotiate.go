@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"bufio"
 	"encoding/binary"
 	"net"
 	"sync/atomic"
@@ -14,17 +15,25 @@ import (
 // a connection is the ConnectResponse (length, protocolVersion, timeOut,
 // sessionId, password).
 
+// readBuffer is the read buffer of a Session's connection.
+const readBuffer = 16 << 10
+
 type dialFunc func(network, address string, timeout time.Duration) (net.Conn, error)
 
 // negotiatingDialer wraps dial so that every connection records the
-// granted session timeout, in milliseconds, into granted.
+// granted session timeout, in milliseconds, into granted, and reads
+// through a buffer: go-zookeeper reads every frame in two reads (its length,
+// then its body), one system call each on a raw connection, whereas a
+// buffered one takes the frames that arrived together (a reply and the
+// notifications of its transaction) in one. A read deadline still applies
+// whenever the buffer is empty.
 func negotiatingDialer(dial dialFunc, granted *atomic.Int64) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return &sniffConn{Conn: c, granted: granted}, nil
+		return &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted}, nil
 	}
 }
 
@@ -32,13 +41,14 @@ func negotiatingDialer(dial dialFunc, granted *atomic.Int64) dialFunc {
 // first frame on the way.
 type sniffConn struct {
 	net.Conn
+	r       *bufio.Reader
 	granted *atomic.Int64
 	head    [12]byte // length, protocolVersion, timeOut
 	n       int
 }
 
 func (c *sniffConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	n, err := c.r.Read(p)
 	if c.n < len(c.head) && n > 0 {
 		c.n += copy(c.head[c.n:], p[:n])
 		if c.n == len(c.head) {

@@ -40,3 +40,48 @@ func TestNegotiatingDialerReadsTheGrantedTimeoutAndPassesBytesThrough(t *testing
 	assert.Equal(t, frame, got, "bytes pass through unchanged")
 	assert.Equal(t, int64(4000), granted.Load())
 }
+
+// countingConn counts the reads that reach the connection.
+type countingConn struct {
+	net.Conn
+	reads int
+}
+
+func (c *countingConn) Read(p []byte) (int, error) { c.reads++; return c.Conn.Read(p) }
+
+func TestSessionConnectionReadsFramesThatArrivedTogetherInOneRead(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	cc := &countingConn{Conn: client}
+	var granted atomic.Int64
+	dial := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return cc, nil }, &granted)
+	c, err := dial("tcp", "127.0.0.1:2181", time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+
+	// Three frames (a reply and two notifications) in one write, read the
+	// way go-zookeeper reads them: length, then body.
+	var burst []byte
+	for i := range 3 {
+		body := []byte{byte(i), byte(i), byte(i)}
+		burst = append(binary.BigEndian.AppendUint32(burst, uint32(len(body))), body...)
+	}
+	go func() { _, _ = server.Write(burst) }()
+	for i := range 3 {
+		var hdr [4]byte
+		_, err := io.ReadFull(c, hdr[:])
+		require.NoError(t, err)
+		body := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+		_, err = io.ReadFull(c, body)
+		require.NoError(t, err)
+		assert.Equal(t, []byte{byte(i), byte(i), byte(i)}, body)
+	}
+	assert.Equal(t, 1, cc.reads, "one read of the connection for the whole burst")
+
+	// With the buffer empty, a read deadline still applies.
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(-time.Second)))
+	_, err = c.Read(make([]byte, 4))
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout())
+}
