@@ -111,6 +111,8 @@ func BenchmarkContended8(b *testing.B) {
 			b.ReportMetric(float64(r.HandoffP50), "handoff-p50-ns")
 			b.ReportMetric(float64(r.HandoffP99), "handoff-p99-ns")
 			b.ReportMetric(r.ReqPerAcq, "requests/op")
+			b.ReportMetric(float64(r.ServerCPUPerAcq), "server-cpu-ns/op")
+			b.ReportMetric(float64(r.ClientCPUPerAcq), "client-cpu-ns/op")
 		})
 	}
 }
@@ -153,4 +155,6 @@ func BenchmarkFloor(b *testing.B) {
 	b.ReportMetric(float64(r.HandoffP99), "handoff-p99-ns")
 	b.ReportMetric(float64(r.PerHandoff), "ns/handoff")
 	b.ReportMetric(r.BytesPerHandoff, "resp-bytes/handoff")
+	b.ReportMetric(float64(r.ServerCPUPerHandoff), "server-cpu-ns/handoff")
+	b.ReportMetric(float64(r.ClientCPUPerHandoff), "client-cpu-ns/handoff")
 }

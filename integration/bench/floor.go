@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -31,6 +32,11 @@ type FloorResult struct {
 	PerHandoff      time.Duration `json:"per_handoff_ns"`
 	Throughput      float64       `json:"throughput_per_s"`
 	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
+	// ServerCPUPerHandoff and ClientCPUPerHandoff are the CPU time per
+	// link of the chain (a delete and its notification) of the server and
+	// of this process, where the chain's sessions live.
+	ServerCPUPerHandoff time.Duration `json:"server_cpu_per_handoff_ns"`
+	ClientCPUPerHandoff time.Duration `json:"client_cpu_per_handoff_ns"`
 }
 
 // Floor measures cycles raw create/getChildren/delete cycles under path
@@ -145,11 +151,14 @@ func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, 
 	if err != nil {
 		return err
 	}
+	cpu0, cpuErr := ProcCPU(os.Getpid())
 	delStart[0] = time.Now()
 	if err := conns[0].Delete(nodes[0], -1); err != nil {
 		return err
 	}
 	wg.Wait()
+	cpu1, err := ProcCPU(os.Getpid())
+	cpuErr = errors.Join(cpuErr, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -167,6 +176,8 @@ func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, 
 	r.PerHandoff = total / time.Duration(links)
 	r.Throughput = float64(time.Second) / float64(r.PerHandoff)
 	r.BytesPerHandoff = float64(delta.ResponseBytes) / float64(links)
+	r.ServerCPUPerHandoff = perOp(delta.ServerCPU, links)
+	r.ClientCPUPerHandoff = perOp(clientCPU(cpu1-cpu0, cpuErr), links)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
@@ -20,6 +21,9 @@ type Counters struct {
 	BytesReceived int64
 	// Watches is zk_watch_count, the watches set now (a gauge).
 	Watches int64
+	// ServerCPU is the CPU time the server process has used, when the
+	// Meter found that process (ServerPID); zero otherwise.
+	ServerCPU time.Duration
 }
 
 // Sub returns the growth of the counters from before to c; Watches is c's.
@@ -29,6 +33,7 @@ func (c Counters) Sub(before Counters) Counters {
 		ResponseBytes:   c.ResponseBytes - before.ResponseBytes,
 		BytesReceived:   c.BytesReceived - before.BytesReceived,
 		Watches:         c.Watches,
+		ServerCPU:       c.ServerCPU - before.ServerCPU,
 	}
 }
 
@@ -62,17 +67,23 @@ func parseCounters(m map[string]string) (Counters, error) {
 }
 
 // Meter reads a server's counters around a measured phase and takes off
-// what reading them costs: the packets two back-to-back reads differ by
-// while nothing else runs.
+// what reading them costs: the packets, and the server CPU time, two
+// back-to-back reads differ by while nothing else runs.
 type Meter struct {
-	Addr     string
-	overhead int64
+	Addr string
+	// ServerPID is the server process, found by its listening socket; 0
+	// when it could not be found (a server in another network namespace,
+	// or no /proc), and then CPU is not measured.
+	ServerPID int
+	overhead  int64
+	cpuCost   time.Duration // the server CPU one reading costs (mntr)
 }
 
 // NewMeter calibrates a Meter on the server at addr. Call it while no
 // client sends anything.
 func NewMeter(ctx context.Context, addr string) (*Meter, error) {
 	m := &Meter{Addr: addr}
+	m.ServerPID, _ = ListenerPID(addr)
 	a, err := ReadCounters(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -82,11 +93,32 @@ func NewMeter(ctx context.Context, addr string) (*Meter, error) {
 		return nil, err
 	}
 	m.overhead = b.PacketsReceived - a.PacketsReceived
+	if m.ServerPID > 0 {
+		// The CPU a reading costs the server (about 2 ms for mntr on a
+		// 2-core machine): the median of a few back-to-back pairs.
+		costs := make([]float64, 5)
+		for i := range costs {
+			if a, err = m.Read(ctx); err == nil {
+				b, err = m.Read(ctx)
+			}
+			if err != nil {
+				return nil, err
+			}
+			costs[i] = float64(b.ServerCPU - a.ServerCPU)
+		}
+		m.cpuCost = time.Duration(Median(costs))
+	}
 	return m, nil
 }
 
 // Read returns the server's counters now.
-func (m *Meter) Read(ctx context.Context) (Counters, error) { return ReadCounters(ctx, m.Addr) }
+func (m *Meter) Read(ctx context.Context) (Counters, error) {
+	c, err := ReadCounters(ctx, m.Addr)
+	if err == nil && m.ServerPID > 0 {
+		c.ServerCPU, err = ProcCPU(m.ServerPID)
+	}
+	return c, err
+}
 
 // Delta returns what the server counted since before, less the cost of
 // the reading itself.
@@ -97,5 +129,6 @@ func (m *Meter) Delta(ctx context.Context, before Counters) (Counters, error) {
 	}
 	d := now.Sub(before)
 	d.PacketsReceived -= m.overhead
+	d.ServerCPU = max(d.ServerCPU-m.cpuCost, 0)
 	return d, nil
 }

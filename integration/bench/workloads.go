@@ -89,6 +89,12 @@ type ContendedResult struct {
 	Violations int           `json:"violations"`
 	// ReqPerAcq is the packets the server received per acquisition.
 	ReqPerAcq float64 `json:"requests_per_acquisition"`
+	// CPU time per acquisition over the measured phase: the server
+	// process's, and the clients' (this process for an in-process
+	// implementation, the peer process for Curator and kazoo; the
+	// benchmark's own log writes included).
+	ServerCPUPerAcq time.Duration `json:"server_cpu_per_acquisition_ns"`
+	ClientCPUPerAcq time.Duration `json:"client_cpu_per_acquisition_ns"`
 }
 
 // Contended opens sessions sessions and has each, on its own goroutine,
@@ -116,6 +122,7 @@ func Contended(ctx context.Context, impl Impl, env Env, path string, sessions in
 	if err != nil {
 		return ContendedResult{}, err
 	}
+	cpu0, cpuErr := ProcCPU(os.Getpid())
 	start := time.Now()
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(d))
 	defer cancel()
@@ -131,6 +138,8 @@ func Contended(ctx context.Context, impl Impl, env Env, path string, sessions in
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1, err := ProcCPU(os.Getpid())
+	cpuErr = errors.Join(cpuErr, err)
 	delta, err := env.Meter.Delta(ctx, before)
 	if err != nil {
 		return ContendedResult{}, err
@@ -148,8 +157,18 @@ func Contended(ctx context.Context, impl Impl, env Env, path string, sessions in
 		Throughput: float64(n) / elapsed.Seconds(),
 		HandoffP50: Percentile(rep.Handoffs, 0.5), HandoffP99: Percentile(rep.Handoffs, 0.99),
 		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
-		ReqPerAcq: Ratio(float64(delta.PacketsReceived), float64(n)),
+		ReqPerAcq:       Ratio(float64(delta.PacketsReceived), float64(n)),
+		ServerCPUPerAcq: perOp(delta.ServerCPU, n),
+		ClientCPUPerAcq: perOp(clientCPU(cpu1-cpu0, cpuErr), n),
 	}, nil
+}
+
+// clientCPU is d, or zero when it could not be measured.
+func clientCPU(d time.Duration, err error) time.Duration {
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // contend is one contender's loop; it ends without error when ctx ends.

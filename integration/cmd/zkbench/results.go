@@ -44,6 +44,8 @@ type Summary struct {
 	HandoffP50       time.Duration            `json:"contended_handoff_p50_ns"`
 	HandoffP99       time.Duration            `json:"contended_handoff_p99_ns"`
 	Violations       int                      `json:"contended_violations"`
+	ServerCPUPerAcq  time.Duration            `json:"contended_server_cpu_per_acquisition_ns"`
+	ClientCPUPerAcq  time.Duration            `json:"contended_client_cpu_per_acquisition_ns"`
 	DrainPerHandoff  map[string]time.Duration `json:"drain_per_handoff_ns"`
 	DrainBytes       map[string]float64       `json:"drain_response_bytes_per_handoff"`
 	DrainReqPerHndof map[string]float64       `json:"drain_requests_per_handoff"`
@@ -58,6 +60,8 @@ type FloorSummary struct {
 	PerHandoff      time.Duration `json:"per_handoff_ns"`
 	Throughput      float64       `json:"throughput_per_s"`
 	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
+	ServerCPU       time.Duration `json:"server_cpu_per_handoff_ns"`
+	ClientCPU       time.Duration `json:"client_cpu_per_handoff_ns"`
 }
 
 // Target is one of the issue's targets, as measured in this run.
@@ -103,6 +107,8 @@ func (r *Results) finish() {
 			Throughput:      med(ir.Contended, func(k bench.ContendedResult) float64 { return k.Throughput }),
 			HandoffP50:      medD(ir.Contended, func(k bench.ContendedResult) time.Duration { return k.HandoffP50 }),
 			HandoffP99:      medD(ir.Contended, func(k bench.ContendedResult) time.Duration { return k.HandoffP99 }),
+			ServerCPUPerAcq: medD(ir.Contended, func(k bench.ContendedResult) time.Duration { return k.ServerCPUPerAcq }),
+			ClientCPUPerAcq: medD(ir.Contended, func(k bench.ContendedResult) time.Duration { return k.ClientCPUPerAcq }),
 			DrainPerHandoff: map[string]time.Duration{}, DrainBytes: map[string]float64{}, DrainReqPerHndof: map[string]float64{},
 		}
 		for _, k := range ir.Contended {
@@ -124,6 +130,8 @@ func (r *Results) finish() {
 		PerHandoff:      medD(fl, func(f bench.FloorResult) time.Duration { return f.PerHandoff }),
 		Throughput:      med(fl, func(f bench.FloorResult) float64 { return f.Throughput }),
 		BytesPerHandoff: med(fl, func(f bench.FloorResult) float64 { return f.BytesPerHandoff }),
+		ServerCPU:       medD(fl, func(f bench.FloorResult) time.Duration { return f.ServerCPUPerHandoff }),
+		ClientCPU:       medD(fl, func(f bench.FloorResult) time.Duration { return f.ClientCPUPerHandoff }),
 	}
 	r.ratios()
 }
@@ -255,6 +263,7 @@ func (r *Results) markdown() string {
 		strconv.Itoa(r.Config.ChainLinks) + " sessions, each getData-watching the node before it and deleting its own on the notification " +
 		"(handoff: delete request → successor's notification; throughput and µs/handoff: the whole chain's time per link).\n" +
 		"Requests are the server's zk_packets_received, bytes its zk_response_bytes (replies to requests; notifications and pings are not counted).\n\n")
+	r.cpuTable(&b)
 	if len(r.Targets) > 0 {
 		b.WriteString("| target (zkrecipes, same run) | measured | wanted | met |\n|---|---|---|---|\n")
 		for _, t := range r.Targets {
@@ -267,4 +276,30 @@ func (r *Results) markdown() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// cpuTable renders where the CPU of the 8-session run goes: the server's
+// and the clients' per acquisition, and how much of the machine that is at
+// the measured throughput.
+func (r *Results) cpuTable(b *strings.Builder) {
+	if r.FloorMedian.ServerCPU == 0 {
+		return // not measured (no /proc, or the server not found)
+	}
+	cores := float64(r.Machine.CPUs)
+	b.WriteString("CPU per acquisition, " + strconv.Itoa(r.Config.Sessions) + " sessions contending (server: the ZooKeeper process; " +
+		"clients: this process for zkrecipes and gozk, the peer process for Curator and kazoo; the benchmark's log writes included):\n\n")
+	b.WriteString("| implementation | server CPU µs | client CPU µs | total µs | acquisitions/s | cores busy |\n|---|---|---|---|---|---|\n")
+	for _, name := range r.order {
+		s, ok := r.Median[name]
+		if !ok || s.ServerCPUPerAcq == 0 {
+			continue
+		}
+		total := s.ServerCPUPerAcq + s.ClientCPUPerAcq
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %.0f | %.2f of %.0f |\n", name, us(s.ServerCPUPerAcq), us(s.ClientCPUPerAcq), us(total),
+			s.Throughput, total.Seconds()*s.Throughput, cores)
+	}
+	f := r.FloorMedian
+	ft := f.ServerCPU + f.ClientCPU
+	fmt.Fprintf(b, "| floor chain (per handoff: one delete, one notification) | %s | %s | %s | %.0f | %.2f of %.0f |\n\n",
+		us(f.ServerCPU), us(f.ClientCPU), us(ft), f.Throughput, ft.Seconds()*f.Throughput, cores)
 }

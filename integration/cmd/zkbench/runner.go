@@ -71,45 +71,51 @@ type peerRunner struct {
 
 func (r peerRunner) name() string { return r.kind }
 
-// measured runs one synchronised peer and returns its summary and the
-// server's counters over its measured phase. ready runs after READY and
-// before the counters are read.
-func (r peerRunner) measured(ctx context.Context, env bench.Env, ready func() error, args ...string) (peers.Summary, bench.Counters, error) {
+// measured runs one synchronised peer and returns its summary, the
+// server's counters and the peer's CPU time (zero when it cannot be read)
+// over its measured phase. ready runs after READY and before the counters
+// are read.
+func (r peerRunner) measured(ctx context.Context, env bench.Env, ready func() error, args ...string) (peers.Summary, bench.Counters, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
 	args = append(args, "--servers", env.Servers[0], "--sync", "1", "--session-timeout-ms", strconv.Itoa(int(bench.SessionTimeout/time.Millisecond)))
 	p, err := peers.Launch(ctx, r.kind, args...)
 	if err != nil {
-		return peers.Summary{}, bench.Counters{}, err
+		return peers.Summary{}, bench.Counters{}, 0, err
 	}
 	defer p.Kill()
 	if _, err := p.WaitLine(ctx, "READY"); err != nil {
-		return peers.Summary{}, bench.Counters{}, err
+		return peers.Summary{}, bench.Counters{}, 0, err
 	}
 	if ready != nil {
 		if err := ready(); err != nil {
-			return peers.Summary{}, bench.Counters{}, err
+			return peers.Summary{}, bench.Counters{}, 0, err
 		}
 	}
 	before, err := env.Meter.Read(ctx)
 	if err != nil {
-		return peers.Summary{}, bench.Counters{}, err
+		return peers.Summary{}, bench.Counters{}, 0, err
 	}
+	cpu0, cpuErr := bench.ProcCPU(p.Pid())
 	if err := p.Send("go"); err != nil {
-		return peers.Summary{}, bench.Counters{}, err
+		return peers.Summary{}, bench.Counters{}, 0, err
 	}
 	if _, err := p.WaitLine(ctx, "{"); err != nil {
-		return peers.Summary{}, bench.Counters{}, err
+		return peers.Summary{}, bench.Counters{}, 0, err
+	}
+	cpu1, err := bench.ProcCPU(p.Pid())
+	if cpuErr != nil || err != nil {
+		cpu0, cpu1 = 0, 0
 	}
 	delta, err := env.Meter.Delta(ctx, before)
 	if err != nil {
-		return peers.Summary{}, bench.Counters{}, err
+		return peers.Summary{}, bench.Counters{}, 0, err
 	}
 	if err := p.CloseStdin(); err != nil {
-		return peers.Summary{}, bench.Counters{}, err
+		return peers.Summary{}, bench.Counters{}, 0, err
 	}
 	sum, err := p.Wait(ctx)
-	return sum, delta, err
+	return sum, delta, cpu1 - cpu0, err
 }
 
 func rawNanos(s peers.Summary, key string) time.Duration {
@@ -118,7 +124,7 @@ func rawNanos(s peers.Summary, key string) time.Duration {
 }
 
 func (r peerRunner) uncontended(ctx context.Context, env bench.Env, path string) (bench.UncontendedResult, error) {
-	sum, d, err := r.measured(ctx, env, nil, "bench-uncontended", "--path", path,
+	sum, d, _, err := r.measured(ctx, env, nil, "bench-uncontended", "--path", path,
 		"--count", strconv.Itoa(r.c.Cycles), "--warmup", strconv.Itoa(r.c.Warmup), "--duration", "600s")
 	if err != nil {
 		return bench.UncontendedResult{}, err
@@ -138,7 +144,7 @@ func (r peerRunner) contended(ctx context.Context, env bench.Env, path string) (
 	}
 	logf.Close()
 	defer os.Remove(logf.Name())
-	sum, d, err := r.measured(ctx, env, nil, "bench-contended", "--path", path, "--id", r.kind,
+	sum, d, cpu, err := r.measured(ctx, env, nil, "bench-contended", "--path", path, "--id", r.kind,
 		"--sessions", strconv.Itoa(r.c.Sessions), "--duration", fmt.Sprintf("%dms", r.c.Contended.Milliseconds()),
 		"--log", logf.Name())
 	if err != nil {
@@ -154,7 +160,9 @@ func (r peerRunner) contended(ctx context.Context, env bench.Env, path string) (
 		Throughput: float64(n) / r.c.Contended.Seconds(),
 		HandoffP50: bench.Percentile(rep.Handoffs, 0.5), HandoffP99: bench.Percentile(rep.Handoffs, 0.99),
 		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
-		ReqPerAcq: bench.Ratio(float64(d.PacketsReceived), float64(n)),
+		ReqPerAcq:       bench.Ratio(float64(d.PacketsReceived), float64(n)),
+		ServerCPUPerAcq: perAcq(d.ServerCPU, n),
+		ClientCPUPerAcq: perAcq(cpu, n),
 	}, nil
 }
 
@@ -165,7 +173,7 @@ func (r peerRunner) drain(ctx context.Context, env bench.Env, path string, n int
 		defer cancel()
 		return bench.QueueReady(rctx, env, path, n+1, n)
 	}
-	sum, d, err := r.measured(ctx, env, ready, "bench-drain", "--path", path, "--id", r.kind,
+	sum, d, _, err := r.measured(ctx, env, ready, "bench-drain", "--path", path, "--id", r.kind,
 		"--sessions", strconv.Itoa(n), "--duration", "600s")
 	if err != nil {
 		return bench.DrainResult{}, err
@@ -176,4 +184,11 @@ func (r peerRunner) drain(ctx context.Context, env bench.Env, path string, n int
 		BytesPerHandoff: float64(d.ResponseBytes) / float64(n),
 		ReqPerHandoff:   float64(d.PacketsReceived) / float64(n),
 	}, nil
+}
+
+func perAcq(d time.Duration, n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return d / time.Duration(n)
 }
