@@ -375,5 +375,5 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
 	}
-	return e.s.participants(ctx, e.q.dir, e.q.markers, 1)
+	return e.s.participants(ctx, e.q.dir, e.q.markers, firstHolds(1))
 }

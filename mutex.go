@@ -88,7 +88,7 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	return m.s.participants(ctx, m.q.dir, m.q.markers, 1)
+	return m.s.participants(ctx, m.q.dir, m.q.markers, firstHolds(1))
 }
 
 // checkRecipe validates what every recipe constructor gets.

@@ -17,9 +17,9 @@ type Participant struct {
 	Holder    bool      // whether it holds (for a semaphore: one of the holders)
 }
 
-// participants lists the nodes under dir in queue order; the first
-// holders are marked as such.
-func (s *Session) participants(ctx context.Context, dir string, markers []string, holders int) ([]Participant, error) {
+// participants lists the nodes under dir in queue order, each marked as a
+// holder when holds says so for its place in the order listed.
+func (s *Session) participants(ctx context.Context, dir string, markers []string, holds func(nodes []queueNode, i int) bool) ([]Participant, error) {
 	kids, err := s.children(ctx, dir)
 	if err == zk.ErrNoNode {
 		return nil, nil
@@ -29,6 +29,7 @@ func (s *Session) participants(ctx context.Context, dir string, markers []string
 	}
 	nodes := sortNodes(kids, markers)
 	out := make([]Participant, 0, len(nodes))
+	seen := make([]queueNode, 0, len(nodes)) // the nodes still there, in order
 	for _, n := range nodes {
 		data, st, err := s.get(ctx, joinPath(dir, n.name))
 		if err == zk.ErrNoNode {
@@ -37,8 +38,14 @@ func (s *Session) participants(ctx context.Context, dir string, markers []string
 		if err != nil {
 			return nil, err
 		}
+		seen = append(seen, n)
 		out = append(out, Participant{Node: n.name, Data: data, SessionID: st.EphemeralOwner, Token: st.Czxid,
-			Created: time.UnixMilli(st.Ctime), Holder: len(out) < holders})
+			Created: time.UnixMilli(st.Ctime), Holder: holds(seen, len(seen)-1)})
 	}
 	return out, nil
+}
+
+// firstHolds marks the first n nodes as holders.
+func firstHolds(n int) func([]queueNode, int) bool {
+	return func(_ []queueNode, i int) bool { return i < n }
 }

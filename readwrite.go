@@ -81,6 +81,24 @@ func (rw *RWMutex) ReadLock() *RWLock { return &RWLock{rw: rw} }
 // Path returns the lock's path, as given to NewRWMutex.
 func (rw *RWMutex) Path() string { return rw.path }
 
+// Participants lists the contenders of both sides in queue order, each
+// marked Holder when it holds: the first node if it is a writer's, and
+// every reader with no writer's node ahead of it. It fails with ctx's
+// error, ErrClosed or a ZooKeeper error; a path that does not exist yet
+// has no participants.
+func (rw *RWMutex) Participants(ctx context.Context) ([]Participant, error) {
+	if rw.err != nil {
+		return nil, rw.err
+	}
+	return rw.s.participants(ctx, rw.wq.dir, rw.wq.markers, func(nodes []queueNode, i int) bool {
+		if strings.Contains(nodes[i].name, writeName) {
+			return i == 0
+		}
+		held, _ := readPredicate(nodes, i)
+		return held
+	})
+}
+
 // RWLock is one side of an RWMutex: the write lock or the read lock. It is
 // safe for concurrent use.
 type RWLock struct {

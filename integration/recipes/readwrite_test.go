@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -239,4 +240,45 @@ func TestReadWrite_RecipeConflictIsAnErrorNotAHang(t *testing.T) {
 	assert.ErrorIs(t, err, zr.ErrRecipeConflict)
 	require.Eventually(t, func() bool { return len(children(t, conn, path)) == 1 }, 5*time.Second, time.Millisecond, "no node left behind")
 	require.NoError(t, m.Release(ctx))
+}
+
+func TestReadWrite_ParticipantsMarkTheReadersAheadOfTheFirstWriterAsHolders(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	a, b := connect(t, c, nil), connect(t, c, nil)
+	r1, err := zr.NewRWMutex(a.Session, path, zr.WithNodeData([]byte("reader-1"))).ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	r2, err := zr.NewRWMutex(b.Session, path, zr.WithNodeData([]byte("reader-2"))).ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = zr.NewRWMutex(connect(t, c, nil).Session, path, zr.WithNodeData([]byte("writer"))).WriteLock().Acquire(wctx)
+	}()
+	require.Eventually(t, func() bool { return len(children(t, conn, path)) == 3 }, 10*time.Second, time.Millisecond)
+	go func() {
+		_, _ = zr.NewRWMutex(connect(t, c, nil).Session, path, zr.WithNodeData([]byte("late reader"))).ReadLock().Acquire(wctx)
+	}()
+	require.Eventually(t, func() bool { return len(children(t, conn, path)) == 4 }, 10*time.Second, time.Millisecond)
+
+	ps, err := zr.NewRWMutex(a.Session, path).Participants(ctx)
+	require.NoError(t, err)
+	var got []string
+	for _, p := range ps {
+		got = append(got, fmt.Sprintf("%s:%v", p.Data, p.Holder))
+	}
+	assert.Equal(t, []string{"reader-1:true", "reader-2:true", "writer:false", "late reader:false"}, got)
+	assert.Equal(t, r1.Token(), ps[0].Token)
+	assert.Equal(t, a.SessionID(), ps[0].SessionID)
+
+	require.NoError(t, r1.Release(ctx))
+	require.NoError(t, r2.Release(ctx))
+	require.Eventually(t, func() bool {
+		ps, err = zr.NewRWMutex(a.Session, path).Participants(ctx)
+		return err == nil && len(ps) == 2 && ps[0].Holder
+	}, 10*time.Second, time.Millisecond, "the writer holds once the readers are gone")
+	assert.Equal(t, "writer", string(ps[0].Data))
+	assert.False(t, ps[1].Holder, "the late reader waits behind the writer")
 }
