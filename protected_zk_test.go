@@ -28,16 +28,32 @@ func zkServers(t *testing.T) []string {
 	return strings.Split(s, ",")
 }
 
-func TestZKProtectedCreateDeletesANodeOfAnOlderSessionInsteadOfAdoptingIt(t *testing.T) {
+// zkSession returns a context that ends after d and a Session on the
+// ZK_SERVERS server; both end with the test.
+func zkSession(t *testing.T, d time.Duration, opts ...SessionOption) (context.Context, *Session) {
+	t.Helper()
 	servers := zkServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Connect(ctx, servers)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	s, err := Connect(ctx, servers, opts...)
 	require.NoError(t, err)
-	defer s.Close()
-	other, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
+	t.Cleanup(func() { _ = s.Close() })
+	return ctx, s
+}
+
+// zkRaw returns a plain go-zookeeper connection to the ZK_SERVERS server,
+// closed with the test.
+func zkRaw(t *testing.T) *zk.Conn {
+	t.Helper()
+	c, _, err := zk.Connect(zkServers(t), 10*time.Second, zk.WithLogInfo(false))
 	require.NoError(t, err)
-	defer other.Close()
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestZKProtectedCreateDeletesANodeOfAnOlderSessionInsteadOfAdoptingIt(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	other := zkRaw(t)
 
 	dir := "/zkt/protected-" + newUUID()
 	require.NoError(t, s.ensureParents(ctx, dir))
@@ -67,12 +83,7 @@ func TestZKProtectedCreateDeletesANodeOfAnOlderSessionInsteadOfAdoptingIt(t *tes
 }
 
 func TestZKProtectedCreateMakesContainerParents(t *testing.T) {
-	servers := zkServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Connect(ctx, servers)
-	require.NoError(t, err)
-	defer s.Close()
+	ctx, s := zkSession(t, 30*time.Second)
 	dir := "/zkt/parents-" + newUUID() + "/a/b"
 	n, err := s.createProtected(ctx, dir, "lock-", []byte("x"))
 	require.NoError(t, err)

@@ -1,13 +1,11 @@
 package zkrecipes
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,14 +16,8 @@ import (
 // that delete, above the new node's czxid: the token must still sit
 // between the previous owner's and the next one's.
 func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *testing.T) {
-	servers := zkServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx, first := zkSession(t, 30*time.Second)
 	dir := "/zkt/alone-token-" + newUUID()
-
-	first, err := Connect(ctx, servers)
-	require.NoError(t, err)
-	defer first.Close()
 	l0, err := NewMutex(first, dir).Acquire(ctx)
 	require.NoError(t, err)
 
@@ -39,17 +31,12 @@ func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *
 			once.Do(func() { releaseErr = l0.Release(ctx) })
 		}
 	})
-	second, err := Connect(ctx, servers, WithTracer(tracer))
-	require.NoError(t, err)
-	defer second.Close()
+	_, second := zkSession(t, 30*time.Second, WithTracer(tracer))
 	l1, err := NewMutex(second, dir).Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, releaseErr)
 
-	raw, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
-	require.NoError(t, err)
-	defer raw.Close()
-	_, own, err := raw.Get(l1.Path())
+	_, own, err := zkRaw(t).Get(l1.Path())
 	require.NoError(t, err)
 	assert.Greater(t, l1.Token(), own.Czxid, "the token is the pzxid of the listing, not the czxid: this test must exercise that case")
 	assert.Greater(t, l1.Token(), l0.Token(), "above the previous owner's token")
@@ -64,15 +51,8 @@ func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *
 // A holder granted alone sets the watch on its node's deletion only after
 // selfWatchGrace; a deletion before that must still end the lease.
 func TestZKAloneHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
-	servers := zkServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Connect(ctx, servers)
-	require.NoError(t, err)
-	defer s.Close()
-	raw, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
-	require.NoError(t, err)
-	defer raw.Close()
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
 
 	l, err := NewMutex(s, "/zkt/alone-deleted-"+newUUID()).Acquire(ctx)
 	require.NoError(t, err)
@@ -89,12 +69,7 @@ func TestZKAloneHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
 // Before its monitor starts, a hold granted alone learns of a loss of its
 // ownership epoch from the epoch's hook, and its grace timer is stopped.
 func TestZKAloneHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
-	servers := zkServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := Connect(ctx, servers)
-	require.NoError(t, err)
-	defer s.Close()
+	ctx, s := zkSession(t, 10*time.Second)
 	node, err := s.createProtected(ctx, "/zkt/alone-epoch-"+newUUID(), "lock-", nil)
 	require.NoError(t, err)
 
