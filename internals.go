@@ -237,17 +237,8 @@ func (q *queue) listStat(ctx context.Context, node ownNode) ([]string, *zk.Stat,
 // retrying through a connection loss under the same session. The read
 // gives the node's Stat and sets a watch that fires only on its deletion.
 func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	type self struct {
-		stat *zk.Stat
-		w    <-chan zk.Event
-		err  error
-	}
 	for {
-		sc := make(chan self, 1)
-		go func() {
-			st, w, err := q.s.watchDeletion(ctx, node.path)
-			sc <- self{st, w, err}
-		}()
+		sc := q.readSelfAsync(ctx, node)
 		kids, kerr := q.s.children(ctx, q.dir)
 		own := <-sc
 		err := firstErr(own.err, kerr)
@@ -258,6 +249,24 @@ func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.S
 			return nil, nil, nil, err
 		}
 	}
+}
+
+// selfRead is the reply to a read of the own node sent on the side.
+type selfRead struct {
+	stat *zk.Stat
+	w    <-chan zk.Event
+	err  error
+}
+
+// readSelfAsync reads the own node and sets its deletion watch on its own
+// goroutine, so that the read travels beside the caller's next request.
+func (q *queue) readSelfAsync(ctx context.Context, node ownNode) <-chan selfRead {
+	sc := make(chan selfRead, 1)
+	go func() {
+		st, w, err := q.s.watchDeletion(ctx, node.path)
+		sc <- selfRead{st, w, err}
+	}()
+	return sc
 }
 
 // list lists the children, retrying through a connection loss under the
@@ -290,25 +299,16 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 		if self.stat == nil {
 			// The own node is read beside the first watch: the queue
 			// waits anyway, so that read adds no round trip.
-			type read struct {
-				st  *zk.Stat
-				w   <-chan zk.Event
-				err error
-			}
-			rc := make(chan read, 1)
-			go func() {
-				st, w, err := q.s.watchDeletion(ctx, node.path)
-				rc <- read{st, w, err}
-			}()
+			sc := q.readSelfAsync(ctx, node)
 			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
-			r := <-rc
+			r := <-sc
 			if r.err != nil {
 				if r.err = q.classify(ctx, node, r.err); r.err != nil {
 					return false, r.err
 				}
 				continue
 			}
-			self.stat, self.w = r.st, r.w
+			self.stat, self.w = r.stat, r.w
 			if err := self.checkOwner(node); err != nil {
 				return false, err
 			}
