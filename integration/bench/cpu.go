@@ -121,8 +121,8 @@ func ListenerPID(addr string) (int, error) {
 	return 0, fmt.Errorf("bench: the process listening on %s is not visible", addr)
 }
 
-// perOp divides a CPU time among n operations.
-func perOp(d time.Duration, n int) time.Duration {
+// PerOp divides a time among n operations (zero for none).
+func PerOp(d time.Duration, n int) time.Duration {
 	if n <= 0 {
 		return 0
 	}

@@ -176,8 +176,8 @@ func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, 
 	r.PerHandoff = total / time.Duration(links)
 	r.Throughput = float64(time.Second) / float64(r.PerHandoff)
 	r.BytesPerHandoff = float64(delta.ResponseBytes) / float64(links)
-	r.ServerCPUPerHandoff = perOp(delta.ServerCPU, links)
-	r.ClientCPUPerHandoff = perOp(clientCPU(cpu1-cpu0, cpuErr), links)
+	r.ServerCPUPerHandoff = PerOp(delta.ServerCPU, links)
+	r.ClientCPUPerHandoff = PerOp(clientCPU(cpu1-cpu0, cpuErr), links)
 	return nil
 }
 

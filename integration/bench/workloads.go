@@ -158,8 +158,8 @@ func Contended(ctx context.Context, impl Impl, env Env, path string, sessions in
 		HandoffP50: Percentile(rep.Handoffs, 0.5), HandoffP99: Percentile(rep.Handoffs, 0.99),
 		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
 		ReqPerAcq:       Ratio(float64(delta.PacketsReceived), float64(n)),
-		ServerCPUPerAcq: perOp(delta.ServerCPU, n),
-		ClientCPUPerAcq: perOp(clientCPU(cpu1-cpu0, cpuErr), n),
+		ServerCPUPerAcq: PerOp(delta.ServerCPU, n),
+		ClientCPUPerAcq: PerOp(clientCPU(cpu1-cpu0, cpuErr), n),
 	}, nil
 }
 

@@ -161,8 +161,8 @@ func (r peerRunner) contended(ctx context.Context, env bench.Env, path string) (
 		HandoffP50: bench.Percentile(rep.Handoffs, 0.5), HandoffP99: bench.Percentile(rep.Handoffs, 0.99),
 		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
 		ReqPerAcq:       bench.Ratio(float64(d.PacketsReceived), float64(n)),
-		ServerCPUPerAcq: perAcq(d.ServerCPU, n),
-		ClientCPUPerAcq: perAcq(cpu, n),
+		ServerCPUPerAcq: bench.PerOp(d.ServerCPU, n),
+		ClientCPUPerAcq: bench.PerOp(cpu, n),
 	}, nil
 }
 
@@ -184,11 +184,4 @@ func (r peerRunner) drain(ctx context.Context, env bench.Env, path string, n int
 		BytesPerHandoff: float64(d.ResponseBytes) / float64(n),
 		ReqPerHandoff:   float64(d.PacketsReceived) / float64(n),
 	}, nil
-}
-
-func perAcq(d time.Duration, n int) time.Duration {
-	if n <= 0 {
-		return 0
-	}
-	return d / time.Duration(n)
 }
