@@ -69,7 +69,18 @@ func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()
 
 // attempt is one pass: one node, one session.
 func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
-	node, err := q.s.createProtected(ctx, q.dir, q.name, data)
+	// A fast queue lists the children right behind its create (see
+	// pipeline.go); any other reads its own node beside the listing, and
+	// the node's name is known only once the create returns.
+	var node ownNode
+	var kids []string
+	var parent *zk.Stat
+	var err error
+	if q.fast {
+		node, kids, parent, err = q.enter(ctx, data)
+	} else {
+		node, err = q.s.createProtected(ctx, q.dir, q.name, data)
+	}
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			return nil, &startOver{err}
@@ -90,11 +101,11 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 	// grant when others were queued behind it. Any other queue reads it
 	// beside the first listing.
 	var self selfWatch
-	var kids []string
-	var parent *zk.Stat
-	if q.fast {
+	switch {
+	case kids != nil:
+	case q.fast:
 		kids, parent, err = q.listStat(ctx, node)
-	} else {
+	default:
 		kids, self.stat, self.w, err = q.listWithSelf(ctx, node)
 	}
 	if err != nil {

@@ -27,13 +27,16 @@ type dialFunc func(network, address string, timeout time.Duration) (net.Conn, er
 // buffered one takes the frames that arrived together (a reply and the
 // notifications of its transaction) in one. A read deadline still applies
 // whenever the buffer is empty.
-func negotiatingDialer(dial dialFunc, granted *atomic.Int64) dialFunc {
+//
+// When sent is non-nil, it is told of every request frame written after
+// the handshake (go-zookeeper writes each request in one Write).
+func negotiatingDialer(dial dialFunc, granted *atomic.Int64, sent *sentNotifier) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted}, nil
+		return &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted, sent: sent}, nil
 	}
 }
 
@@ -45,6 +48,19 @@ type sniffConn struct {
 	granted *atomic.Int64
 	head    [12]byte // length, protocolVersion, timeOut
 	n       int
+	sent    *sentNotifier
+	shook   bool // the handshake has been written
+}
+
+func (c *sniffConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if c.sent != nil && err == nil {
+		if c.shook {
+			c.sent.wrote(p)
+		}
+		c.shook = true
+	}
+	return n, err
 }
 
 func (c *sniffConn) Read(p []byte) (int, error) {

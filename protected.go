@@ -42,16 +42,16 @@ type ownNode struct {
 // session is deleted, never adopted (CURATOR-498). Connection loss and
 // session expiry are retried under the Session's retry policy.
 func (s *Session) createProtected(ctx context.Context, dir, name string, data []byte) (ownNode, error) {
-	return s.createProtectedMode(ctx, dir, name, data, zk.FlagEphemeral|zk.FlagSequence)
+	return s.createProtectedMode(ctx, dir, newUUID(), name, data, zk.FlagEphemeral|zk.FlagSequence)
 }
 
-// createProtectedMode is createProtected with the create flags given:
+// createProtectedMode is createProtected with the node's UUID (newUUID)
+// and the create flags given:
 // zk.FlagEphemeral alone creates dir/_c_<uuid>-name exactly (the read node
 // of a read-write lock downgrade, which carries the writer's sequence).
 // A create whose reply was lost and that is retried then fails with
 // NodeExists, and the node is looked for by its UUID the same way.
-func (s *Session) createProtectedMode(ctx context.Context, dir, name string, data []byte, flags int32) (ownNode, error) {
-	uuid := newUUID()
+func (s *Session) createProtectedMode(ctx context.Context, dir, uuid, name string, data []byte, flags int32) (ownNode, error) {
 	prefix := protectedName(uuid, name)
 	bo := s.cfg.retry()
 	for {

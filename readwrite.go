@@ -160,7 +160,7 @@ func (l *RWLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 func (rw *RWMutex) downgrade(ctx context.Context, w *hold, onEnd func()) (*hold, error) {
 	q := &rw.rq
 	seq := sortKey(baseName(w.node.path), rwMarkers)
-	node, err := rw.s.createProtectedMode(ctx, q.dir, readName+seq, rw.cfg.data(), zk.FlagEphemeral)
+	node, err := rw.s.createProtectedMode(ctx, q.dir, newUUID(), readName+seq, rw.cfg.data(), zk.FlagEphemeral)
 	if err != nil {
 		return nil, err
 	}

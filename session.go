@@ -30,9 +30,10 @@ type Session struct {
 	conn     *zk.Conn
 	ownsConn bool
 	cfg      sessionConfig
-	granted  atomic.Int64 // session timeout granted by the server, in ms (Connect only)
-	owned    sync.Map     // path -> struct{}: ephemeral nodes this Session created and has not deleted
-	drops    sync.Map     // path -> struct{}: paths created only to be watched, deleted on Close if still unused
+	granted  atomic.Int64  // session timeout granted by the server, in ms (Connect only)
+	sent     *sentNotifier // told of the creates written (Connect only; see pipeline.go)
+	owned    sync.Map      // path -> struct{}: ephemeral nodes this Session created and has not deleted
+	drops    sync.Map      // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -76,13 +77,14 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	s := newSession(cfg)
 	s.ownsConn = true
+	s.sent = newSentNotifier()
 	dial := cfg.dialer
 	if dial == nil {
 		dial = net.DialTimeout
 	}
 	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.enqueue),
 		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false),
-		zk.WithDialer(zk.Dialer(negotiatingDialer(dial, &s.granted))))
+		zk.WithDialer(zk.Dialer(negotiatingDialer(dial, &s.granted, s.sent))))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}

@@ -1,7 +1,6 @@
 package zkrecipes
 
 import (
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,22 +20,34 @@ func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *
 	l0, err := NewMutex(first, dir).Acquire(ctx)
 	require.NoError(t, err)
 
-	// Release the first owner right after the second one's create, before
-	// its listing: the tracer runs on the create's goroutine, after its
-	// reply and before the caller goes on.
+	// Release the first owner after the second one's create and before
+	// its listing: while the listing's frame waits to be written, once
+	// the server shows the new node (the create may still be on its way
+	// when the listing is about to go).
+	raw := zkRaw(t)
 	var once sync.Once
 	var releaseErr error
-	tracer := TracerFunc(func(ev TraceEvent) {
-		if ev.Op == "create" && ev.Err == nil && strings.HasPrefix(ev.Path, dir+"/") {
-			once.Do(func() { releaseErr = l0.Release(ctx) })
+	beforeWrite := func(f []byte) {
+		if !isListing(f, dir) {
+			return
 		}
-	})
-	_, second := zkSession(t, 30*time.Second, WithTracer(tracer))
+		once.Do(func() {
+			for {
+				kids, _, err := raw.Children(dir)
+				if err != nil || len(kids) == 2 || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			releaseErr = l0.Release(ctx)
+		})
+	}
+	_, second := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, nil)))
 	l1, err := NewMutex(second, dir).Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, releaseErr)
 
-	_, own, err := zkRaw(t).Get(l1.Path())
+	_, own, err := raw.Get(l1.Path())
 	require.NoError(t, err)
 	assert.Greater(t, l1.Token(), own.Czxid, "the token is the pzxid of the listing, not the czxid: this test must exercise that case")
 	assert.Greater(t, l1.Token(), l0.Token(), "above the previous owner's token")

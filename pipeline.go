@@ -1,0 +1,164 @@
+package zkrecipes
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A queue's first listing need not wait for the reply to its create:
+// ZooKeeper executes one session's requests in the order they arrive, so a
+// getChildren sent after the create reaches the wire lists the children as
+// the create left them. go-zookeeper's calls block until their reply and
+// queue their requests from whichever goroutine gets there first, so the
+// Session's connection tells when a create's frame has been written
+// (sentNotifier), and the listing is queued on another goroutine only then.
+//
+// Whether a listing came after the create is not taken on trust: it is used
+// only when it holds the node the create made, which exists from that
+// create on. Any other outcome (the create failed, was retried, or went
+// over a connection that broke) falls back to listing after the create.
+
+// sentNotifier reports that the create request for a path has been
+// written to a Session's connection.
+type sentNotifier struct {
+	waiting atomic.Int32 // entries in paths; Write skips the lock at 0
+	mu      sync.Mutex
+	paths   map[string]chan struct{}
+}
+
+func newSentNotifier() *sentNotifier {
+	return &sentNotifier{paths: make(map[string]chan struct{})}
+}
+
+// expect returns a channel that closes once a create request for path is
+// written, and a function that forgets path (call it once the create is
+// over, whether or not the channel closed).
+func (n *sentNotifier) expect(path string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	n.mu.Lock()
+	n.paths[path] = ch
+	n.waiting.Add(1)
+	n.mu.Unlock()
+	return ch, func() {
+		n.mu.Lock()
+		if c, ok := n.paths[path]; ok && c == ch {
+			delete(n.paths, path)
+			n.waiting.Add(-1)
+		}
+		n.mu.Unlock()
+	}
+}
+
+// The opcodes of the requests that create a node: create, create2,
+// createContainer, createTTL.
+const (
+	opCreate          = 1
+	opCreate2         = 15
+	opCreateContainer = 19
+	opCreateTTL       = 21
+)
+
+// wrote is told of every request frame written to the connection after
+// the handshake: length, xid, opcode, then (for a create) the path.
+func (n *sentNotifier) wrote(frame []byte) {
+	if n.waiting.Load() == 0 || len(frame) < 16 {
+		return
+	}
+	switch binary.BigEndian.Uint32(frame[8:12]) {
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+	default:
+		return
+	}
+	l := int(int32(binary.BigEndian.Uint32(frame[12:16])))
+	if l < 0 || l > len(frame)-16 {
+		return
+	}
+	path := frame[16 : 16+l]
+	n.mu.Lock()
+	if ch, ok := n.paths[string(path)]; ok {
+		close(ch)
+		delete(n.paths, string(path))
+		n.waiting.Add(-1)
+	}
+	n.mu.Unlock()
+}
+
+// listing is the reply to a getChildren with the parent's Stat.
+type listing struct {
+	kids   []string
+	parent *zk.Stat
+	err    error
+}
+
+// enter creates the queue's own node and, when the Session can tell that
+// the create is on the wire, lists the children right behind it. kids is
+// nil when no such listing holds the node: the caller lists then.
+func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []string, parent *zk.Stat, err error) {
+	s := q.s
+	uuid := newUUID()
+	flags := int32(zk.FlagEphemeral | zk.FlagSequence)
+	if s.sent == nil {
+		node, err = s.createProtectedMode(ctx, q.dir, uuid, q.name, data, flags)
+		return node, nil, nil, err
+	}
+	sent, forget := s.sent.expect(joinPath(q.dir, protectedName(uuid, q.name)))
+	stop := make(chan struct{})
+	lc := make(chan listing, 1)
+	// The listing is not cancelled with ctx: it is one request, which the
+	// Session waits for in Close.
+	bg := context.WithoutCancel(ctx)
+	if !s.spawn(func() {
+		select {
+		case <-sent:
+			kids, st, err := s.childrenStat(bg, q.dir)
+			lc <- listing{kids, st, err}
+		case <-stop:
+			lc <- listing{err: ErrClosed}
+		}
+	}) {
+		forget()
+		return ownNode{}, nil, nil, ErrClosed
+	}
+	node, err = s.createProtectedMode(ctx, q.dir, uuid, q.name, data, flags)
+	forget()
+	close(stop)
+	var l listing
+	select {
+	case l = <-lc:
+	case <-ctx.Done():
+	}
+	if err != nil || l.err != nil || !holds(l.kids, baseName(node.path)) {
+		return node, nil, nil, err
+	}
+	return node, l.kids, l.parent, nil
+}
+
+// holds reports whether kids names the node own.
+func holds(kids []string, own string) bool {
+	for _, k := range kids {
+		if k == own {
+			return true
+		}
+	}
+	return false
+}
+
+// spawn runs fn on a goroutine the Session waits for in Close. It reports
+// false, and does not run fn, when the Session is closed.
+func (s *Session) spawn(fn func()) bool {
+	s.opsMu.RLock()
+	defer s.opsMu.RUnlock()
+	if s.isClosed() {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+	return true
+}

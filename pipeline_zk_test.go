@@ -1,0 +1,145 @@
+package zkrecipes
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hookedConn lets a test act on a Session's connection: beforeWrite sees
+// every frame before it is written, afterRead runs after every read,
+// before its bytes reach go-zookeeper.
+type hookedConn struct {
+	net.Conn
+	beforeWrite func(frame []byte)
+	afterRead   func()
+}
+
+func (c *hookedConn) Write(p []byte) (int, error) {
+	if c.beforeWrite != nil {
+		c.beforeWrite(p)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *hookedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.afterRead != nil {
+		c.afterRead()
+	}
+	return n, err
+}
+
+// hookedDialer dials with net.DialTimeout and wraps each connection with
+// the hooks.
+func hookedDialer(beforeWrite func([]byte), afterRead func()) func(string, string, time.Duration) (net.Conn, error) {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &hookedConn{Conn: c, beforeWrite: beforeWrite, afterRead: afterRead}, nil
+	}
+}
+
+// isListing reports whether frame is a getChildren request (as
+// go-zookeeper sends it: getChildren2) for path.
+func isListing(frame []byte, path string) bool {
+	const opGetChildren2 = 12
+	if len(frame) < 16 || binary.BigEndian.Uint32(frame[8:12]) != opGetChildren2 {
+		return false
+	}
+	l := int(binary.BigEndian.Uint32(frame[12:16]))
+	return l <= len(frame)-16 && string(frame[16:16+l]) == path
+}
+
+// A Mutex's first listing travels right behind its create: the create's
+// reply is held back until the listing has been written, which would
+// leave an acquisition that waits for that reply waiting in vain.
+func TestZKMutexListsTheChildrenWithoutWaitingForItsCreateReply(t *testing.T) {
+	dir := "/zkt/pipelined-" + newUUID()
+	var gated, waitedInVain atomic.Bool
+	listed := make(chan struct{})
+	var once sync.Once
+	beforeWrite := func(f []byte) {
+		if gated.Load() && isListing(f, dir) {
+			once.Do(func() { close(listed) })
+		}
+	}
+	afterRead := func() {
+		if !gated.Load() {
+			return
+		}
+		select {
+		case <-listed:
+		case <-time.After(5 * time.Second):
+			waitedInVain.Store(true)
+		}
+	}
+	ctx, s := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, afterRead)))
+	m := NewMutex(s, dir)
+	l, err := m.Acquire(ctx) // the first one also makes the parents
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+
+	gated.Store(true)
+	l, err = m.Acquire(ctx)
+	gated.Store(false)
+	require.NoError(t, err)
+	assert.False(t, waitedInVain.Load(), "a reply was held back for 5 s: the listing was not sent before the create's reply came")
+	kids, _, err := zkRaw(t).Children(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []string{baseName(l.Path())}, kids)
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestSentNotifierClosesOnlyForTheCreateOfTheExpectedPath(t *testing.T) {
+	frame := func(op uint32, path string) []byte {
+		f := make([]byte, 16+len(path)+8)
+		binary.BigEndian.PutUint32(f[0:4], uint32(len(f)-4))
+		binary.BigEndian.PutUint32(f[4:8], 7) // xid
+		binary.BigEndian.PutUint32(f[8:12], op)
+		binary.BigEndian.PutUint32(f[12:16], uint32(len(path)))
+		copy(f[16:], path)
+		return f
+	}
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	n := newSentNotifier()
+	n.wrote(frame(opCreate, "/a/_c_x-lock-")) // nobody waits: nothing to do
+	sent, forget := n.expect("/a/_c_x-lock-")
+	defer forget()
+
+	n.wrote(frame(12, "/a/_c_x-lock-")) // a listing, not a create
+	n.wrote(frame(opCreate, "/a/_c_y-lock-"))
+	n.wrote(frame(opCreate, "/a/_c_x-lock-")[:20]) // path cut short
+	bad := frame(opCreate, "/a/_c_x-lock-")
+	binary.BigEndian.PutUint32(bad[12:16], 1<<31) // negative length
+	n.wrote(bad)
+	n.wrote([]byte{0, 0, 0, 1})
+	require.False(t, closed(sent))
+
+	n.wrote(frame(opCreate2, "/a/_c_x-lock-"))
+	require.True(t, closed(sent))
+	assert.Zero(t, n.waiting.Load())
+	n.wrote(frame(opCreate2, "/a/_c_x-lock-")) // a retried create: already told
+	forget()
+	assert.Zero(t, n.waiting.Load())
+
+	_, forget2 := n.expect("/b")
+	assert.EqualValues(t, 1, n.waiting.Load())
+	forget2()
+	assert.Zero(t, n.waiting.Load(), "forget drops a path that was never sent")
+}
