@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -14,11 +17,16 @@ import (
 // no lock around them: the floor any ZooKeeper lock stands on.
 type FloorResult struct {
 	// Per-request p50 of create (EPHEMERAL_SEQUENTIAL), getChildren and
-	// delete, and the p50 and p99 of the three in sequence: the
-	// uncontended cycle of a lock with nothing else in it.
-	CreateP50   time.Duration `json:"create_p50_ns"`
-	ChildrenP50 time.Duration `json:"children_p50_ns"`
-	DeleteP50   time.Duration `json:"delete_p50_ns"`
+	// delete, and the p50 of the three in sequence, each waiting for the
+	// reply before it.
+	CreateP50     time.Duration `json:"create_p50_ns"`
+	ChildrenP50   time.Duration `json:"children_p50_ns"`
+	DeleteP50     time.Duration `json:"delete_p50_ns"`
+	SequentialP50 time.Duration `json:"sequential_cycle_p50_ns"`
+	// The uncontended cycle of a lock with nothing else in it, p50 and
+	// p99: the create, the getChildren sent as soon as the create's frame
+	// is written (one session's requests are executed in order, so it
+	// lists the new node), then the delete. Two round trips.
 	CycleP50    time.Duration `json:"cycle_p50_ns"`
 	CycleP99    time.Duration `json:"cycle_p99_ns"`
 	ReqPerCycle float64       `json:"requests_per_cycle"`
@@ -39,12 +47,20 @@ type FloorResult struct {
 	ClientCPUPerHandoff time.Duration `json:"client_cpu_per_handoff_ns"`
 }
 
-// Floor measures cycles raw create/getChildren/delete cycles under path
-// (after warmup unmeasured ones) and a delete→notification chain of links
+// Floor measures cycles raw create/getChildren/delete cycles under path,
+// in sequence and then with the listing right behind the create (each
+// after warmup unmeasured ones), and a delete→notification chain of links
 // sessions.
 func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int) (FloorResult, error) {
 	var r FloorResult
-	conn, err := ConnectRaw(ctx, env.Servers)
+	created := make(chan struct{}, 1)
+	conn, err := connectRaw(ctx, env.Servers, func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := LoopbackDialer(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &createSignal{Conn: c, created: created}, nil
+	})
 	if err != nil {
 		return r, err
 	}
@@ -53,7 +69,7 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 		return r, err
 	}
 	acl := zk.WorldACL(zk.PermAll)
-	var cr, ch, de, cy []time.Duration
+	var cr, ch, de, seq, cy []time.Duration
 	for i := range warmup + cycles {
 		t0 := time.Now()
 		p, err := conn.Create(path+"/n-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
@@ -70,10 +86,47 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 		}
 		t3 := time.Now()
 		if i >= warmup {
-			cr, ch, de, cy = append(cr, t1.Sub(t0)), append(ch, t2.Sub(t1)), append(de, t3.Sub(t2)), append(cy, t3.Sub(t0))
+			cr, ch, de, seq = append(cr, t1.Sub(t0)), append(ch, t2.Sub(t1)), append(de, t3.Sub(t2)), append(seq, t3.Sub(t0))
+		}
+	}
+	for i := range warmup + cycles {
+		t0 := time.Now()
+		drain(created)
+		type res struct {
+			p   string
+			err error
+		}
+		rc := make(chan res, 1)
+		go func() {
+			p, err := conn.Create(path+"/n-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+			rc <- res{p, err}
+		}()
+		var c res
+		select {
+		case <-created:
+		case c = <-rc: // a create that failed before it was written
+			return r, c.err
+		}
+		kids, _, err := conn.Children(path)
+		c = <-rc
+		if c.err != nil {
+			return r, c.err
+		}
+		if err != nil {
+			return r, err
+		}
+		if len(kids) != 1 {
+			return r, fmt.Errorf("bench: floor listing %v: want the one new node", kids)
+		}
+		if err := conn.Delete(c.p, -1); err != nil {
+			return r, err
+		}
+		if i >= warmup {
+			cy = append(cy, time.Since(t0))
 		}
 	}
 	r.CreateP50, r.ChildrenP50, r.DeleteP50 = Percentile(cr, 0.5), Percentile(ch, 0.5), Percentile(de, 0.5)
+	r.SequentialP50 = Percentile(seq, 0.5)
 	r.CycleP50, r.CycleP99 = Percentile(cy, 0.5), Percentile(cy, 0.99)
 	r.ReqPerCycle = 3
 	if err := chain(ctx, env, conn, path, links, &r); err != nil {
@@ -192,4 +245,30 @@ func ensurePath(conn *zk.Conn, path string) error {
 		}
 	}
 	return nil
+}
+
+// createSignal tells, through created, that a create request's frame has
+// been written (go-zookeeper writes each request in one Write: length,
+// xid, opcode, ...).
+type createSignal struct {
+	net.Conn
+	created chan struct{}
+}
+
+func (c *createSignal) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err == nil && len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == 1 { // opCreate
+		select {
+		case c.created <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
+}
+
+func drain(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
 }

@@ -125,7 +125,11 @@ func (l *gozkLocker) Close() { l.conn.Close() }
 // ConnectRaw opens a plain go-zookeeper connection, drains its events, and
 // waits until it has a session or ctx ends.
 func ConnectRaw(ctx context.Context, servers []string) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(servers, SessionTimeout, zk.WithDialer(LoopbackDialer),
+	return connectRaw(ctx, servers, LoopbackDialer)
+}
+
+func connectRaw(ctx context.Context, servers []string, dial zk.Dialer) (*zk.Conn, error) {
+	conn, events, err := zk.Connect(servers, SessionTimeout, zk.WithDialer(dial),
 		zk.WithLogger(quiet{}), zk.WithLogInfo(false))
 	if err != nil {
 		return nil, err

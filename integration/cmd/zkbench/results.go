@@ -53,6 +53,7 @@ type Summary struct {
 
 // FloorSummary is the median floor.
 type FloorSummary struct {
+	SequentialP50   time.Duration `json:"sequential_cycle_p50_ns"`
 	CycleP50        time.Duration `json:"cycle_p50_ns"`
 	CycleP99        time.Duration `json:"cycle_p99_ns"`
 	HandoffP50      time.Duration `json:"handoff_p50_ns"`
@@ -123,6 +124,7 @@ func (r *Results) finish() {
 	}
 	fl := r.Floor
 	r.FloorMedian = FloorSummary{
+		SequentialP50:   medD(fl, func(f bench.FloorResult) time.Duration { return f.SequentialP50 }),
 		CycleP50:        medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP50 }),
 		CycleP99:        medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP99 }),
 		HandoffP50:      medD(fl, func(f bench.FloorResult) time.Duration { return f.HandoffP50 }),
@@ -259,7 +261,9 @@ func (r *Results) markdown() string {
 		fmt.Fprintf(&b, " %s | %.0f |", us(f.PerHandoff), f.BytesPerHandoff)
 	}
 	b.WriteString("\n\n")
-	b.WriteString("Floor: create + getChildren + delete in sequence on one raw go-zookeeper session (uncontended); a chain of " +
+	b.WriteString("Floor, uncontended: create, then getChildren sent as soon as the create's frame is written (one session's requests run in order, " +
+		"so it lists the new node), then delete, on one raw go-zookeeper session: two round trips (the three in sequence, each waiting for its reply: " +
+		us(f.SequentialP50) + " µs p50). Floor, handoff: a chain of " +
 		strconv.Itoa(r.Config.ChainLinks) + " sessions, each getData-watching the node before it and deleting its own on the notification " +
 		"(handoff: delete request → successor's notification; throughput and µs/handoff: the whole chain's time per link).\n" +
 		"Requests are the server's zk_packets_received, bytes its zk_response_bytes (replies to requests; notifications and pings are not counted).\n\n")
