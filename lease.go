@@ -17,11 +17,11 @@ import (
 // session expires, an operator deletes the node): a holder must watch Done
 // and, for any resource it writes, guard the write with Token or Check.
 // A loss of the session (under the Session's LossPolicy) ends the lease at
-// once. The deletion of its node by someone else ends it as soon as the
-// watch on that node fires; a Mutex or Election lease granted with nobody
-// else queued sets that watch 10 ms after the grant (a lock held for less
-// costs the server no request beyond create, list and delete), and a
-// deletion before then is reported when the watch is set.
+// once. The deletion of its node by someone else ends it once the lease
+// is 10 ms old at the latest: a hold starts watching that deletion 10 ms
+// after the grant (a lock held for less costs no goroutine, and a Mutex or
+// Election lease granted with nobody else queued no request beyond
+// create, list and delete), and a deletion before then is reported then.
 //
 // The handle is the capability: any goroutine that has the Lease may
 // release it, not only the one that acquired it. A Lease is safe for
@@ -166,9 +166,9 @@ type hold struct {
 
 	mu    sync.Mutex
 	count int
-	// A hold granted without reading its node (see aloneToken) has no
-	// goroutine until selfWatchGrace has passed: late starts its monitor,
-	// and unhook drops the epoch hook that reports a loss until then.
+	// A hold has no goroutine until selfWatchGrace has passed: late
+	// starts its monitor, and unhook drops the epoch hook that reports a
+	// loss until then.
 	late   *time.Timer
 	unhook func()
 }
@@ -183,40 +183,37 @@ func newHold(s *Session, node ownNode, token int64, selfW <-chan zk.Event, epoch
 		h.sig.fire(lost(ErrClosed))
 		return h
 	}
-	if selfW == nil {
-		h.mu.Lock() // the hook and the timer may run before the fields are set
-		defer h.mu.Unlock()
-		h.unhook = epoch.onFire(func() {
-			// Under the Session's mutex, maybe in Close (before it waits):
-			// no blocking here.
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				h.lose(epoch.err, true)
-			}()
-		})
-		h.late = time.AfterFunc(selfWatchGrace, func() { h.watchLate(epoch) })
-		return h
-	}
-	s.wg.Add(1)
-	go h.monitor(selfW, epoch)
+	// A short hold, the common case, costs no goroutine: until its
+	// monitor starts, a loss of the epoch is reported by a hook.
+	h.mu.Lock() // the hook and the timer may run before the fields are set
+	defer h.mu.Unlock()
+	h.unhook = epoch.onFire(func() {
+		// Under the Session's mutex, maybe in Close (before it waits):
+		// no blocking here.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			h.lose(epoch.err, true)
+		}()
+	})
+	h.late = time.AfterFunc(selfWatchGrace, func() { h.watchLate(selfW, epoch) })
 	return h
 }
 
-// watchLate starts the monitor of a hold granted without reading its node,
-// once it has lasted selfWatchGrace.
-func (h *hold) watchLate(epoch *signal) {
+// watchLate starts the monitor of a hold once it has lasted
+// selfWatchGrace, with the watch on its node's deletion (nil when the
+// node was granted without reading it: the monitor sets it).
+func (h *hold) watchLate(selfW <-chan zk.Event, epoch *signal) {
 	h.s.opsMu.RLock()
 	defer h.s.opsMu.RUnlock()
 	if h.s.isClosed() || h.sig.fired() {
 		return
 	}
 	h.s.wg.Add(1)
-	go h.monitor(nil, epoch)
+	go h.monitor(selfW, epoch)
 }
 
-// quiet stops what a hold granted without reading its node runs before its
-// monitor starts.
+// quiet stops what a hold runs before its monitor starts.
 func (h *hold) quiet() {
 	h.mu.Lock()
 	late, unhook := h.late, h.unhook
@@ -363,9 +360,11 @@ func (s *Session) rel(p string) string {
 	return strings.TrimPrefix(p, s.cfg.namespace)
 }
 
-// selfWatchGrace is how long a hold granted without reading its node (see
-// aloneToken) goes before it sets the watch on its node's deletion. A lock
-// held for less than that, the common uncontended case, costs the server
-// no request beyond create, list and delete; a deletion during the grace
-// is reported as soon as the watch is set (its read finds the node gone).
+// selfWatchGrace is how long a hold goes before its monitor starts
+// watching its node's deletion (and, for a hold granted without reading
+// its node, see aloneToken, sets that watch). A lock held for less than
+// that, the common case, costs no goroutine, and the uncontended one no
+// request beyond create, list and delete; a deletion during the grace is
+// reported as soon as the monitor starts (the watch set while waiting has
+// fired, or the read that sets it finds the node gone).
 var selfWatchGrace = 10 * time.Millisecond // a var for tests only
