@@ -249,10 +249,13 @@ func (q *queue) listStat(ctx context.Context, node ownNode) ([]string, *zk.Stat,
 // gives the node's Stat and sets a watch that fires only on its deletion.
 func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	for {
-		sc := q.readSelfAsync(ctx, node)
-		kids, kerr := q.s.children(ctx, q.dir)
-		own := <-sc
-		err := firstErr(own.err, kerr)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, nil, err
+		}
+		sc := q.s.watchDeletionAsync(node.path)
+		kids, kerr := await(ctx, q.s.childrenAsync(q.dir))
+		own, oerr := await(ctx, sc)
+		err := firstErr(oerr, kerr)
 		if err == nil {
 			return kids, own.stat, own.w, nil
 		}
@@ -260,24 +263,6 @@ func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.S
 			return nil, nil, nil, err
 		}
 	}
-}
-
-// selfRead is the reply to a read of the own node sent on the side.
-type selfRead struct {
-	stat *zk.Stat
-	w    <-chan zk.Event
-	err  error
-}
-
-// readSelfAsync reads the own node and sets its deletion watch on its own
-// goroutine, so that the read travels beside the caller's next request.
-func (q *queue) readSelfAsync(ctx context.Context, node ownNode) <-chan selfRead {
-	sc := make(chan selfRead, 1)
-	go func() {
-		st, w, err := q.s.watchDeletion(ctx, node.path)
-		sc <- selfRead{st, w, err}
-	}()
-	return sc
 }
 
 // list lists the children, retrying through a connection loss under the
@@ -310,12 +295,15 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 		if self.stat == nil {
 			// The own node is read beside the first watch: the queue
 			// waits anyway, so that read adds no round trip.
-			sc := q.readSelfAsync(ctx, node)
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			sc := q.s.watchDeletionAsync(node.path)
 			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
-			r := <-sc
-			if r.err != nil {
-				if r.err = q.classify(ctx, node, r.err); r.err != nil {
-					return false, r.err
+			r, rerr := await(ctx, sc)
+			if rerr != nil {
+				if rerr = q.classify(ctx, node, rerr); rerr != nil {
+					return false, rerr
 				}
 				continue
 			}
@@ -342,42 +330,28 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 	}
 }
 
-// watchTarget sets the watches a waiter needs on target: its data and its
-// deletion with wantMark, its data alone otherwise.
+// watchTarget sets the watches a waiter needs on target, in one round
+// trip: its data and its deletion (a children watch, which a data change
+// does not consume) with wantMark, its data alone otherwise.
 func (q *queue) watchTarget(ctx context.Context, target string, wantMark bool) (dataW, delW <-chan zk.Event, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	dc := q.s.getWAsync(target)
 	if wantMark {
-		return q.watchTwice(ctx, target)
+		del, derr := await(ctx, q.s.watchDeletionAsync(target))
+		d, err := await(ctx, dc)
+		return d.w, del.w, firstErr(derr, err)
 	}
-	_, _, dataW, err = q.s.getW(ctx, target)
-	return dataW, nil, err
-}
-
-// watchTwice sets a data watch and a deletion watch on target, in one
-// round trip.
-func (q *queue) watchTwice(ctx context.Context, target string) (dataW, delW <-chan zk.Event, err error) {
-	type read struct {
-		w   <-chan zk.Event
-		err error
-	}
-	rc := make(chan read, 1)
-	go func() {
-		_, _, w, err := q.s.getW(ctx, target)
-		rc <- read{w, err}
-	}()
-	_, delW, derr := q.s.watchDeletion(ctx, target)
-	r := <-rc
-	return r.w, delW, firstErr(derr, r.err)
+	d, err := await(ctx, dc)
+	return d.w, nil, err
 }
 
 // waitRelease waits on target's watches: done when target is gone (marked
 // as above); not done when the watches must be set again.
 func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, dataW, delW <-chan zk.Event, self *selfWatch) (marked, done bool, err error) {
-	type read struct {
-		w   <-chan zk.Event
-		err error
-	}
-	changed := false       // target's data changed and it has not been seen since
-	var verify <-chan read // the read sent on that change
+	changed := false                 // target's data changed and it has not been seen since
+	var verify <-chan reply[watched] // the read sent on that change
 	deleted := func(ev zk.Event) bool { return ev.Type == zk.EventNodeDeleted }
 	for {
 		select {
@@ -412,12 +386,7 @@ func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, da
 					return false, false, q.classify(ctx, node, dv.Err)
 				default:
 				}
-				rc := make(chan read, 1)
-				verify = rc
-				go func() {
-					_, _, w, err := q.s.getW(ctx, target)
-					rc <- read{w, err}
-				}()
+				verify = q.s.getWAsync(target)
 			case zk.EventNotWatching:
 				return false, false, q.classify(ctx, node, ev.Err)
 			default:
@@ -434,7 +403,7 @@ func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, da
 				}
 				return false, false, nil
 			}
-			changed, dataW = false, r.w // still there: that change was no release
+			changed, dataW = false, r.v.w // still there: that change was no release
 		case ev := <-self.w:
 			switch ev.Type {
 			case zk.EventNodeDeleted:

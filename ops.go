@@ -29,14 +29,7 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 		s.opsMu.RUnlock()
 		return zero, ErrClosed
 	}
-	run := func() (T, error) {
-		start := time.Now()
-		v, err := fn()
-		if s.cfg.tracer != nil {
-			s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
-		}
-		return v, err
-	}
+	run := func() (T, error) { return traced(s, op, path, fn) }
 	s.wg.Add(1)
 	s.opsMu.RUnlock()
 	if ctx.Done() == nil {
@@ -71,6 +64,90 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 		}
 		return zero, ctx.Err()
 	}
+}
+
+// traced runs fn and reports it to the Session's Tracer as operation op
+// on path.
+func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error) {
+	start := time.Now()
+	v, err := fn()
+	if s.cfg.tracer != nil {
+		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
+	}
+	return v, err
+}
+
+// reply is the outcome of a request sent with send.
+type reply[T any] struct {
+	v   T
+	err error
+}
+
+// send runs fn as operation op on path on a goroutine of its own, which
+// the Session waits for in Close, and returns the channel its reply
+// arrives on. The channel is buffered: a caller may stop waiting (see
+// await). Requests sent together travel in one round trip, in no
+// particular order; send suits reads whose order does not matter, at one
+// goroutine per request where call, with a context that can end, takes
+// one besides the caller's.
+func send[T any](s *Session, op, path string, fn func() (T, error)) <-chan reply[T] {
+	ch := make(chan reply[T], 1)
+	s.opsMu.RLock()
+	if s.isClosed() {
+		s.opsMu.RUnlock()
+		ch <- reply[T]{err: ErrClosed}
+		return ch
+	}
+	s.wg.Add(1)
+	s.opsMu.RUnlock()
+	go func() {
+		defer s.wg.Done()
+		v, err := traced(s, op, path, fn)
+		ch <- reply[T]{v, err}
+	}()
+	return ch
+}
+
+// await returns the reply that arrives on ch, or ctx's error if ctx ends
+// first.
+func await[T any](ctx context.Context, ch <-chan reply[T]) (T, error) {
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// childrenAsync is children sent with send.
+func (s *Session) childrenAsync(path string) <-chan reply[[]string] {
+	return send(s, "getChildren", path, func() ([]string, error) {
+		c, _, err := s.conn.Children(path)
+		return c, err
+	})
+}
+
+// watched is a node's Stat and a watch set on the node.
+type watched struct {
+	stat *zk.Stat
+	w    <-chan zk.Event
+}
+
+// watchDeletionAsync is watchDeletion sent with send.
+func (s *Session) watchDeletionAsync(path string) <-chan reply[watched] {
+	return send(s, "getChildren", path, func() (watched, error) {
+		_, st, w, err := s.conn.ChildrenW(path)
+		return watched{st, w}, err
+	})
+}
+
+// getWAsync is getW, without the data, sent with send.
+func (s *Session) getWAsync(path string) <-chan reply[watched] {
+	return send(s, "getData", path, func() (watched, error) {
+		_, st, w, err := s.conn.GetW(path)
+		return watched{st, w}, err
+	})
 }
 
 func (s *Session) isClosed() bool {
