@@ -117,7 +117,13 @@ func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []st
 			kids, st, err := s.childrenStat(bg, q.dir)
 			lc <- listing{kids, st, err}
 		case <-stop:
-			lc <- listing{err: ErrClosed}
+			select {
+			case <-sent: // written, and the reply came first
+				kids, st, err := s.childrenStat(bg, q.dir)
+				lc <- listing{kids, st, err}
+			default:
+				lc <- listing{err: ErrClosed}
+			}
 		}
 	}) {
 		forget()

@@ -102,13 +102,19 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 			rc <- res{p, err}
 		}()
 		var c res
+		replied := false
 		select {
 		case <-created:
-		case c = <-rc: // a create that failed before it was written
-			return r, c.err
+		case c = <-rc: // the reply came first (or the create failed before it was written)
+			if c.err != nil {
+				return r, c.err
+			}
+			replied = true
 		}
 		kids, _, err := conn.Children(path)
-		c = <-rc
+		if !replied {
+			c = <-rc
+		}
 		if c.err != nil {
 			return r, c.err
 		}
