@@ -131,6 +131,9 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 			cy = append(cy, time.Since(t0))
 		}
 	}
+	if len(cy) == 0 || len(seq) == 0 {
+		return r, errors.New("bench: the floor measured no cycle")
+	}
 	r.CreateP50, r.ChildrenP50, r.DeleteP50 = Percentile(cr, 0.5), Percentile(ch, 0.5), Percentile(de, 0.5)
 	r.SequentialP50 = Percentile(seq, 0.5)
 	r.CycleP50, r.CycleP99 = Percentile(cy, 0.5), Percentile(cy, 0.99)
