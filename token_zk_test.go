@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -77,26 +78,80 @@ func TestZKAloneHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
 	}
 }
 
-// Before its monitor starts, a hold granted alone learns of a loss of its
-// ownership epoch from the epoch's hook, and its grace timer is stopped.
-func TestZKAloneHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
-	ctx, s := zkSession(t, 10*time.Second)
-	node, err := s.createProtected(ctx, "/zkt/alone-epoch-"+newUUID(), "lock-", nil)
-	require.NoError(t, err)
+// Before its monitor starts, a hold learns of a loss of its ownership
+// epoch from the epoch's hook, and its grace timer is stopped: one granted
+// alone (no watch on its node yet) and one that waited (its watch set).
+func TestZKHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		watch bool
+	}{{"granted alone", false}, {"waited", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, s := zkSession(t, 10*time.Second)
+			node, err := s.createProtected(ctx, "/zkt/hold-epoch-"+newUUID(), "lock-", nil)
+			require.NoError(t, err)
+			var selfW <-chan zk.Event
+			if tc.watch {
+				_, selfW, err = s.watchDeletion(ctx, node.path)
+				require.NoError(t, err)
+			}
 
-	// With the grace longer than the test, only the hook can end the hold.
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Hour
-	epoch := newSignal()
-	h := newHold(s, node, 1, nil, epoch, func() {})
-	epoch.fire(lost(ErrSuspended))
-	select {
-	case <-h.sig.done:
-		assert.ErrorIs(t, h.sig.err, ErrSuspended)
-		assert.ErrorIs(t, h.sig.err, ErrLockLost)
-	case <-ctx.Done():
-		t.Fatal("the hold did not end when its epoch did")
+			// With the grace longer than the test, only the hook can end the hold.
+			defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+			selfWatchGrace = time.Hour
+			epoch := newSignal()
+			h := newHold(s, node, 1, selfW, epoch, func() {})
+			epoch.fire(lost(ErrSuspended))
+			select {
+			case <-h.sig.done:
+				assert.ErrorIs(t, h.sig.err, ErrSuspended)
+				assert.ErrorIs(t, h.sig.err, ErrLockLost)
+			case <-ctx.Done():
+				t.Fatal("the hold did not end when its epoch did")
+			}
+			assert.False(t, h.late.Stop(), "the grace timer was stopped by the loss")
+			assert.True(t, h.sig.fired())
+		})
 	}
-	assert.False(t, h.late.Stop(), "the grace timer was stopped by the loss")
-	assert.True(t, h.sig.fired())
+}
+
+// A holder that waited has had the watch on its node's deletion since it
+// queued, but its monitor reads it only once the hold is selfWatchGrace
+// old: a deletion before then still ends the lease, then.
+func TestZKWaitedHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
+	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+	selfWatchGrace = 300 * time.Millisecond
+	ctx, first := zkSession(t, 30*time.Second)
+	_, second := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	dir := "/zkt/waited-deleted-" + newUUID()
+
+	l0, err := NewMutex(first, dir).Acquire(ctx)
+	require.NoError(t, err)
+	type acquired struct {
+		l   *Lease
+		err error
+	}
+	ac := make(chan acquired, 1)
+	go func() {
+		l, err := NewMutex(second, dir).Acquire(ctx)
+		ac <- acquired{l, err}
+	}()
+	require.Eventually(t, func() bool {
+		kids, _, err := raw.Children(dir)
+		return err == nil && len(kids) == 2
+	}, 10*time.Second, time.Millisecond, "the second contender queues")
+	require.NoError(t, l0.Release(ctx))
+	a := <-ac
+	require.NoError(t, a.err)
+	granted := time.Now()
+	require.NoError(t, raw.Delete(a.l.Path(), -1))
+	select {
+	case <-a.l.Done():
+		assert.ErrorIs(t, a.l.Err(), ErrNodeDeleted)
+		assert.ErrorIs(t, a.l.Err(), ErrLockLost)
+		assert.GreaterOrEqual(t, time.Since(granted), selfWatchGrace/2, "this test must exercise a deletion during the grace, reported when it ends")
+	case <-ctx.Done():
+		t.Fatal("the lease did not end after its node was deleted")
+	}
 }
