@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -351,7 +352,9 @@ func (q *queue) watchTarget(ctx context.Context, target string, wantMark bool) (
 // as above); not done when the watches must be set again.
 func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, dataW, delW <-chan zk.Event, self *selfWatch) (marked, done bool, err error) {
 	changed := false                 // target's data changed and it has not been seen since
-	var verify <-chan reply[watched] // the read sent on that change
+	var checkLater <-chan time.Time  // when to read target after that change
+	var timer *time.Timer            // behind checkLater
+	var verify <-chan reply[watched] // the read sent then
 	deleted := func(ev zk.Event) bool { return ev.Type == zk.EventNodeDeleted }
 	for {
 		select {
@@ -386,12 +389,26 @@ func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, da
 					return false, false, q.classify(ctx, node, dv.Err)
 				default:
 				}
-				verify = q.s.getWAsync(target)
+				// The deletion of a marked release follows its data
+				// change in the same breath, but go-zookeeper hands the
+				// two notifications over one at a time: give the second
+				// markGrace to arrive before reading target to learn
+				// whether the change was someone else's.
+				if timer == nil {
+					timer = time.NewTimer(markGrace)
+					defer timer.Stop()
+				} else {
+					timer.Reset(markGrace)
+				}
+				checkLater = timer.C
 			case zk.EventNotWatching:
 				return false, false, q.classify(ctx, node, ev.Err)
 			default:
 				return false, false, nil
 			}
+		case <-checkLater:
+			checkLater = nil
+			verify = q.s.getWAsync(target)
 		case r := <-verify:
 			verify = nil
 			switch {

@@ -46,6 +46,7 @@ package zkrecipes
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -64,3 +65,9 @@ func (s *Session) releaseMarked(ctx context.Context, path string) error {
 	}
 	return err
 }
+
+// markGrace is how long a waiter that saw the data of the node it waits
+// on change waits for that node's deletion before it reads the node: the
+// deletion of a marked release comes right behind its data change, and a
+// read then would be wasted.
+const markGrace = 5 * time.Millisecond
