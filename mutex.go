@@ -11,7 +11,10 @@ import (
 // Each contender creates an EPHEMERAL_SEQUENTIAL node
 // P/_c_<uuid>-lock-<seq>; the first in sequence order holds the lock, and
 // every other watches only the node just before it, so a release wakes
-// exactly one waiter. The lock is reentrant per goroutine, as Curator's is
+// exactly one waiter. An uncontended acquisition and release costs three
+// requests in two round trips: the listing of the children travels right
+// behind the create (a Session made by Connect sees the create leave),
+// then the delete. The lock is reentrant per goroutine, as Curator's is
 // per thread: a goroutine that holds it acquires again without any
 // ZooKeeper call, and the node is deleted when the last of its leases is
 // released.
