@@ -9,14 +9,7 @@ import (
 // that ends when the Session closes (and after timeout, if it is
 // positive). After Close it does nothing.
 func (s *Session) goBackground(timeout time.Duration, fn func(ctx context.Context)) {
-	s.opsMu.RLock()
-	defer s.opsMu.RUnlock()
-	if s.isClosed() {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		ctx, cancel := ctxUntil(s.closedCh)
 		defer cancel()
 		if timeout > 0 {
@@ -25,7 +18,7 @@ func (s *Session) goBackground(timeout time.Duration, fn func(ctx context.Contex
 			defer c2()
 		}
 		fn(ctx)
-	}()
+	})
 }
 
 // ctxUntil returns a context that ends when stop closes or cancel is
@@ -40,4 +33,20 @@ func ctxUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
+}
+
+// spawn runs fn on a goroutine the Session waits for in Close. It reports
+// false, and does not run fn, when the Session is closed.
+func (s *Session) spawn(fn func()) bool {
+	s.opsMu.RLock()
+	defer s.opsMu.RUnlock()
+	if s.isClosed() {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+	return true
 }

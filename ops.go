@@ -92,19 +92,12 @@ type reply[T any] struct {
 // one besides the caller's.
 func send[T any](s *Session, op, path string, fn func() (T, error)) <-chan reply[T] {
 	ch := make(chan reply[T], 1)
-	s.opsMu.RLock()
-	if s.isClosed() {
-		s.opsMu.RUnlock()
-		ch <- reply[T]{err: ErrClosed}
-		return ch
-	}
-	s.wg.Add(1)
-	s.opsMu.RUnlock()
-	go func() {
-		defer s.wg.Done()
+	if !s.spawn(func() {
 		v, err := traced(s, op, path, fn)
 		ch <- reply[T]{v, err}
-	}()
+	}) {
+		ch <- reply[T]{err: ErrClosed}
+	}
 	return ch
 }
 

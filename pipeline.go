@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -137,34 +138,8 @@ func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []st
 	case l = <-lc:
 	case <-ctx.Done():
 	}
-	if err != nil || l.err != nil || !holds(l.kids, baseName(node.path)) {
+	if err != nil || l.err != nil || !slices.Contains(l.kids, baseName(node.path)) {
 		return node, nil, nil, err
 	}
 	return node, l.kids, l.parent, nil
-}
-
-// holds reports whether kids names the node own.
-func holds(kids []string, own string) bool {
-	for _, k := range kids {
-		if k == own {
-			return true
-		}
-	}
-	return false
-}
-
-// spawn runs fn on a goroutine the Session waits for in Close. It reports
-// false, and does not run fn, when the Session is closed.
-func (s *Session) spawn(fn func()) bool {
-	s.opsMu.RLock()
-	defer s.opsMu.RUnlock()
-	if s.isClosed() {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		fn()
-	}()
-	return true
 }
