@@ -70,18 +70,8 @@ func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()
 
 // attempt is one pass: one node, one session.
 func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
-	// A fast queue lists the children right behind its create (see
-	// pipeline.go); any other reads its own node beside the listing, and
-	// the node's name is known only once the create returns.
-	var node ownNode
-	var kids []string
-	var parent *zk.Stat
-	var err error
-	if q.fast {
-		node, kids, parent, err = q.enter(ctx, data)
-	} else {
-		node, err = q.s.createProtected(ctx, q.dir, q.name, data)
-	}
+	// The children are listed right behind the create (see pipeline.go).
+	node, kids, parent, err := q.enter(ctx, data)
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			return nil, &startOver{err}
@@ -96,11 +86,12 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		}
 	}()
 
-	// The own node's Stat (fencing token, owner) and deletion watch. A
-	// queue with the fast handoff reads it only when it has to (see
-	// aloneToken): beside the first watch when it waits, alone before the
-	// grant when others were queued behind it. Any other queue reads it
-	// beside the first listing.
+	// The own node's Stat (fencing token, owner) and deletion watch, read
+	// only when needed (see aloneToken): beside the first watch when the
+	// node waits, before the grant when others were in the listing.
+	// Without the listing behind the create, the queue lists now; one
+	// without the fast handoff reads the own node beside that listing, as
+	// it always did.
 	var self selfWatch
 	switch {
 	case kids != nil:

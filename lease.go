@@ -19,9 +19,9 @@ import (
 // A loss of the session (under the Session's LossPolicy) ends the lease at
 // once. The deletion of its node by someone else ends it once the lease
 // is 10 ms old at the latest: a hold starts watching that deletion 10 ms
-// after the grant (a lock held for less costs no goroutine, and a Mutex or
-// Election lease granted with nobody else queued no request beyond
-// create, list and delete), and a deletion before then is reported then.
+// after the grant (a lock held for less costs no goroutine, and a lock or
+// leadership granted with nobody else queued no request beyond create,
+// list and delete), and a deletion before then is reported then.
 //
 // The handle is the capability: any goroutine that has the Lease may
 // release it, not only the one that acquired it. A Lease is safe for
@@ -72,10 +72,10 @@ func (l *Lease) Err() error {
 }
 
 // Token returns the fencing token of this ownership: a ZooKeeper zxid,
-// normally the creation zxid (czxid) of its node. A Mutex or Election
-// owner that was alone in the queue when it listed it is granted without
-// reading its node, and its token is the parent's pzxid seen in that
-// listing: the node's czxid unless another child was created or deleted
+// normally the creation zxid (czxid) of its node. A lock or leadership
+// owner that was alone in the queue when it listed it may be granted
+// without reading its node; its token is then the parent's pzxid seen in
+// that listing: the node's czxid unless another child was created or deleted
 // between its create and that listing, and in every case above the token
 // of any earlier owner and below that of any later one. Tokens of
 // successive owners of one recipe path strictly increase across the whole

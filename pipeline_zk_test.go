@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"sync"
@@ -48,6 +49,11 @@ func hookedDialer(beforeWrite func([]byte), afterRead func()) func(string, strin
 	}
 }
 
+// acquirer is what the lock recipes have in common.
+type acquirer interface {
+	Acquire(context.Context) (*Lease, error)
+}
+
 // isListing reports whether frame is a getChildren request (as
 // go-zookeeper sends it: getChildren2) for path.
 func isListing(frame []byte, path string) bool {
@@ -59,44 +65,55 @@ func isListing(frame []byte, path string) bool {
 	return l <= len(frame)-16 && string(frame[16:16+l]) == path
 }
 
-// A Mutex's first listing travels right behind its create: the create's
+// A lock's first listing travels right behind its create: the create's
 // reply is held back until the listing has been written, which would
 // leave an acquisition that waits for that reply waiting in vain.
-func TestZKMutexListsTheChildrenWithoutWaitingForItsCreateReply(t *testing.T) {
-	dir := "/zkt/pipelined-" + newUUID()
-	var gated, waitedInVain atomic.Bool
-	listed := make(chan struct{})
-	var once sync.Once
-	beforeWrite := func(f []byte) {
-		if gated.Load() && isListing(f, dir) {
-			once.Do(func() { close(listed) })
-		}
-	}
-	afterRead := func() {
-		if !gated.Load() {
-			return
-		}
-		select {
-		case <-listed:
-		case <-time.After(5 * time.Second):
-			waitedInVain.Store(true)
-		}
-	}
-	ctx, s := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, afterRead)))
-	m := NewMutex(s, dir)
-	l, err := m.Acquire(ctx) // the first one also makes the parents
-	require.NoError(t, err)
-	require.NoError(t, l.Release(ctx))
+func TestZKLockListsTheChildrenWithoutWaitingForItsCreateReply(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lock func(s *Session, dir string) acquirer
+	}{
+		{"Mutex", func(s *Session, dir string) acquirer { return NewMutex(s, dir) }},
+		{"RWMutex write", func(s *Session, dir string) acquirer { return NewRWMutex(s, dir).WriteLock() }},
+		{"RWMutex read", func(s *Session, dir string) acquirer { return NewRWMutex(s, dir).ReadLock() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := "/zkt/pipelined-" + newUUID()
+			var gated, waitedInVain atomic.Bool
+			listed := make(chan struct{})
+			var once sync.Once
+			beforeWrite := func(f []byte) {
+				if gated.Load() && isListing(f, dir) {
+					once.Do(func() { close(listed) })
+				}
+			}
+			afterRead := func() {
+				if !gated.Load() {
+					return
+				}
+				select {
+				case <-listed:
+				case <-time.After(5 * time.Second):
+					waitedInVain.Store(true)
+				}
+			}
+			ctx, s := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, afterRead)))
+			lock := tc.lock(s, dir)
+			l, err := lock.Acquire(ctx) // the first one also makes the parents
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctx))
 
-	gated.Store(true)
-	l, err = m.Acquire(ctx)
-	gated.Store(false)
-	require.NoError(t, err)
-	assert.False(t, waitedInVain.Load(), "a reply was held back for 5 s: the listing was not sent before the create's reply came")
-	kids, _, err := zkRaw(t).Children(dir)
-	require.NoError(t, err)
-	assert.Equal(t, []string{baseName(l.Path())}, kids)
-	require.NoError(t, l.Release(ctx))
+			gated.Store(true)
+			l, err = lock.Acquire(ctx)
+			gated.Store(false)
+			require.NoError(t, err)
+			assert.False(t, waitedInVain.Load(), "a reply was held back for 5 s: the listing was not sent before the create's reply came")
+			kids, _, err := zkRaw(t).Children(dir)
+			require.NoError(t, err)
+			assert.Equal(t, []string{baseName(l.Path())}, kids)
+			require.NoError(t, l.Release(ctx))
+		})
+	}
 }
 
 func TestSentNotifierClosesOnlyForTheCreateOfTheExpectedPath(t *testing.T) {
@@ -142,4 +159,45 @@ func TestSentNotifierClosesOnlyForTheCreateOfTheExpectedPath(t *testing.T) {
 	assert.EqualValues(t, 1, n.waiting.Load())
 	forget2()
 	assert.Zero(t, n.waiting.Load(), "forget drops a path that was never sent")
+}
+
+// Uncontended, a lock costs its create, the listing and its delete, and
+// nothing else: its node, alone in the listing, is not read.
+func TestZKUncontendedLockCostsCreateListingAndDelete(t *testing.T) {
+	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	for _, tc := range []struct {
+		name string
+		lock func(s *Session, dir string) acquirer
+	}{
+		{"Mutex", func(s *Session, dir string) acquirer { return NewMutex(s, dir) }},
+		{"RWMutex write", func(s *Session, dir string) acquirer { return NewRWMutex(s, dir).WriteLock() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := "/zkt/uncontended-" + newUUID()
+			var mu sync.Mutex
+			var ops []string
+			tracer := TracerFunc(func(ev TraceEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				ops = append(ops, ev.Op)
+			})
+			ctx, s := zkSession(t, 30*time.Second, WithTracer(tracer))
+			lock := tc.lock(s, dir)
+			l, err := lock.Acquire(ctx) // the first one also makes the parents
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctx))
+
+			mu.Lock()
+			ops = nil
+			mu.Unlock()
+			l, err = lock.Acquire(ctx)
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctx))
+			mu.Lock()
+			defer mu.Unlock()
+			assert.ElementsMatch(t, []string{"create", "getChildren", "delete"}, ops)
+			assert.Equal(t, "delete", ops[len(ops)-1])
+		})
+	}
 }
