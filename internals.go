@@ -89,19 +89,12 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 	// The own node's Stat (fencing token, owner) and deletion watch, read
 	// only when needed (see aloneToken): beside the first watch when the
 	// node waits, before the grant when others were in the listing.
-	// Without the listing behind the create, the queue lists now; one
-	// without the fast handoff reads the own node beside that listing, as
-	// it always did.
+	// Without the listing behind the create, the queue lists now.
 	var self selfWatch
-	switch {
-	case kids != nil:
-	case q.fast:
-		kids, parent, err = q.listStat(ctx, node)
-	default:
-		kids, self.stat, self.w, err = q.listWithSelf(ctx, node)
-	}
-	if err != nil {
-		return nil, err
+	if kids == nil {
+		if kids, parent, err = q.listStat(ctx, node); err != nil {
+			return nil, err
+		}
 	}
 	if err := self.checkOwner(node); err != nil {
 		return nil, err
@@ -232,27 +225,6 @@ func (q *queue) listStat(ctx context.Context, node ownNode) ([]string, *zk.Stat,
 		}
 		if err = q.classify(ctx, node, err); err != nil {
 			return nil, nil, err
-		}
-	}
-}
-
-// listWithSelf lists the children and reads the own node, both at once,
-// retrying through a connection loss under the same session. The read
-// gives the node's Stat and sets a watch that fires only on its deletion.
-func (q *queue) listWithSelf(ctx context.Context, node ownNode) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, err
-		}
-		sc := q.s.watchDeletionAsync(node.path)
-		kids, kerr := await(ctx, q.s.childrenAsync(q.dir))
-		own, oerr := await(ctx, sc)
-		err := firstErr(oerr, kerr)
-		if err == nil {
-			return kids, own.stat, own.w, nil
-		}
-		if err = q.classify(ctx, node, err); err != nil {
-			return nil, nil, nil, err
 		}
 	}
 }

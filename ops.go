@@ -113,26 +113,23 @@ func await[T any](ctx context.Context, ch <-chan reply[T]) (T, error) {
 	}
 }
 
-// childrenAsync is children sent with send.
-func (s *Session) childrenAsync(path string) <-chan reply[[]string] {
-	return send(s, "getChildren", path, func() ([]string, error) {
-		c, _, err := s.conn.Children(path)
-		return c, err
-	})
-}
-
 // watched is a node's Stat and a watch set on the node.
 type watched struct {
 	stat *zk.Stat
 	w    <-chan zk.Event
 }
 
-// watchDeletionAsync is watchDeletion sent with send.
-func (s *Session) watchDeletionAsync(path string) <-chan reply[watched] {
-	return send(s, "getChildren", path, func() (watched, error) {
+// deletionWatch is the request of watchDeletion.
+func (s *Session) deletionWatch(path string) func() (watched, error) {
+	return func() (watched, error) {
 		_, st, w, err := s.conn.ChildrenW(path)
 		return watched{st, w}, err
-	})
+	}
+}
+
+// watchDeletionAsync is watchDeletion sent with send.
+func (s *Session) watchDeletionAsync(path string) <-chan reply[watched] {
+	return send(s, "getChildren", path, s.deletionWatch(path))
 }
 
 // getWAsync is getW, without the data, sent with send.
@@ -178,10 +175,8 @@ func (s *Session) getW(ctx context.Context, path string) ([]byte, *zk.Stat, <-ch
 }
 
 func (s *Session) children(ctx context.Context, path string) ([]string, error) {
-	return call(ctx, s, "getChildren", path, func() ([]string, error) {
-		c, _, err := s.conn.Children(path)
-		return c, err
-	}, nil)
+	kids, _, err := s.childrenStat(ctx, path)
+	return kids, err
 }
 
 // childrenStat lists path's children and returns its Stat.
@@ -202,15 +197,8 @@ func (s *Session) childrenStat(ctx context.Context, path string) ([]string, *zk.
 // ephemeral node never has any), so data changes do not consume it. When
 // the node does not exist it returns zk.ErrNoNode and sets no watch.
 func (s *Session) watchDeletion(ctx context.Context, path string) (*zk.Stat, <-chan zk.Event, error) {
-	type res struct {
-		st *zk.Stat
-		w  <-chan zk.Event
-	}
-	r, err := call(ctx, s, "getChildren", path, func() (res, error) {
-		_, st, w, err := s.conn.ChildrenW(path)
-		return res{st, w}, err
-	}, nil)
-	return r.st, r.w, err
+	r, err := call(ctx, s, "getChildren", path, s.deletionWatch(path), nil)
+	return r.stat, r.w, err
 }
 
 func (s *Session) childrenW(ctx context.Context, path string) ([]string, <-chan zk.Event, error) {
