@@ -115,16 +115,14 @@ func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []st
 	if !s.spawn(func() {
 		select {
 		case <-sent:
+		case <-stop:
+		}
+		select {
+		case <-sent: // (if stop came too, the create's reply came first)
 			kids, st, err := s.childrenStat(bg, q.dir)
 			lc <- listing{kids, st, err}
-		case <-stop:
-			select {
-			case <-sent: // written, and the reply came first
-				kids, st, err := s.childrenStat(bg, q.dir)
-				lc <- listing{kids, st, err}
-			default:
-				lc <- listing{err: ErrClosed}
-			}
+		default: // never written: nothing to list behind
+			lc <- listing{}
 		}
 	}) {
 		forget()
