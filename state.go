@@ -99,8 +99,7 @@ type signal struct {
 func newSignal() *signal { return &signal{done: make(chan struct{})} }
 
 // fire closes the signal with err unless it is already closed, then runs
-// the hooks registered with onFire. The caller must serialize calls (the
-// Session holds its mutex).
+// the hooks registered with onFire on the caller's goroutine.
 func (s *signal) fire(err error) {
 	s.mu.Lock()
 	select {
