@@ -184,7 +184,7 @@ func (e *Election) dropPath() {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	st, err := e.s.exists(ctx, e.q.dir)
-	if err == nil && st.NumChildren == 0 && st.Cversion == 0 {
+	if err == nil && neverUsed(st) {
 		err = e.s.delete(ctx, e.q.dir)
 	}
 	if err == nil || err == zk.ErrNoNode {

@@ -480,10 +480,14 @@ func (s *Session) dropUnused() {
 }
 
 func (s *Session) dropIfUnused(p string) {
-	if _, st, err := s.conn.Get(p); err == nil && st.NumChildren == 0 && st.Cversion == 0 {
+	if _, st, err := s.conn.Get(p); err == nil && neverUsed(st) {
 		_ = s.conn.Delete(p, st.Version)
 	}
 }
+
+// neverUsed reports whether a node never had a child: no child now, and
+// its children never changed.
+func neverUsed(st *zk.Stat) bool { return st.NumChildren == 0 && st.Cversion == 0 }
 
 // deleteOwned deletes, on Close of an adopted connection, every node the
 // Session still owns: its session lives on with the caller's connection,
