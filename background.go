@@ -35,18 +35,15 @@ func ctxUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// spawn runs fn on a goroutine the Session waits for in Close. It reports
-// false, and does not run fn, when the Session is closed.
+// spawn runs fn on a goroutine the Session waits for in Close (a worker,
+// see workers.go). It reports false, and does not run fn, when the Session
+// is closed.
 func (s *Session) spawn(fn func()) bool {
 	s.opsMu.RLock()
 	defer s.opsMu.RUnlock()
 	if s.isClosed() {
 		return false
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		fn()
-	}()
+	s.startLocked(fn)
 	return true
 }

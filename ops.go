@@ -10,8 +10,8 @@ import (
 
 // The ZooKeeper operations recipes issue. Each one honours ctx: it returns
 // ctx's error as soon as ctx ends, while the request itself (go-zookeeper
-// cannot cancel one) finishes on a goroutine the Session waits for in
-// Close. Each is reported to the Tracer.
+// cannot cancel one) finishes on a worker goroutine the Session waits for
+// in Close. Each is reported to the Tracer.
 
 // call runs fn as operation op on path. When ctx ends first, the result
 // is handed to abandon (if non-nil) when it arrives, so that a create whose
@@ -30,9 +30,9 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 		return zero, ErrClosed
 	}
 	run := func() (T, error) { return traced(s, op, path, fn) }
-	s.wg.Add(1)
-	s.opsMu.RUnlock()
 	if ctx.Done() == nil {
+		s.wg.Add(1)
+		s.opsMu.RUnlock()
 		defer s.wg.Done()
 		return run()
 	}
@@ -43,17 +43,17 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 	ch := make(chan result, 1)
 	// Whoever comes second of the reply and the caller's giving up decides:
 	// a reply to a caller that gave up is handed to abandon, on the
-	// goroutine the Session already counts.
+	// worker the Session already counts.
 	const pending, delivered, givenUp = 0, 1, 2
 	var state atomic.Int32
-	go func() {
-		defer s.wg.Done()
+	s.startLocked(func() {
 		v, err := run()
 		ch <- result{v, err}
 		if !state.CompareAndSwap(pending, delivered) && abandon != nil {
 			abandon(v, err)
 		}
-	}()
+	})
+	s.opsMu.RUnlock()
 	select {
 	case r := <-ch:
 		return r.v, r.err
@@ -83,12 +83,12 @@ type reply[T any] struct {
 	err error
 }
 
-// send runs fn as operation op on path on a goroutine of its own, which
-// the Session waits for in Close, and returns the channel its reply
-// arrives on. The channel is buffered: a caller may stop waiting (see
-// await). Requests sent together travel in one round trip, in no
-// particular order; send suits reads whose order does not matter, at one
-// goroutine per request where call, with a context that can end, takes
+// send runs fn as operation op on path on a worker of the Session (see
+// workers.go), which the Session waits for in Close, and returns the
+// channel its reply arrives on. The channel is buffered: a caller may stop
+// waiting (see await). Requests sent together travel in one round trip, in
+// no particular order; send suits reads whose order does not matter, at
+// one worker per request where call, with a context that can end, takes
 // one besides the caller's.
 func send[T any](s *Session, op, path string, fn func() (T, error)) <-chan reply[T] {
 	ch := make(chan reply[T], 1)

@@ -51,6 +51,7 @@ type Session struct {
 	closedCh  chan struct{}
 	opsMu     sync.RWMutex // Close takes it to stop new operations
 	wg        sync.WaitGroup
+	workers   workers
 	closeOnce sync.Once
 }
 
@@ -186,6 +187,7 @@ func newSession(cfg sessionConfig) *Session {
 		ready:    make(chan struct{}),
 		subs:     map[*subscriber]struct{}{},
 		closedCh: make(chan struct{}),
+		workers:  workers{tasks: make(chan func())},
 	}
 	return s
 }
