@@ -262,6 +262,7 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 			if err := ctx.Err(); err != nil {
 				return false, err
 			}
+			q.s.gather(1 + targetRequests(wantMark))
 			sc := q.s.watchDeletionAsync(node.path)
 			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
 			r, rerr := await(ctx, sc)
@@ -276,6 +277,7 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 				return false, err
 			}
 		} else {
+			q.s.gather(targetRequests(wantMark))
 			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
 		}
 		if err == zk.ErrNoNode {
@@ -292,6 +294,14 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 			return marked, err
 		}
 	}
+}
+
+// targetRequests is the number of requests watchTarget sends.
+func targetRequests(wantMark bool) int {
+	if wantMark {
+		return 2
+	}
+	return 1
 }
 
 // watchTarget sets the watches a waiter needs on target, in one round

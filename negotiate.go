@@ -29,14 +29,20 @@ type dialFunc func(network, address string, timeout time.Duration) (net.Conn, er
 // whenever the buffer is empty.
 //
 // When sent is non-nil, it is told of every request frame written after
-// the handshake (go-zookeeper writes each request in one Write).
-func negotiatingDialer(dial dialFunc, granted *atomic.Int64, sent *sentNotifier) dialFunc {
+// the handshake (go-zookeeper writes each request in one Write). When wire
+// is non-nil, it is set to each new connection, the one the Session's
+// requests go over from then on (see gather.go).
+func negotiatingDialer(dial dialFunc, granted *atomic.Int64, sent *sentNotifier, wire *atomic.Pointer[sniffConn]) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted, sent: sent}, nil
+		sc := &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted, sent: sent}
+		if wire != nil {
+			wire.Store(sc)
+		}
+		return sc, nil
 	}
 }
 
@@ -50,16 +56,15 @@ type sniffConn struct {
 	n       int
 	sent    *sentNotifier
 	shook   bool // the handshake has been written
+	g       gatherer
 }
 
 func (c *sniffConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	if c.sent != nil && err == nil {
-		if c.shook {
-			c.sent.wrote(p)
-		}
-		c.shook = true
+	if c.shook {
+		return c.writeFrame(p)
 	}
+	n, err := c.Conn.Write(p)
+	c.shook = err == nil
 	return n, err
 }
 

@@ -16,7 +16,7 @@ func TestNegotiatingDialerReadsTheGrantedTimeoutAndPassesBytesThrough(t *testing
 	client, server := net.Pipe()
 	defer server.Close()
 	var granted atomic.Int64
-	dial := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil }, &granted, nil)
+	dial := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil }, &granted, nil, nil)
 	c, err := dial("tcp", "127.0.0.1:2181", time.Second)
 	require.NoError(t, err)
 	defer c.Close()
@@ -54,7 +54,7 @@ func TestSessionConnectionReadsFramesThatArrivedTogetherInOneRead(t *testing.T) 
 	defer server.Close()
 	cc := &countingConn{Conn: client}
 	var granted atomic.Int64
-	dial := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return cc, nil }, &granted, nil)
+	dial := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return cc, nil }, &granted, nil, nil)
 	c, err := dial("tcp", "127.0.0.1:2181", time.Second)
 	require.NoError(t, err)
 	defer c.Close()

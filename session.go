@@ -30,10 +30,11 @@ type Session struct {
 	conn     *zk.Conn
 	ownsConn bool
 	cfg      sessionConfig
-	granted  atomic.Int64  // session timeout granted by the server, in ms (Connect only)
-	sent     *sentNotifier // told of the creates written (Connect only; see pipeline.go)
-	owned    sync.Map      // path -> struct{}: ephemeral nodes this Session created and has not deleted
-	drops    sync.Map      // path -> struct{}: paths created only to be watched, deleted on Close if still unused
+	granted  atomic.Int64              // session timeout granted by the server, in ms (Connect only)
+	sent     *sentNotifier             // told of the creates written (Connect only; see pipeline.go)
+	wire     atomic.Pointer[sniffConn] // the current connection (Connect only; see gather.go)
+	owned    sync.Map                  // path -> struct{}: ephemeral nodes this Session created and has not deleted
+	drops    sync.Map                  // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -85,7 +86,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.enqueue),
 		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false),
-		zk.WithDialer(zk.Dialer(negotiatingDialer(dial, &s.granted, s.sent))))
+		zk.WithDialer(zk.Dialer(negotiatingDialer(dial, &s.granted, s.sent, &s.wire))))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}

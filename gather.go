@@ -1,0 +1,119 @@
+package zkrecipes
+
+import (
+	"sync"
+	"time"
+)
+
+// A waiter sends several requests at once: its own node's read and the
+// watches on the node ahead of it. go-zookeeper writes every request in a
+// system call of its own, and on loopback or a LAN each such write, with
+// the segment it makes the server receive, costs about as much CPU as the
+// recipe's own work for that request. So the Session asks its connection
+// to gather the next n request frames and write them in one.
+//
+// Gathering never reorders: every frame goes through one lock, in the
+// order go-zookeeper writes them. A frame is held at most gatherWait: if
+// fewer frames come than were announced (a request failed before it was
+// written, or another goroutine's frame took a place), what was gathered
+// is written then. A frame gathered but not yet written is, to
+// go-zookeeper, on the wire: if the write fails, the connection is closed
+// and its requests fail as a lost connection's do.
+
+// gatherWait is the longest a gathered frame waits for the rest.
+const gatherWait = 250 * time.Microsecond
+
+// gatherer is a connection's gathering state.
+type gatherer struct {
+	mu    sync.Mutex // held around every write after the handshake
+	want  int        // frames still to gather
+	buf   []byte     // frames gathered
+	timer *time.Timer
+}
+
+// gather asks the Session's current connection to write the next n request
+// frames together. Without a connection of the Session's own (NewSession),
+// it does nothing.
+func (s *Session) gather(n int) {
+	if c := s.wire.Load(); c != nil && n > 1 {
+		c.gather(n)
+	}
+}
+
+func (c *sniffConn) gather(n int) {
+	g := &c.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.want == 0 {
+		if g.timer == nil {
+			g.timer = time.AfterFunc(gatherWait, c.flushLate)
+		} else {
+			g.timer.Reset(gatherWait)
+		}
+	}
+	g.want += n
+}
+
+// writeFrame writes one request frame, or gathers it.
+func (c *sniffConn) writeFrame(p []byte) (int, error) {
+	g := &c.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.want == 0 {
+		n, err := c.Conn.Write(p)
+		if err == nil && c.sent != nil {
+			c.sent.wrote(p)
+		}
+		return n, err
+	}
+	g.buf = append(g.buf, p...)
+	g.want--
+	if c.sent != nil {
+		c.sent.wrote(p) // it goes out before any frame written after it
+	}
+	if g.want > 0 {
+		return len(p), nil
+	}
+	g.timer.Stop()
+	if err := c.flushLocked(); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flushLocked writes what was gathered and stops gathering.
+func (c *sniffConn) flushLocked() error {
+	g := &c.g
+	b := g.buf
+	g.buf, g.want = g.buf[:0], 0
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(b)
+	return err
+}
+
+// Close closes the connection, then drops what was gathered: closing
+// first ends a write that a stalled server holds up, which holds the lock.
+func (c *sniffConn) Close() error {
+	err := c.Conn.Close()
+	c.g.mu.Lock()
+	if c.g.timer != nil {
+		c.g.timer.Stop()
+	}
+	c.g.buf, c.g.want = nil, 0
+	c.g.mu.Unlock()
+	return err
+}
+
+// flushLate writes the frames that waited gatherWait for the rest. When
+// that fails, the connection is closed: go-zookeeper's read fails and it
+// reconnects, failing the requests as lost.
+func (c *sniffConn) flushLate() {
+	c.g.mu.Lock()
+	err := c.flushLocked()
+	c.g.mu.Unlock()
+	if err != nil {
+		c.Conn.Close()
+	}
+}

@@ -1,0 +1,103 @@
+package zkrecipes
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recordingConn records each Write, and fails them once failing is set.
+type recordingConn struct {
+	net.Conn
+	mu      sync.Mutex
+	writes  [][]byte
+	failing bool
+	closed  bool
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failing {
+		return 0, errors.New("broken pipe")
+	}
+	c.writes = append(c.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+func (c *recordingConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return nil
+}
+
+func (c *recordingConn) recorded() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]byte(nil), c.writes...)
+}
+
+func shookConn() (*sniffConn, *recordingConn) {
+	rc := &recordingConn{}
+	return &sniffConn{Conn: rc, shook: true}, rc
+}
+
+func TestGatheredFramesLeaveInOneWriteInTheirOrder(t *testing.T) {
+	c, rc := shookConn()
+	_, err := c.Write([]byte("a"))
+	require.NoError(t, err)
+	c.gather(3)
+	for _, f := range []string{"b", "c"} {
+		n, err := c.Write([]byte(f))
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	}
+	assert.Equal(t, [][]byte{[]byte("a")}, rc.recorded(), "nothing gathered is written before the last frame")
+	_, err = c.Write([]byte("d"))
+	require.NoError(t, err)
+	_, err = c.Write([]byte("e"))
+	require.NoError(t, err)
+	assert.Equal(t, [][]byte{[]byte("a"), []byte("bcd"), []byte("e")}, rc.recorded())
+}
+
+func TestGatheredFramesLeaveAfterGatherWaitWhenTheRestNeverComes(t *testing.T) {
+	c, rc := shookConn()
+	c.gather(3)
+	_, err := c.Write([]byte("b"))
+	require.NoError(t, err)
+	_, err = c.Write([]byte("c"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, gatherWait/4)
+	assert.Equal(t, []byte("bc"), rc.recorded()[0])
+	_, err = c.Write([]byte("d"))
+	require.NoError(t, err)
+	assert.Equal(t, []byte("d"), rc.recorded()[1], "a frame after the late flush is written at once")
+}
+
+func TestGatheredFramesThatCannotBeWrittenCloseTheConnection(t *testing.T) {
+	c, rc := shookConn()
+	c.gather(2)
+	_, err := c.Write([]byte("b"))
+	require.NoError(t, err)
+	rc.mu.Lock()
+	rc.failing = true
+	rc.mu.Unlock()
+	_, err = c.Write([]byte("c"))
+	require.Error(t, err, "the last frame's writer learns of the failure")
+
+	c.gather(2)
+	_, err = c.Write([]byte("d"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return rc.closed
+	}, 10*time.Second, gatherWait/4, "a late flush that fails closes the connection, so go-zookeeper reconnects")
+}
