@@ -24,8 +24,10 @@ import (
 // then RECONNECTED, and recipes acquire again on the new one. Every lease
 // granted under the old session has ended by then.
 //
-// A Session is safe for concurrent use. Close it when done: Close stops
-// every goroutine it started.
+// A Session is safe for concurrent use. It runs the requests a caller does
+// not wait on in place on goroutines it keeps for the next request (at most
+// 16 idle ones). Close it when done: Close stops every goroutine it
+// started.
 type Session struct {
 	conn     *zk.Conn
 	ownsConn bool
