@@ -38,7 +38,7 @@ func env(b *testing.B) Env {
 	if shared == nil && sharedErr == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		shared, sharedErr = zktest.StartCluster(ctx)
+		shared, sharedErr = zktest.StartCluster(ctx, zktest.WithJVMFlags()) // as zkbench runs it
 		if sharedErr == nil {
 			sharedEnv.Servers = shared.Servers()
 			sharedEnv.Observer, sharedErr = ConnectRaw(ctx, sharedEnv.Servers)

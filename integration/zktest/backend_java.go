@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,10 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 		}
 		return nil, err
 	}
+	jvmFlags := testJVMFlags
+	if cfg.jvmFlags != nil {
+		jvmFlags = cfg.jvmFlags
+	}
 	for i, s := range specs {
 		sdir := filepath.Join(dir, fmt.Sprintf("server%d", s.id))
 		data := filepath.Join(sdir, "data")
@@ -115,8 +120,7 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 			address: s.addr(),
 			logPath: filepath.Join(sdir, "server.log"),
 			logw:    cfg.logWriter,
-			args: []string{
-				"-Xmx256m", "-XX:+UseSerialGC", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
+			args: append(slices.Clone(jvmFlags), []string{
 				"-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true",
 				"-Dzookeeper.log.dir=" + sdir,
 				"-Dzookeeper.admin.enableServer=false",
@@ -124,7 +128,7 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 				"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 				"-cp", b.classpath,
 				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
-			},
+			}...),
 			java: b.java,
 			dir:  sdir,
 		}

@@ -2,7 +2,10 @@ package zktest
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +48,32 @@ func TestZooCfgIsLoopbackOnly(t *testing.T) {
 	require.Contains(t, cfg, "clientPort=2182\n")
 	require.Contains(t, cfg, "minSessionTimeout=400\n")
 	require.Contains(t, cfg, "maxSessionTimeout=60000\n")
+}
+
+// The "java" backend starts its servers with the test-tuned JVM flags, or
+// with those WithJVMFlags gives instead.
+func TestJavaBackendStartsServersWithTheJVMFlagsAskedFor(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      []Option
+		want, not string
+	}{
+		{"default", nil, "-XX:TieredStopAtLevel=1", "-Dzktest.marker"},
+		{"WithJVMFlags", []Option{WithBackend("java"), WithJVMFlags("-Dzktest.marker=1")}, "-Dzktest.marker=1", "-XX:TieredStopAtLevel=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Start(t, append([]Option{WithBackend("java")}, tc.opts...)...)
+			js, ok := c.members[0].(*javaServer)
+			require.True(t, ok)
+			js.mu.Lock()
+			pid := js.cmd.Process.Pid
+			js.mu.Unlock()
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			require.NoError(t, err)
+			args := strings.Split(string(cmdline), "\x00")
+			require.Contains(t, args, tc.want)
+			require.NotContains(t, args, tc.not)
+			require.Contains(t, args, "-Djava.net.preferIPv4Stack=true")
+		})
+	}
 }

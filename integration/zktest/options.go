@@ -16,7 +16,12 @@ type config struct {
 	tickTime     time.Duration
 	logWriter    io.Writer
 	startTimeout time.Duration
+	jvmFlags     []string // nil: testJVMFlags
 }
+
+// testJVMFlags are the "java" backend's JVM flags unless WithJVMFlags says
+// otherwise: a quick start in little memory.
+var testJVMFlags = []string{"-Xmx256m", "-XX:+UseSerialGC", "-Xshare:auto", "-XX:TieredStopAtLevel=1"}
 
 const defaultTickTime = 200 * time.Millisecond
 
@@ -72,4 +77,17 @@ func WithLogWriter(w io.Writer) Option {
 // Optional, defaults to 90s.
 func WithStartTimeout(d time.Duration) Option {
 	return func(c *config) { c.startTimeout = d }
+}
+
+// WithJVMFlags replaces the JVM flags the "java" backend starts each server with.
+// Optional: by default they suit tests, a quick start in little memory (-Xmx256m
+// -XX:+UseSerialGC -Xshare:auto -XX:TieredStopAtLevel=1; the last one stops the JIT
+// at its first tier, which compiles quickly but leaves the server spending more CPU
+// per request). WithJVMFlags() with no flags runs the JVM with its own defaults, as
+// Debian's zookeeper package does (its JAVA_OPTS is empty): the server to measure a
+// client against. -Djava.net.preferIPv4Stack=true and the harness's logging
+// properties are always added. Ignored by the "docker" backend (its image sets its
+// flags) and the "servers" backend (it starts no server).
+func WithJVMFlags(flags ...string) Option {
+	return func(c *config) { c.jvmFlags = append([]string{}, flags...) }
 }

@@ -102,7 +102,9 @@ func run(c config) error {
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	cluster, err := zktest.StartCluster(sctx)
+	// The server runs as Debian's package runs it (JVM defaults, the full
+	// JIT), not with the harness's quick-start flags for tests.
+	cluster, err := zktest.StartCluster(sctx, zktest.WithJVMFlags())
 	cancel()
 	if err != nil {
 		return err
@@ -119,9 +121,10 @@ func run(c config) error {
 		return err
 	}
 
-	// Warm the server up (its JIT, its caches) before anything is measured.
+	// Warm the server up (its JIT, which compiles a method fully only after
+	// some ten thousand calls, and its caches) before anything is measured.
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	_, err = bench.Floor(wctx, env, "/zkbench/warmup", c.Warmup, c.Cycles, c.ChainLinks)
+	_, err = bench.Floor(wctx, env, "/zkbench/warmup", c.Warmup, 5*c.Cycles, c.ChainLinks)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)

@@ -228,7 +228,7 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(
 func (r *Results) markdown() string {
 	var b strings.Builder
 	m := r.Machine
-	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, Linux %s, %s, %s; one standalone ZooKeeper 3.8 on 127.0.0.1 "+
+	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, Linux %s, %s, %s; one standalone ZooKeeper 3.8 on 127.0.0.1, its JVM on default flags as Debian's package runs it "+
 		"(load average %s at the start, %s at the end; the machine's 2 cores were shared with other work). "+
 		"Medians of %d repetitions, implementation order rotating.\n\n",
 		m.Date, m.CPUs, m.CPUModel, m.Memory, m.Kernel, m.Go, m.Java, m.LoadAvgStart, m.LoadAvgEnd, r.Config.Reps)
