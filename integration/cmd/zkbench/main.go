@@ -130,6 +130,17 @@ func run(c config) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 
+	// Warm the server's contended paths too (watches and their
+	// notifications, multi, setData), with every implementation's
+	// contended workload, unmeasured: otherwise whichever runs first in
+	// the first repetition meets a server still compiling them.
+	for _, r := range runners {
+		if _, err := r.contended(ctx, env, "/zkbench/warmup/contended/"+r.name()); err != nil {
+			return fmt.Errorf("warm-up: %s contended: %w", r.name(), err)
+		}
+		logf("warm-up: %s contended", r.name())
+	}
+
 	res := newResults(c, machine())
 	for rep := range c.Reps {
 		order := rotate(runners, rep)
