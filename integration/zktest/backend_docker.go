@@ -75,8 +75,19 @@ func newDockerBackend(ctx context.Context) (*dockerBackend, error) {
 	if image == "" {
 		image = DefaultImage
 	}
-	return &dockerBackend{image: image, cli: cli}, nil
+	b := &dockerBackend{image: image, cli: cli}
+	reapOnce.Do(func() {
+		if n, err := b.reapOrphans(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "zktest: docker backend: %v\n", err)
+		} else if n > 0 {
+			fmt.Fprintf(os.Stderr, "zktest: docker backend: removed %d container(s) of test processes that are gone\n", n)
+		}
+	})
+	return b, nil
 }
+
+// reapOnce: one process removes the orphans once, at its first docker backend.
+var reapOnce sync.Once
 
 func (b *dockerBackend) launch(ctx context.Context, _ string, specs []serverSpec, cfg config) ([]member, error) {
 	ms := make([]member, len(specs))
@@ -121,10 +132,7 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 			"ZOO_MY_ID":        strconv.Itoa(s.id),
 			"ZOO_4LW_COMMANDS": "*",
 		}),
-		testcontainers.WithLabels(map[string]string{
-			"org.zkrecipes.zktest":     "1",
-			"org.zkrecipes.zktest.pid": strconv.Itoa(os.Getpid()),
-		}),
+		testcontainers.WithLabels(ownerLabels()),
 	}
 	if cfg.logWriter != nil {
 		opts = append(opts, testcontainers.WithLogConsumers(logConsumer{cfg.logWriter}))
