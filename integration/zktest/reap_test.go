@@ -68,7 +68,9 @@ func TestDocker_ReapsTheContainersOfGoneTestProcesses(t *testing.T) {
 			HostConfig: &container.HostConfig{NetworkMode: "host"},
 		})
 		require.NoError(t, err)
-		t.Cleanup(func() { _, _ = b.cli.ContainerRemove(context.Background(), r.ID, client.ContainerRemoveOptions{Force: true}) })
+		t.Cleanup(func() {
+			_, _ = b.cli.ContainerRemove(context.Background(), r.ID, client.ContainerRemoveOptions{Force: true})
+		})
 		return r.ID
 	}
 	orphan := create(labels(pid, start))
