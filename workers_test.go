@@ -15,13 +15,7 @@ func TestSessionWorkersAreReusedAtMostMaxIdleWaitAndNoneOutlivesClose(t *testing
 
 	// More tasks at once than may wait idle afterwards.
 	const busy = maxIdleWorkers + 24
-	release := make(chan struct{})
-	var started sync.WaitGroup
-	started.Add(busy)
-	for range busy {
-		require.True(t, s.spawn(func() { started.Done(); <-release }))
-	}
-	started.Wait()
+	release := spawnBlocked(t, s, busy)
 	require.Equal(t, busy, workerGoroutines())
 	close(release)
 	require.Eventually(t, func() bool {
@@ -29,19 +23,27 @@ func TestSessionWorkersAreReusedAtMostMaxIdleWaitAndNoneOutlivesClose(t *testing
 	}, 10*time.Second, time.Millisecond, "the workers beyond maxIdleWorkers end")
 
 	// The next tasks run on the waiting workers: no goroutine is added.
-	const again = maxIdleWorkers / 2
-	hold := make(chan struct{})
-	started.Add(again)
-	for range again {
-		require.True(t, s.spawn(func() { started.Done(); <-hold }))
-	}
-	started.Wait()
+	hold := spawnBlocked(t, s, maxIdleWorkers/2)
 	require.Equal(t, maxIdleWorkers, workerGoroutines())
 	close(hold)
 
 	require.NoError(t, s.Close())
 	require.Zero(t, workerGoroutines(), "Close waits for every worker")
 	require.False(t, s.spawn(func() { t.Error("a task ran after Close") }))
+}
+
+// spawnBlocked spawns n tasks on s, returns once all n run, and lets them
+// end when the returned channel is closed.
+func spawnBlocked(t *testing.T, s *Session, n int) chan struct{} {
+	t.Helper()
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(n)
+	for range n {
+		require.True(t, s.spawn(func() { started.Done(); <-release }))
+	}
+	started.Wait()
+	return release
 }
 
 // workerGoroutines counts the goroutines running a Session's worker loop.
