@@ -46,6 +46,11 @@ func env(b *testing.B) Env {
 		if sharedErr == nil {
 			sharedEnv.Meter, sharedErr = NewMeter(ctx, shared.Servers()[0])
 		}
+		if sharedErr == nil {
+			// Warm the server's JIT up as zkbench does, so that the first
+			// benchmark of a run does not meet a server still compiling.
+			_, sharedErr = Floor(ctx, sharedEnv, "/bench/warmup", 200, 5000, 200)
+		}
 	}
 	if sharedErr != nil {
 		if os.Getenv("CI") != "" {
