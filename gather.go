@@ -21,7 +21,7 @@ import (
 // and its requests fail as a lost connection's do.
 
 // gatherWait is the longest a gathered frame waits for the rest.
-const gatherWait = 250 * time.Microsecond
+var gatherWait = 250 * time.Microsecond // a var for tests only
 
 // gatherer is a connection's gathering state.
 type gatherer struct {
