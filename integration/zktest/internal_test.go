@@ -59,7 +59,7 @@ func TestJavaBackendStartsServersWithTheJVMFlagsAskedFor(t *testing.T) {
 		want, not string
 	}{
 		{"default", nil, "-XX:TieredStopAtLevel=1", "-Dzktest.marker"},
-		{"WithJVMFlags", []Option{WithBackend("java"), WithJVMFlags("-Dzktest.marker=1")}, "-Dzktest.marker=1", "-XX:TieredStopAtLevel=1"},
+		{"WithJVMFlags", []Option{WithJVMFlags("-Dzktest.marker=1")}, "-Dzktest.marker=1", "-XX:TieredStopAtLevel=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Start(t, append([]Option{WithBackend("java")}, tc.opts...)...)
