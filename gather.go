@@ -59,6 +59,7 @@ func (c *sniffConn) writeFrame(p []byte) (int, error) {
 	g := &c.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer c.resume.onFrame(p) // once written (or gathered)
 	if g.want == 0 {
 		n, err := c.Conn.Write(p)
 		if err == nil && c.sent != nil {
@@ -97,6 +98,7 @@ func (c *sniffConn) flushLocked() error {
 // first ends a write that a stalled server holds up, which holds the lock.
 func (c *sniffConn) Close() error {
 	err := c.Conn.Close()
+	c.resume.close()
 	c.g.mu.Lock()
 	if c.g.timer != nil {
 		c.g.timer.Stop()

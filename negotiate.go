@@ -39,6 +39,7 @@ func negotiatingDialer(dial dialFunc, granted *atomic.Int64, sent *sentNotifier,
 			return nil, err
 		}
 		sc := &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted, sent: sent}
+		sc.resume.closed = make(chan struct{})
 		if wire != nil {
 			wire.Store(sc)
 		}
@@ -46,33 +47,43 @@ func negotiatingDialer(dial dialFunc, granted *atomic.Int64, sent *sentNotifier,
 	}
 }
 
-// sniffConn passes every byte through, reading the timeOut field of the
-// first frame on the way.
+// sniffConn passes every byte through, reading the timeOut and sessionId
+// fields of the first frame on the way.
 type sniffConn struct {
 	net.Conn
 	r       *bufio.Reader
 	granted *atomic.Int64
-	head    [12]byte // length, protocolVersion, timeOut
-	n       int
+	head    [20]byte // length, protocolVersion, timeOut, sessionId
+	n       int      // bytes read so far, up to the end of the handshake's reply
 	sent    *sentNotifier
 	shook   bool // the handshake has been written
 	g       gatherer
+	resume  resumer
 }
 
 func (c *sniffConn) Write(p []byte) (int, error) {
 	if c.shook {
 		return c.writeFrame(p)
 	}
+	c.resume.onHandshake(p)
 	n, err := c.Conn.Write(p)
 	c.shook = err == nil
 	return n, err
 }
 
 func (c *sniffConn) Read(p []byte) (int, error) {
+	if c.n >= 4 && c.n >= c.handshakeLen() {
+		c.resume.awaitReset(int64(binary.BigEndian.Uint64(c.head[12:20])))
+		return c.r.Read(p)
+	}
 	n, err := c.r.Read(p)
-	if c.n < len(c.head) && n > 0 {
-		c.n += copy(c.head[c.n:], p[:n])
-		if c.n == len(c.head) {
+	if n > 0 {
+		if c.n < len(c.head) {
+			copy(c.head[c.n:], p[:n])
+		}
+		before := c.n
+		c.n += n
+		if before < 12 && c.n >= 12 {
 			if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
 				c.granted.Store(int64(ms))
 			}
@@ -80,6 +91,10 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// handshakeLen is the length of the handshake's reply, its length field
+// included (c.n >= 4).
+func (c *sniffConn) handshakeLen() int { return 4 + int(binary.BigEndian.Uint32(c.head[0:4])) }
 
 // grantedTimeout returns the session timeout the server granted, or the
 // one asked for before any server answered.

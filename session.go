@@ -113,7 +113,12 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // Close deletes the nodes the Session still owns (its leases end) and stops
 // the Session's goroutines, but leaves conn open. Pass the
 // session timeout conn was made with in WithSessionTimeout: an adopted
-// connection cannot tell the Session what the server granted.
+// connection cannot tell the Session what the server granted. Nor does it
+// get what Connect's connections do on the wire: a waiter's requests are
+// written one by one, and after a reconnection go-zookeeper may read a
+// reply before it re-sets its watches, which can lose a notification of a
+// change made while it was cut off (go-zookeeper/zk#35).
+// Prefer Connect.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")

@@ -4,9 +4,11 @@ import "time"
 
 // Tracer observes every ZooKeeper operation a Session's recipes issue, in
 // the spirit of Curator's TracerDriver: an adapter for a metrics or tracing
-// system can live in its own module. TraceOp is called on the goroutine
-// that issued the operation, after the reply (or failure); it must be safe
-// for concurrent use and must not block.
+// system can live in its own module. TraceOp is called after the reply
+// (or failure), on the goroutine that issued the operation or on one the
+// Session keeps for its requests; it must be safe for concurrent use, must
+// not block, and must not use the Session's recipes (a lock acquired there
+// would belong to a goroutine the Session goes on reusing).
 type Tracer interface {
 	TraceOp(TraceEvent)
 }

@@ -1,0 +1,159 @@
+package zkrecipes
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// shake opens a Session connection over a pipe and completes a handshake
+// in which the client asks to resume session asked and the server answers
+// with session granted. It returns the client's end and the server's.
+func shake(t *testing.T, asked, granted int64) (net.Conn, net.Conn) {
+	t.Helper()
+	client, server := net.Pipe()
+	t.Cleanup(func() { _ = server.Close() })
+	var g atomic.Int64
+	c, err := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil }, &g, nil, nil)("tcp", "127.0.0.1:2181", time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	// ConnectRequest: length, protocolVersion, lastZxidSeen, timeOut, sessionId, password.
+	req := binary.BigEndian.AppendUint32(nil, 0)
+	req = binary.BigEndian.AppendUint64(req, 7)
+	req = binary.BigEndian.AppendUint32(req, 4000)
+	req = binary.BigEndian.AppendUint64(req, uint64(asked))
+	req = binary.BigEndian.AppendUint32(req, 16)
+	req = append(req, make([]byte, 16)...)
+	go func() { _, _ = io.ReadFull(server, make([]byte, 4+len(req))) }()
+	_, err = c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(req))), req...))
+	require.NoError(t, err)
+
+	// ConnectResponse: length, protocolVersion, timeOut, sessionId, password.
+	resp := binary.BigEndian.AppendUint32(nil, 0)
+	resp = binary.BigEndian.AppendUint32(resp, 4000)
+	resp = binary.BigEndian.AppendUint64(resp, uint64(granted))
+	resp = binary.BigEndian.AppendUint32(resp, 16)
+	resp = append(resp, make([]byte, 16)...)
+	go func() { _, _ = server.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(resp))), resp...)) }()
+	var n [4]byte
+	_, err = io.ReadFull(c, n[:])
+	require.NoError(t, err)
+	_, err = io.ReadFull(c, make([]byte, binary.BigEndian.Uint32(n[:])))
+	require.NoError(t, err)
+	return c, server
+}
+
+// request is a request frame: length, xid, opcode.
+func request(op uint32) []byte {
+	f := binary.BigEndian.AppendUint32(nil, 8)
+	f = binary.BigEndian.AppendUint32(f, 1)
+	return binary.BigEndian.AppendUint32(f, op)
+}
+
+// firstReply reads one byte the server sends after the handshake, in the
+// background.
+func firstReply(c, server net.Conn) <-chan error {
+	go func() { _, _ = server.Write([]byte{1}) }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		done <- err
+	}()
+	return done
+}
+
+func setResumeWait(t *testing.T, d time.Duration) {
+	t.Cleanup(func(old time.Duration) func() { return func() { resumeWait = old } }(resumeWait))
+	resumeWait = d
+}
+
+func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testing.T) {
+	setResumeWait(t, time.Hour)
+	c, server := shake(t, 0x1234, 0x1234)
+	go func() { _, _ = io.Copy(io.Discard, server) }()
+	done := firstReply(c, server)
+	_, err := c.Write(request(3)) // a request queued while the connection was down
+	require.NoError(t, err)
+	readEarly := false
+	require.Eventually(t, func() bool {
+		select {
+		case <-done:
+			readEarly = true
+			return true
+		default:
+			return goroutineIn("(*resumer).awaitReset")
+		}
+	}, 10*time.Second, time.Millisecond)
+	require.False(t, readEarly, "the reply was read before SetWatches was written")
+
+	_, err = c.Write(request(opSetWatches))
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply is still held after SetWatches was written")
+	}
+}
+
+// goroutineIn reports whether some goroutine is blocked in fn.
+func goroutineIn(fn string) bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), fn)
+}
+
+func TestNewSessionReadsItsFirstReplyAtOnce(t *testing.T) {
+	setResumeWait(t, time.Hour)
+	for _, tc := range []struct {
+		name           string
+		asked, granted int64
+	}{
+		{"first connection", 0, 0x99},
+		{"after the session expired", 0x1234, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, server := shake(t, tc.asked, tc.granted)
+			select {
+			case err := <-firstReply(c, server):
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("a new session's reply is held")
+			}
+		})
+	}
+}
+
+func TestResumedConnectionWithoutWatchesReadsItsFirstReplyAfterResumeWait(t *testing.T) {
+	setResumeWait(t, 20*time.Millisecond)
+	c, server := shake(t, 0x1234, 0x1234)
+	start := time.Now()
+	select {
+	case err := <-firstReply(c, server):
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply is held past resumeWait")
+	}
+}
+
+func TestClosingAResumedConnectionEndsTheReadThatWaitsForSetWatches(t *testing.T) {
+	setResumeWait(t, time.Hour)
+	c, server := shake(t, 0x1234, 0x1234)
+	done := firstReply(c, server)
+	require.NoError(t, c.Close())
+	select {
+	case err := <-done:
+		assert.Error(t, err, "a closed connection's read fails")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read still waits after Close")
+	}
+}

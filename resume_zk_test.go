@@ -1,0 +1,154 @@
+package zkrecipes
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// connLog records, in order, what a Session's connections carry beneath
+// the Session's own wrapper: every read issued after a connection's
+// handshake and the opcode of every request frame written. Dials after
+// the first wait for gate.
+type connLog struct {
+	gate  chan struct{}
+	mu    sync.Mutex
+	conns []net.Conn
+	log   []string
+}
+
+func (l *connLog) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	l.mu.Lock()
+	i := len(l.conns)
+	l.conns = append(l.conns, nil)
+	l.mu.Unlock()
+	if i > 0 {
+		<-l.gate
+	}
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.conns[i] = c
+	l.mu.Unlock()
+	return &loggedConn{Conn: c, l: l, i: i}, nil
+}
+
+func (l *connLog) add(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log = append(l.log, fmt.Sprintf(format, args...))
+}
+
+func (l *connLog) entries() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.log...)
+}
+
+// cut closes the first connection under the client.
+func (l *connLog) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.conns[0].Close()
+}
+
+type loggedConn struct {
+	net.Conn
+	l       *connLog
+	i       int
+	read    int // bytes read (read side only)
+	wrote   bool
+	replyAt int // bytes up to the end of the handshake's reply, once known
+}
+
+func (c *loggedConn) Read(p []byte) (int, error) {
+	if c.replyAt > 0 && c.read >= c.replyAt {
+		c.l.add("conn %d read", c.i)
+	}
+	n, err := c.Conn.Read(p)
+	if c.read < 4 && c.read+n >= 4 {
+		c.replyAt = 4 + int(binary.BigEndian.Uint32(p[:4])) // one read holds the length
+	}
+	c.read += n
+	return n, err
+}
+
+func (c *loggedConn) Write(p []byte) (int, error) {
+	if c.wrote && len(p) >= 12 {
+		c.l.add("conn %d write op%d", c.i, binary.BigEndian.Uint32(p[8:12]))
+	}
+	c.wrote = true
+	return c.Conn.Write(p)
+}
+
+// queuedRequests counts goroutines blocked in go-zookeeper's request with
+// the request queued (past queueRequest), awaiting its reply.
+func queuedRequests() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		if len(lines) > 1 && strings.Contains(lines[0], "[select") &&
+			strings.HasPrefix(lines[1], "github.com/go-zookeeper/zk.(*Conn).request(") {
+			n++
+		}
+	}
+	return n
+}
+
+// A session resumed on a new connection re-sets its watches before any
+// reply is read there: were a reply read first, go-zookeeper could take
+// the reply's zxid as the point from which the server is to report
+// changes, losing a change made while the client was cut off (and races
+// on that zxid: go-zookeeper/zk#35). A request queued while the
+// connection was down is written before the watches are re-set; its reply
+// must wait.
+func TestZKResumedSessionReadsNoReplyBeforeItsWatchesAreReset(t *testing.T) {
+	l := &connLog{gate: make(chan struct{})}
+	ctx, s := zkSession(t, 30*time.Second, WithDialer(l.dial))
+	conn := s.Conn()
+	_, _, _, err := conn.ExistsW("/zkt/resume-" + newUUID()) // a watch to re-set
+	require.NoError(t, err)
+
+	l.cut()
+	require.Eventually(t, func() bool { return s.State() == StateSuspended }, 10*time.Second, time.Millisecond)
+	replied := make(chan error, 1)
+	go func() {
+		_, _, err := conn.Exists("/zkt")
+		replied <- err
+	}()
+	require.Eventually(t, func() bool { return queuedRequests() == 1 }, 10*time.Second, time.Millisecond,
+		"the request waits in go-zookeeper's queue for the next connection")
+	close(l.gate)
+	select {
+	case err := <-replied:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("the queued request was not answered after the reconnection")
+	}
+	require.Eventually(t, func() bool { return s.State() == StateReconnected }, 10*time.Second, time.Millisecond)
+
+	var second []string
+	for _, e := range l.entries() {
+		if strings.HasPrefix(e, "conn 1 ") {
+			second = append(second, strings.TrimPrefix(e, "conn 1 "))
+		}
+	}
+	require.Contains(t, second, "read")
+	require.Contains(t, second, fmt.Sprintf("write op%d", opSetWatches))
+	assert.Equal(t, "write op3", second[0], "the queued exists request leaves first")
+	assert.Less(t, slices.Index(second, fmt.Sprintf("write op%d", opSetWatches)), slices.Index(second, "read"),
+		"no reply is read before SetWatches is written: %v", second)
+}
