@@ -29,8 +29,10 @@ import (
 // SetWatches request has been written (go-zookeeper builds it, reading the
 // last zxid, before it writes it, so every reply is then recorded after).
 // A client that holds no watch sends no SetWatches and reads no zxid; its
-// first read waits resumeWait at most, then goes on. A new session (the
-// first connection, or one after an expiry) holds no watch to re-set.
+// first read waits resumeWait at most (a sixth of the session timeout when
+// that is less: go-zookeeper's read deadline is two thirds of it), then
+// goes on. A new session (the first connection, or one after an expiry)
+// holds no watch to re-set.
 
 // resumeWait is the longest a resumed connection's first read waits for the
 // SetWatches request: go-zookeeper writes it within microseconds when it
@@ -71,9 +73,9 @@ func (r *resumer) onFrame(p []byte) {
 
 // awaitReset is called before every read that follows the handshake: the
 // first waits, if the session was resumed (granted is the session id the
-// server answered), until SetWatches is written, resumeWait has passed or
-// the connection is closed.
-func (r *resumer) awaitReset(granted int64) {
+// server answered, timeout the session timeout), until SetWatches is
+// written, the connection is closed or the bound above has passed.
+func (r *resumer) awaitReset(granted int64, timeout time.Duration) {
 	if r.waited {
 		return
 	}
@@ -81,7 +83,7 @@ func (r *resumer) awaitReset(granted int64) {
 	if r.reset == nil || granted != r.asked {
 		return
 	}
-	t := time.NewTimer(resumeWait)
+	t := time.NewTimer(min(resumeWait, timeout/6))
 	defer t.Stop()
 	select {
 	case <-r.reset:

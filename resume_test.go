@@ -16,8 +16,9 @@ import (
 
 // shake opens a Session connection over a pipe and completes a handshake
 // in which the client asks to resume session asked and the server answers
-// with session granted. It returns the client's end and the server's.
-func shake(t *testing.T, asked, granted int64) (net.Conn, net.Conn) {
+// with session granted and a session timeout of ms milliseconds. It
+// returns the client's end and the server's.
+func shake(t *testing.T, asked, granted int64, ms uint32) (net.Conn, net.Conn) {
 	t.Helper()
 	client, server := net.Pipe()
 	t.Cleanup(func() { _ = server.Close() })
@@ -39,7 +40,7 @@ func shake(t *testing.T, asked, granted int64) (net.Conn, net.Conn) {
 
 	// ConnectResponse: length, protocolVersion, timeOut, sessionId, password.
 	resp := binary.BigEndian.AppendUint32(nil, 0)
-	resp = binary.BigEndian.AppendUint32(resp, 4000)
+	resp = binary.BigEndian.AppendUint32(resp, ms)
 	resp = binary.BigEndian.AppendUint64(resp, uint64(granted))
 	resp = binary.BigEndian.AppendUint32(resp, 16)
 	resp = append(resp, make([]byte, 16)...)
@@ -78,7 +79,7 @@ func setResumeWait(t *testing.T, d time.Duration) {
 
 func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testing.T) {
 	setResumeWait(t, time.Hour)
-	c, server := shake(t, 0x1234, 0x1234)
+	c, server := shake(t, 0x1234, 0x1234, 600_000)
 	go func() { _, _ = io.Copy(io.Discard, server) }()
 	done := firstReply(c, server)
 	_, err := c.Write(request(3)) // a request queued while the connection was down
@@ -121,7 +122,7 @@ func TestNewSessionReadsItsFirstReplyAtOnce(t *testing.T) {
 		{"after the session expired", 0x1234, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, server := shake(t, tc.asked, tc.granted)
+			c, server := shake(t, tc.asked, tc.granted, 600_000)
 			select {
 			case err := <-firstReply(c, server):
 				require.NoError(t, err)
@@ -134,7 +135,7 @@ func TestNewSessionReadsItsFirstReplyAtOnce(t *testing.T) {
 
 func TestResumedConnectionWithoutWatchesReadsItsFirstReplyAfterResumeWait(t *testing.T) {
 	setResumeWait(t, 20*time.Millisecond)
-	c, server := shake(t, 0x1234, 0x1234)
+	c, server := shake(t, 0x1234, 0x1234, 600_000)
 	start := time.Now()
 	select {
 	case err := <-firstReply(c, server):
@@ -147,7 +148,7 @@ func TestResumedConnectionWithoutWatchesReadsItsFirstReplyAfterResumeWait(t *tes
 
 func TestClosingAResumedConnectionEndsTheReadThatWaitsForSetWatches(t *testing.T) {
 	setResumeWait(t, time.Hour)
-	c, server := shake(t, 0x1234, 0x1234)
+	c, server := shake(t, 0x1234, 0x1234, 600_000)
 	done := firstReply(c, server)
 	require.NoError(t, c.Close())
 	select {
@@ -155,5 +156,18 @@ func TestClosingAResumedConnectionEndsTheReadThatWaitsForSetWatches(t *testing.T
 		assert.Error(t, err, "a closed connection's read fails")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the read still waits after Close")
+	}
+}
+
+func TestResumedConnectionWaitsForSetWatchesNoLongerThanASixthOfTheSessionTimeout(t *testing.T) {
+	setResumeWait(t, time.Hour)
+	c, server := shake(t, 0x1234, 0x1234, 120) // go-zookeeper's read deadline: 80 ms
+	start := time.Now()
+	select {
+	case err := <-firstReply(c, server):
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply is held past a sixth of the session timeout")
 	}
 }
