@@ -116,6 +116,10 @@ func (b *dockerBackend) launch(ctx context.Context, _ string, specs []serverSpec
 
 func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s serverSpec, cfg config) (member, error) {
 	conf := zooCfg(specs, i, containerData, cfg.tickTime)
+	entrypoint, jvmflags, err := b.dockerJVM(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	opts := []testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
@@ -127,7 +131,7 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 		),
 		testcontainers.WithEnv(map[string]string{
 			// Read by the official image's scripts; ours has its flags built in.
-			"JVMFLAGS":         "-Xmx256m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true",
+			"JVMFLAGS":         jvmflags,
 			"ZOO_CLIENT_PORT":  strconv.Itoa(s.clientPort),
 			"ZOO_MY_ID":        strconv.Itoa(s.id),
 			"ZOO_4LW_COMMANDS": "*",
@@ -138,7 +142,7 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 		opts = append(opts, testcontainers.WithLogConsumers(logConsumer{cfg.logWriter}))
 	}
 	req := testcontainers.GenericContainerRequest{
-		ContainerRequest: testcontainers.ContainerRequest{Image: b.image},
+		ContainerRequest: testcontainers.ContainerRequest{Image: b.image, Entrypoint: entrypoint},
 		Started:          true,
 	}
 	for _, o := range opts {

@@ -86,8 +86,10 @@ func WithStartTimeout(d time.Duration) Option {
 // per request). WithJVMFlags() with no flags runs the JVM with its own defaults, as
 // Debian's zookeeper package does (its JAVA_OPTS is empty): the server to measure a
 // client against. -Djava.net.preferIPv4Stack=true and the harness's logging
-// properties are always added. Ignored by the "docker" backend (its image sets its
-// flags) and the "servers" backend (it starts no server).
+// properties are always added. The "docker" backend starts an image whose
+// entrypoint runs java (ours) with these flags in place of the -X flags it has, and
+// passes them to any other image in JVMFLAGS (the official image's scripts read it).
+// Ignored by the "servers" backend (it starts no server).
 func WithJVMFlags(flags ...string) Option {
 	return func(c *config) { c.jvmFlags = append([]string{}, flags...) }
 }
