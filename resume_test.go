@@ -133,16 +133,30 @@ func TestNewSessionReadsItsFirstReplyAtOnce(t *testing.T) {
 	}
 }
 
-func TestResumedConnectionWithoutWatchesReadsItsFirstReplyAfterResumeWait(t *testing.T) {
-	setResumeWait(t, 20*time.Millisecond)
-	c, server := shake(t, 0x1234, 0x1234, 600_000)
-	start := time.Now()
-	select {
-	case err := <-firstReply(c, server):
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the reply is held past resumeWait")
+// Without SetWatches (go-zookeeper holds no watch), the first reply waits
+// resumeWait, or a sixth of the session timeout when that is less
+// (go-zookeeper's read deadline is two thirds of it).
+func TestResumedConnectionWithoutWatchesReadsItsFirstReplyAfterTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		wait    time.Duration
+		timeout uint32 // ms
+	}{
+		{"resumeWait", 20 * time.Millisecond, 600_000},
+		{"a sixth of the session timeout", time.Hour, 120},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setResumeWait(t, tc.wait)
+			c, server := shake(t, 0x1234, 0x1234, tc.timeout)
+			start := time.Now()
+			select {
+			case err := <-firstReply(c, server):
+				require.NoError(t, err)
+				assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the reply is held past the bound")
+			}
+		})
 	}
 }
 
@@ -156,18 +170,5 @@ func TestClosingAResumedConnectionEndsTheReadThatWaitsForSetWatches(t *testing.T
 		assert.Error(t, err, "a closed connection's read fails")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the read still waits after Close")
-	}
-}
-
-func TestResumedConnectionWaitsForSetWatchesNoLongerThanASixthOfTheSessionTimeout(t *testing.T) {
-	setResumeWait(t, time.Hour)
-	c, server := shake(t, 0x1234, 0x1234, 120) // go-zookeeper's read deadline: 80 ms
-	start := time.Now()
-	select {
-	case err := <-firstReply(c, server):
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the reply is held past a sixth of the session timeout")
 	}
 }
