@@ -36,8 +36,10 @@ import (
 
 // resumeWait is the longest a resumed connection's first read waits for the
 // SetWatches request: go-zookeeper writes it within microseconds when it
-// holds watches, and sends none when it holds none.
-var resumeWait = 500 * time.Millisecond // a var for tests only
+// holds watches, and sends none when it holds none. It only has to outlast
+// go-zookeeper finding its watch list empty, microseconds after the
+// handshake; a client without watches pays it once per reconnection.
+var resumeWait = 200 * time.Millisecond // a var for tests only
 
 // opSetWatches is the opcode of ZooKeeper's SetWatches request.
 const opSetWatches = 101
