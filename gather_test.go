@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +47,9 @@ func (c *recordingConn) recorded() [][]byte {
 
 func shookConn() (*sniffConn, *recordingConn) {
 	rc := &recordingConn{}
-	return &sniffConn{Conn: rc, shook: true}, rc
+	c := newSniffConn(rc, new(atomic.Int64), nil)
+	c.shook = true
+	return c, rc
 }
 
 func TestGatheredFramesLeaveInOneWriteInTheirOrder(t *testing.T) {

@@ -38,8 +38,7 @@ func negotiatingDialer(dial dialFunc, granted *atomic.Int64, sent *sentNotifier,
 		if err != nil {
 			return nil, err
 		}
-		sc := &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted, sent: sent}
-		sc.resume.closed = make(chan struct{})
+		sc := newSniffConn(c, granted, sent)
 		if wire != nil {
 			wire.Store(sc)
 		}
@@ -59,6 +58,12 @@ type sniffConn struct {
 	shook   bool // the handshake has been written
 	g       gatherer
 	resume  resumer
+}
+
+func newSniffConn(c net.Conn, granted *atomic.Int64, sent *sentNotifier) *sniffConn {
+	sc := &sniffConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), granted: granted, sent: sent}
+	sc.resume.closed = make(chan struct{})
+	return sc
 }
 
 func (c *sniffConn) Write(p []byte) (int, error) {
