@@ -59,7 +59,8 @@ func (c *sniffConn) writeFrame(p []byte) (int, error) {
 	g := &c.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	defer c.resume.onFrame(p) // once written (or gathered)
+	c.resume.beforeFrame(p)
+	defer c.resume.afterFrame(p) // once written (or gathered)
 	if g.want == 0 {
 		n, err := c.Conn.Write(p)
 		if err == nil && c.sent != nil {

@@ -78,8 +78,10 @@ func (c *sniffConn) Write(p []byte) (int, error) {
 
 func (c *sniffConn) Read(p []byte) (int, error) {
 	if c.n >= 4 && c.n >= c.handshakeLen() {
-		ms := time.Duration(binary.BigEndian.Uint32(c.head[8:12])) * time.Millisecond
-		c.resume.awaitReset(int64(binary.BigEndian.Uint64(c.head[12:20])), ms)
+		if c.resume.state != resumeDone {
+			ms := time.Duration(binary.BigEndian.Uint32(c.head[8:12])) * time.Millisecond
+			return c.readResumed(p, int64(binary.BigEndian.Uint64(c.head[12:20])), ms)
+		}
 		return c.r.Read(p)
 	}
 	n, err := c.r.Read(p)

@@ -1,7 +1,9 @@
 package zkrecipes
 
 import (
+	"bufio"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"time"
 )
@@ -25,9 +27,11 @@ import (
 //
 // The Java client builds SetWatches before it reads any reply on the new
 // connection. A Session's connection does the same for go-zookeeper: after
-// the handshake of a resumed session, its first read waits until the
+// the handshake of a resumed session, no reply is read until the
 // SetWatches request has been written (go-zookeeper builds it, reading the
-// last zxid, before it writes it, so every reply is then recorded after).
+// last zxid, before it writes it, so every reply is then recorded after),
+// except the replies to the credentials an authenticated client sends
+// first (below).
 // A client that holds no watch sends no SetWatches and reads no zxid; its
 // first read waits resumeWait at most (a sixth of the session timeout when
 // that is less: go-zookeeper's read deadline is two thirds of it), then
@@ -41,19 +45,41 @@ import (
 // handshake; a client without watches pays it once per reconnection.
 var resumeWait = 200 * time.Millisecond // a var for tests only
 
-// opSetWatches is the opcode of ZooKeeper's SetWatches request.
-const opSetWatches = 101
+// Opcodes of the requests a resumed connection starts with.
+const (
+	opSetAuth    = 100
+	opSetWatches = 101
+)
+
+// An authenticated client first sends its credentials again, and sends
+// nothing else, SetWatches included, until their replies are read. Those
+// replies are let through (a server answers them with zxid 0, which
+// go-zookeeper does not record); any other reply waits as above.
 
 // resumer holds a resumed connection's replies back until the watches
 // are re-set.
 type resumer struct {
 	asked    int64         // the session id the handshake asked to resume (0: a new session)
 	reset    chan struct{} // closed when SetWatches is written; nil when not resuming
-	once     sync.Once
+	resetOne sync.Once
 	closed   chan struct{} // closed by Close; made with the connection
-	waited   bool          // the first reply read has waited (read side only)
 	closeOne sync.Once
+	authed   chan struct{} // closed when the first SetAuth is written
+	authOne  sync.Once
+	mu       sync.Mutex
+	auths    []int32 // xids of the SetAuth requests written
+
+	// Read side only.
+	state     int         // resumeUnknown, resumeHolding or resumeDone
+	timer     *time.Timer // the bound of resumeHolding
+	off, size int         // the SetAuth reply being passed through: bytes passed, its length
 }
+
+const (
+	resumeUnknown = iota // before the first read after the handshake
+	resumeHolding        // replies wait for SetWatches
+	resumeDone           // replies pass
+)
 
 // onHandshake notes the session id a ConnectRequest (length, protocolVersion,
 // lastZxidSeen, timeOut, sessionId, password) asks to resume.
@@ -63,35 +89,84 @@ func (r *resumer) onHandshake(p []byte) {
 	}
 	if r.asked != 0 {
 		r.reset = make(chan struct{})
+		r.authed = make(chan struct{})
 	}
 }
 
-// onFrame notes a request frame (length, xid, opcode, ...) being written.
-func (r *resumer) onFrame(p []byte) {
+// beforeFrame notes a request frame (length, xid, opcode, ...) about to be
+// written: a SetAuth's xid, before its reply can come.
+func (r *resumer) beforeFrame(p []byte) {
+	if r.reset != nil && len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opSetAuth {
+		r.mu.Lock()
+		r.auths = append(r.auths, int32(binary.BigEndian.Uint32(p[4:8])))
+		r.mu.Unlock()
+		r.authOne.Do(func() { close(r.authed) })
+	}
+}
+
+// afterFrame notes a request frame written (or gathered): SetWatches.
+func (r *resumer) afterFrame(p []byte) {
 	if r.reset != nil && len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opSetWatches {
-		r.once.Do(func() { close(r.reset) })
+		r.resetOne.Do(func() { close(r.reset) })
 	}
 }
 
-// awaitReset is called before every read that follows the handshake: the
-// first waits, if the session was resumed (granted is the session id the
-// server answered, timeout the session timeout), until SetWatches is
-// written, the connection is closed or the bound above has passed.
-func (r *resumer) awaitReset(granted int64, timeout time.Duration) {
-	if r.waited {
-		return
+func (r *resumer) isAuth(xid int32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.auths, xid)
+}
+
+// readResumed reads after the handshake while the state is not resumeDone.
+// granted is the session id the server answered, timeout the session
+// timeout.
+func (c *sniffConn) readResumed(p []byte, granted int64, timeout time.Duration) (int, error) {
+	r := &c.resume
+	if r.state == resumeUnknown {
+		r.state = resumeDone
+		if r.reset == nil || granted != r.asked {
+			return c.r.Read(p)
+		}
+		r.state = resumeHolding
+		r.timer = time.NewTimer(min(resumeWait, timeout/6))
 	}
-	r.waited = true
-	if r.reset == nil || granted != r.asked {
-		return
+	if r.off < r.size { // the rest of a SetAuth reply
+		return r.pass(c.r, p)
 	}
-	t := time.NewTimer(min(resumeWait, timeout/6))
-	defer t.Stop()
 	select {
 	case <-r.reset:
 	case <-r.closed:
-	case <-t.C:
+	case <-r.timer.C:
+	case <-r.authed:
+		hdr, err := c.r.Peek(8) // length, xid
+		if err != nil {
+			r.done()
+			return 0, err
+		}
+		if r.isAuth(int32(binary.BigEndian.Uint32(hdr[4:8]))) {
+			r.off, r.size = 0, 4+int(binary.BigEndian.Uint32(hdr[0:4]))
+			return r.pass(c.r, p)
+		}
+		select {
+		case <-r.reset:
+		case <-r.closed:
+		case <-r.timer.C:
+		}
 	}
+	r.done()
+	return c.r.Read(p)
+}
+
+// pass reads on within a SetAuth reply, not beyond it.
+func (r *resumer) pass(br *bufio.Reader, p []byte) (int, error) {
+	n, err := br.Read(p[:min(len(p), r.size-r.off)])
+	r.off += n
+	return n, err
+}
+
+func (r *resumer) done() {
+	r.state = resumeDone
+	r.timer.Stop()
 }
 
 // close releases a read that waits.

@@ -91,7 +91,7 @@ func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testi
 			readEarly = true
 			return true
 		default:
-			return goroutineIn("(*resumer).awaitReset")
+			return goroutineIn("(*sniffConn).readResumed")
 		}
 	}, 10*time.Second, time.Millisecond)
 	require.False(t, readEarly, "the reply was read before SetWatches was written")
@@ -106,10 +106,15 @@ func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testi
 	}
 }
 
-// goroutineIn reports whether some goroutine is blocked in fn.
+// goroutineIn reports whether some goroutine waits in a select in fn.
 func goroutineIn(fn string) bool {
 	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), fn)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "[select") && strings.Contains(g, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestNewSessionReadsItsFirstReplyAtOnce(t *testing.T) {
@@ -170,5 +175,73 @@ func TestClosingAResumedConnectionEndsTheReadThatWaitsForSetWatches(t *testing.T
 		assert.Error(t, err, "a closed connection's read fails")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the read still waits after Close")
+	}
+}
+
+// replyFrame is a reply frame: length, xid, zxid, err.
+func replyFrame(xid int32, zxid int64) []byte {
+	f := binary.BigEndian.AppendUint32(nil, 16)
+	f = binary.BigEndian.AppendUint32(f, uint32(xid))
+	f = binary.BigEndian.AppendUint64(f, uint64(zxid))
+	return binary.BigEndian.AppendUint32(f, 0)
+}
+
+// An authenticated client's credentials go out first, and nothing else
+// does until their reply is read: that reply passes; the next one waits for
+// SetWatches.
+func TestResumedConnectionLetsTheCredentialsReplyThroughAndHoldsTheNext(t *testing.T) {
+	setResumeWait(t, time.Hour)
+	c, server := shake(t, 0x1234, 0x1234, 600_000)
+	go func() { _, _ = io.Copy(io.Discard, server) }()
+	setAuth := binary.BigEndian.AppendUint32(nil, 8)
+	setAuth = binary.BigEndian.AppendUint32(setAuth, 5)
+	setAuth = binary.BigEndian.AppendUint32(setAuth, opSetAuth)
+	_, err := c.Write(setAuth)
+	require.NoError(t, err)
+	go func() { _, _ = server.Write(append(replyFrame(5, 0), replyFrame(6, 0x77)...)) }()
+
+	// Read the way go-zookeeper does: the length, then the rest.
+	readFrame := func() ([]byte, error) {
+		var n [4]byte
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return nil, err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(n[:]))
+		_, err := io.ReadFull(c, body)
+		return append(n[:], body...), err
+	}
+	next := make(chan []byte, 1)
+	readNext := func() {
+		f, err := readFrame()
+		assert.NoError(t, err)
+		next <- f
+	}
+	go readNext()
+	select {
+	case f := <-next:
+		assert.Equal(t, replyFrame(5, 0), f, "the credentials' reply passes, unchanged")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the credentials' reply is held")
+	}
+
+	go readNext()
+	held := false
+	require.Eventually(t, func() bool {
+		select {
+		case <-next:
+			return true
+		default:
+			held = goroutineIn("(*sniffConn).readResumed")
+			return held
+		}
+	}, 10*time.Second, time.Millisecond)
+	require.True(t, held, "the reply after the credentials' was read before SetWatches was written")
+	_, err = c.Write(request(opSetWatches))
+	require.NoError(t, err)
+	select {
+	case f := <-next:
+		assert.Equal(t, replyFrame(6, 0x77), f)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply is still held after SetWatches was written")
 	}
 }

@@ -108,16 +108,17 @@ func queuedRequests() int {
 	return n
 }
 
-// A session resumed on a new connection re-sets its watches before any
-// reply is read there: were a reply read first, go-zookeeper could take
-// the reply's zxid as the point from which the server is to report
-// changes, losing a change made while the client was cut off (and races
-// on that zxid: go-zookeeper/zk#35). A request queued while the
-// connection was down is written before the watches are re-set; its reply
-// must wait.
-func TestZKResumedSessionReadsNoReplyBeforeItsWatchesAreReset(t *testing.T) {
+// resumeWithQueuedRequest opens a Session with opts, sets a watch, cuts its
+// connection, queues a request while it is down, lets it reconnect, and
+// returns what the second connection carried and how long the request
+// waited after that. No reply is let through on a mere timeout meanwhile:
+// the bound on the wait for SetWatches is 10 s (resumeWait an hour, a
+// sixth of the 60 s session timeout).
+func resumeWithQueuedRequest(t *testing.T, opts ...SessionOption) ([]string, time.Duration) {
+	t.Cleanup(func(d time.Duration) func() { return func() { resumeWait = d } }(resumeWait))
+	resumeWait = time.Hour
 	l := &connLog{gate: make(chan struct{})}
-	ctx, s := zkSession(t, 30*time.Second, WithDialer(l.dial))
+	ctx, s := zkSession(t, 30*time.Second, append(opts, WithSessionTimeout(time.Minute), WithDialer(l.dial))...)
 	conn := s.Conn()
 	_, _, _, err := conn.ExistsW("/zkt/resume-" + newUUID()) // a watch to re-set
 	require.NoError(t, err)
@@ -132,8 +133,11 @@ func TestZKResumedSessionReadsNoReplyBeforeItsWatchesAreReset(t *testing.T) {
 	require.Eventually(t, func() bool { return queuedRequests() == 1 }, 10*time.Second, time.Millisecond,
 		"the request waits in go-zookeeper's queue for the next connection")
 	close(l.gate)
+	start := time.Now()
+	var waited time.Duration
 	select {
 	case err := <-replied:
+		waited = time.Since(start)
 		require.NoError(t, err)
 	case <-ctx.Done():
 		t.Fatal("the queued request was not answered after the reconnection")
@@ -146,9 +150,40 @@ func TestZKResumedSessionReadsNoReplyBeforeItsWatchesAreReset(t *testing.T) {
 			second = append(second, strings.TrimPrefix(e, "conn 1 "))
 		}
 	}
+	return second, waited
+}
+
+var setWatchesWrite = fmt.Sprintf("write op%d", opSetWatches)
+
+// A session resumed on a new connection re-sets its watches before any
+// reply is read there: were a reply read first, go-zookeeper could take
+// the reply's zxid as the point from which the server is to report
+// changes, losing a change made while the client was cut off (and races
+// on that zxid: go-zookeeper/zk#35). A request queued while the
+// connection was down is written before the watches are re-set; its reply
+// must wait.
+func TestZKResumedSessionReadsNoReplyBeforeItsWatchesAreReset(t *testing.T) {
+	second, waited := resumeWithQueuedRequest(t)
+	assert.Less(t, waited, 5*time.Second, "the reply waited for the bound, not for SetWatches")
 	require.Contains(t, second, "read")
-	require.Contains(t, second, fmt.Sprintf("write op%d", opSetWatches))
+	require.Contains(t, second, setWatchesWrite)
 	assert.Equal(t, "write op3", second[0], "the queued exists request leaves first")
-	assert.Less(t, slices.Index(second, fmt.Sprintf("write op%d", opSetWatches)), slices.Index(second, "read"),
+	assert.Less(t, slices.Index(second, setWatchesWrite), slices.Index(second, "read"),
 		"no reply is read before SetWatches is written: %v", second)
+}
+
+// An authenticated session resumed on a new connection sends its
+// credentials first and sends nothing else, SetWatches included, until
+// their reply is read: that reply is let through (the server gives it zxid
+// 0, which go-zookeeper does not record), the rest wait for SetWatches as
+// above. Were the credentials' reply held too, nothing would move until
+// the bound.
+func TestZKResumedAuthenticatedSessionReSetsItsWatches(t *testing.T) {
+	second, waited := resumeWithQueuedRequest(t, WithDigestAuth("zkt", "secret"))
+	assert.Less(t, waited, 5*time.Second, "the credentials' reply was held until the bound")
+	const setAuthWrite = "write op100"
+	require.Contains(t, second, setAuthWrite)
+	require.Contains(t, second, setWatchesWrite)
+	assert.Equal(t, setAuthWrite, second[0], "the credentials leave first")
+	assert.Less(t, slices.Index(second, "write op3"), slices.Index(second, setWatchesWrite), "%v", second)
 }
