@@ -33,12 +33,12 @@ import (
 // except the replies to the credentials an authenticated client sends
 // first (below).
 // A client that holds no watch sends no SetWatches and reads no zxid; its
-// first read waits resumeWait at most (a sixth of the session timeout when
+// replies wait resumeWait at most (a sixth of the session timeout when
 // that is less: go-zookeeper's read deadline is two thirds of it), then
-// goes on. A new session (the first connection, or one after an expiry)
+// go on. A new session (the first connection, or one after an expiry)
 // holds no watch to re-set.
 
-// resumeWait is the longest a resumed connection's first read waits for the
+// resumeWait is the longest a resumed connection's replies wait for the
 // SetWatches request: go-zookeeper writes it within microseconds when it
 // holds watches, and sends none when it holds none. It only has to outlast
 // go-zookeeper finding its watch list empty, microseconds after the

@@ -84,17 +84,7 @@ func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testi
 	done := firstReply(c, server)
 	_, err := c.Write(request(3)) // a request queued while the connection was down
 	require.NoError(t, err)
-	readEarly := false
-	require.Eventually(t, func() bool {
-		select {
-		case <-done:
-			readEarly = true
-			return true
-		default:
-			return goroutineIn("(*sniffConn).readResumed")
-		}
-	}, 10*time.Second, time.Millisecond)
-	require.False(t, readEarly, "the reply was read before SetWatches was written")
+	requireHeld(t, done, "the reply was read before SetWatches was written")
 
 	_, err = c.Write(request(opSetWatches))
 	require.NoError(t, err)
@@ -104,6 +94,23 @@ func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testi
 	case <-time.After(10 * time.Second):
 		t.Fatal("the reply is still held after SetWatches was written")
 	}
+}
+
+// requireHeld waits until a read is held in a resumed connection's select,
+// and fails with msg if the read delivered on delivered first.
+func requireHeld[T any](t *testing.T, delivered <-chan T, msg string) {
+	t.Helper()
+	early := false
+	require.Eventually(t, func() bool {
+		select {
+		case <-delivered:
+			early = true
+			return true
+		default:
+			return goroutineIn("(*sniffConn).readResumed")
+		}
+	}, 10*time.Second, time.Millisecond)
+	require.False(t, early, msg)
 }
 
 // goroutineIn reports whether some goroutine waits in a select in fn.
@@ -225,17 +232,7 @@ func TestResumedConnectionLetsTheCredentialsReplyThroughAndHoldsTheNext(t *testi
 	}
 
 	go readNext()
-	held := false
-	require.Eventually(t, func() bool {
-		select {
-		case <-next:
-			return true
-		default:
-			held = goroutineIn("(*sniffConn).readResumed")
-			return held
-		}
-	}, 10*time.Second, time.Millisecond)
-	require.True(t, held, "the reply after the credentials' was read before SetWatches was written")
+	requireHeld(t, next, "the reply after the credentials' was read before SetWatches was written")
 	_, err = c.Write(request(opSetWatches))
 	require.NoError(t, err)
 	select {
