@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,7 +135,8 @@ func run(c config) error {
 	// notifications, multi, setData), with every implementation's
 	// contended workload, unmeasured: otherwise whichever runs first in
 	// the first repetition meets a server still compiling them.
-	for _, r := range runners {
+	raw := inProcess{impl: bench.RawLock, c: c}
+	for _, r := range append(slices.Clone(runners), runner(raw)) {
 		if _, err := r.contended(ctx, env, "/zkbench/warmup/contended/"+r.name()); err != nil {
 			return fmt.Errorf("warm-up: %s contended: %w", r.name(), err)
 		}
@@ -166,13 +168,19 @@ func run(c config) error {
 			logf("  %-9s uncontended: p50 %v p99 %v, %.2f requests/cycle", r.name(), u.P50, u.P99, u.ReqPerCycle)
 			res.add(r.name()).Uncontended = append(res.add(r.name()).Uncontended, u)
 		}
-		for _, r := range order {
+		// The raw lock (the contended floor) takes its turn in the
+		// rotation with the implementations.
+		for _, r := range rotate(append(slices.Clone(runners), runner(raw)), rep) {
 			p := fmt.Sprintf("/zkbench/r%d/contended/%s", rep, r.name())
 			k, err := r.contended(ctx, env, p)
 			if err != nil {
 				return fmt.Errorf("%s contended: %w", r.name(), err)
 			}
 			logf("  %-9s contended: %.0f acquisitions/s, handoff p50 %v p99 %v, %d violations", r.name(), k.Throughput, k.HandoffP50, k.HandoffP99, k.Violations)
+			if r.name() == bench.RawLock.Name {
+				res.RawLock = append(res.RawLock, k)
+				continue
+			}
 			res.add(r.name()).Contended = append(res.add(r.name()).Contended, k)
 		}
 		for _, n := range c.Drains {

@@ -15,11 +15,14 @@ import (
 // Results is everything one run measured, repetition by repetition, with
 // the medians, the ratios and the targets.
 type Results struct {
-	Machine Machine              `json:"machine"`
-	Config  config               `json:"config"`
-	Floor   []bench.FloorResult  `json:"floor"`
-	Impls   map[string]*ImplRuns `json:"implementations"`
-	Median  map[string]Summary   `json:"median"`
+	Machine Machine             `json:"machine"`
+	Config  config              `json:"config"`
+	Floor   []bench.FloorResult `json:"floor"`
+	// RawLock is the contended floor (bench.RawLock), one run per
+	// repetition.
+	RawLock []bench.ContendedResult `json:"floor_raw_lock_contended"`
+	Impls   map[string]*ImplRuns    `json:"implementations"`
+	Median  map[string]Summary      `json:"median"`
 	// FloorMedian is the median floor; Ratios and Targets compare zkrecipes
 	// with each peer and with it.
 	FloorMedian FloorSummary       `json:"floor_median"`
@@ -63,6 +66,21 @@ type FloorSummary struct {
 	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
 	ServerCPU       time.Duration `json:"server_cpu_per_handoff_ns"`
 	ClientCPU       time.Duration `json:"client_cpu_per_handoff_ns"`
+	// RawLock is the median of the raw lock's contended runs.
+	RawLock RawLockSummary `json:"raw_lock_contended"`
+}
+
+// RawLockSummary is the median contended run of the raw lock: the fewest
+// requests per acquisition any queueing lock can make, with the other
+// sessions' next acquisitions running beside each handoff.
+type RawLockSummary struct {
+	Throughput      float64       `json:"throughput_per_s"`
+	HandoffP50      time.Duration `json:"handoff_p50_ns"`
+	HandoffP99      time.Duration `json:"handoff_p99_ns"`
+	Violations      int           `json:"violations"`
+	ReqPerAcq       float64       `json:"requests_per_acquisition"`
+	ServerCPUPerAcq time.Duration `json:"server_cpu_per_acquisition_ns"`
+	ClientCPUPerAcq time.Duration `json:"client_cpu_per_acquisition_ns"`
 }
 
 // Target is one of the issue's targets, as measured in this run.
@@ -135,6 +153,19 @@ func (r *Results) finish() {
 		ServerCPU:       medD(fl, func(f bench.FloorResult) time.Duration { return f.ServerCPUPerHandoff }),
 		ClientCPU:       medD(fl, func(f bench.FloorResult) time.Duration { return f.ClientCPUPerHandoff }),
 	}
+	if rl := r.RawLock; len(rl) > 0 {
+		r.FloorMedian.RawLock = RawLockSummary{
+			Throughput:      med(rl, func(k bench.ContendedResult) float64 { return k.Throughput }),
+			HandoffP50:      medD(rl, func(k bench.ContendedResult) time.Duration { return k.HandoffP50 }),
+			HandoffP99:      medD(rl, func(k bench.ContendedResult) time.Duration { return k.HandoffP99 }),
+			ReqPerAcq:       med(rl, func(k bench.ContendedResult) float64 { return k.ReqPerAcq }),
+			ServerCPUPerAcq: medD(rl, func(k bench.ContendedResult) time.Duration { return k.ServerCPUPerAcq }),
+			ClientCPUPerAcq: medD(rl, func(k bench.ContendedResult) time.Duration { return k.ClientCPUPerAcq }),
+		}
+		for _, k := range rl {
+			r.FloorMedian.RawLock.Violations += k.Violations
+		}
+	}
 	r.ratios()
 }
 
@@ -170,6 +201,7 @@ func (r *Results) ratios() {
 	r.Ratios["uncontended_p50_vs_best_peer"] = bench.Ratio(float64(z.UncontendedP50), float64(bestP50))
 	r.Ratios["drain"+big+"_per_handoff_vs_best_peer"] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(bestDrain))
 	r.Ratios["throughput_floor_over_zkrecipes"] = bench.Ratio(fl.Throughput, z.Throughput)
+	r.Ratios["throughput_raw_lock_over_zkrecipes"] = bench.Ratio(fl.RawLock.Throughput, z.Throughput)
 	r.Ratios["uncontended_p50_vs_floor"] = bench.Ratio(float64(z.UncontendedP50), float64(fl.CycleP50))
 	r.Ratios["drain"+big+"_per_handoff_vs_floor"] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(fl.PerHandoff))
 	small := r.smallestDrain()
@@ -185,6 +217,7 @@ func (r *Results) ratios() {
 	target("8 sessions: throughput / go-zookeeper's", "throughput_vs_gozk", "≥ 1.3", func(v float64) bool { return v >= 1.3 })
 	target("8 sessions: throughput / Curator's", "throughput_vs_curator", "≥ 2.5", func(v float64) bool { return v >= 2.5 })
 	target("8 sessions: floor throughput / ours", "throughput_floor_over_zkrecipes", "≤ 1.3", func(v float64) bool { return v <= 1.3 })
+	target("8 sessions: raw lock's throughput / ours (a reference, not one of the issue's targets)", "throughput_raw_lock_over_zkrecipes", "≤ 1.3", func(v float64) bool { return v <= 1.3 })
 	target("uncontended p50 / go-zookeeper's", "uncontended_p50_vs_gozk", "≤ 1.05", func(v float64) bool { return v <= 1.05 })
 	target("uncontended p50 / floor", "uncontended_p50_vs_floor", "≤ 1.1", func(v float64) bool { return v <= 1.1 })
 	target("drain "+big+": time per handoff / go-zookeeper's", "drain"+big+"_per_handoff_vs_gozk", "≤ 0.7", func(v float64) bool { return v <= 0.7 })
@@ -260,12 +293,23 @@ func (r *Results) markdown() string {
 	for range ns {
 		fmt.Fprintf(&b, " %s | %.0f |", us(f.PerHandoff), f.BytesPerHandoff)
 	}
+	if rl := f.RawLock; rl.Throughput > 0 {
+		fmt.Fprintf(&b, "\n| floor (raw lock) | – | – | – | %.0f | %s | %s | %d |", rl.Throughput, us(rl.HandoffP50), us(rl.HandoffP99), rl.Violations)
+		for range ns {
+			b.WriteString(" – | – |")
+		}
+	}
 	b.WriteString("\n\n")
 	b.WriteString("Floor, uncontended: create, then getChildren sent as soon as the create's frame is written (one session's requests run in order, " +
 		"so it lists the new node), then delete, on one raw go-zookeeper session: two round trips (the three in sequence, each waiting for its reply: " +
 		us(f.SequentialP50) + " µs p50). Floor, handoff: a chain of " +
 		strconv.Itoa(r.Config.ChainLinks) + " sessions, each getData-watching the node before it and deleting its own on the notification " +
-		"(handoff: delete request → successor's notification; throughput and µs/handoff: the whole chain's time per link).\n" +
+		"(handoff: delete request → successor's notification; throughput and µs/handoff: the whole chain's time per link); its nodes and watches " +
+		"are all in place before the clock starts. Floor (raw lock): the same " + strconv.Itoa(r.Config.Sessions) + "-session workload as the locks on raw " +
+		"go-zookeeper sessions making the fewest requests any queueing lock can (create with the getChildren right behind it, a getData watch on " +
+		"the node before, a plain delete: " + fmt.Sprintf("%.2f", f.RawLock.ReqPerAcq) + " requests per acquisition), holding on every deletion " +
+		"notification without checking why the node went (safe only because no contender gives up): the next acquisitions' requests run beside " +
+		"each handoff, as for any lock.\n" +
 		"Requests are the server's zk_packets_received, bytes its zk_response_bytes (replies to requests; notifications and pings are not counted).\n\n")
 	r.cpuTable(&b)
 	if len(r.Targets) > 0 {
@@ -304,6 +348,12 @@ func (r *Results) cpuTable(b *strings.Builder) {
 	}
 	f := r.FloorMedian
 	ft := f.ServerCPU + f.ClientCPU
-	fmt.Fprintf(b, "| floor chain (per handoff: one delete, one notification) | %s | %s | %s | %.0f | %.2f of %.0f |\n\n",
+	fmt.Fprintf(b, "| floor chain (per handoff: one delete, one notification) | %s | %s | %s | %.0f | %.2f of %.0f |\n",
 		us(f.ServerCPU), us(f.ClientCPU), us(ft), f.Throughput, ft.Seconds()*f.Throughput, cores)
+	if rl := f.RawLock; rl.ServerCPUPerAcq > 0 {
+		rt := rl.ServerCPUPerAcq + rl.ClientCPUPerAcq
+		fmt.Fprintf(b, "| floor (raw lock) | %s | %s | %s | %.0f | %.2f of %.0f |\n",
+			us(rl.ServerCPUPerAcq), us(rl.ClientCPUPerAcq), us(rt), rl.Throughput, rt.Seconds()*rl.Throughput, cores)
+	}
+	b.WriteString("\n")
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/integration/bench"
+)
+
+// oneRun is a run of zkrecipes, go-zookeeper and Curator with the floor and the raw
+// lock, one repetition, with round figures.
+func oneRun() *Results {
+	c := config{Reps: 1, Impls: []string{"zkrecipes", "gozk", "curator"}, Sessions: 8, Drains: []int{50, 200}, ChainLinks: 200}
+	r := newResults(c, Machine{CPUs: 2})
+	r.Floor = []bench.FloorResult{{CycleP50: 500 * time.Microsecond, Throughput: 4000, PerHandoff: 250 * time.Microsecond,
+		ServerCPUPerHandoff: 250 * time.Microsecond, ClientCPUPerHandoff: 150 * time.Microsecond}}
+	r.RawLock = []bench.ContendedResult{{Throughput: 3000, HandoffP50: 300 * time.Microsecond, ReqPerAcq: 4,
+		ServerCPUPerAcq: 400 * time.Microsecond, ClientCPUPerAcq: 200 * time.Microsecond}}
+	for name, tp := range map[string]float64{"zkrecipes": 2500, "gozk": 2000, "curator": 1000} {
+		ir := r.add(name)
+		ir.Uncontended = []bench.UncontendedResult{{P50: 500 * time.Microsecond}}
+		ir.Contended = []bench.ContendedResult{{Throughput: tp, ServerCPUPerAcq: 500 * time.Microsecond, ClientCPUPerAcq: 250 * time.Microsecond}}
+		for _, n := range []string{"50", "200"} {
+			ir.Drain[n] = []bench.DrainResult{{PerHandoff: 300 * time.Microsecond, BytesPerHandoff: 111}}
+		}
+	}
+	r.finish()
+	return r
+}
+
+func TestResults_ReportTheRawLockBesideTheChainFloor(t *testing.T) {
+	r := oneRun()
+
+	assert.InDelta(t, 3000.0/2500, r.Ratios["throughput_raw_lock_over_zkrecipes"], 1e-9)
+	assert.InDelta(t, 4000.0/2500, r.Ratios["throughput_floor_over_zkrecipes"], 1e-9)
+	md := r.markdown()
+	assert.Contains(t, md, "| floor (raw lock) | – | – | – | 3000 | 300 |")
+	assert.Contains(t, md, "| floor (raw lock) | 400 | 200 | 600 | 3000 | 1.80 of 2 |")
+	assert.Contains(t, md, "4.00 requests per acquisition")
+}
+
+func TestResults_TheRawLockIsAReferenceNotOneOfTheIssuesTargets(t *testing.T) {
+	r := oneRun()
+
+	var issue, reference []Target
+	for _, tg := range r.Targets {
+		if strings.Contains(tg.What, "raw lock") {
+			reference = append(reference, tg)
+		} else {
+			issue = append(issue, tg)
+		}
+	}
+	assert.Len(t, issue, 8, "the issue's eight targets, unchanged")
+	require.Len(t, reference, 1)
+	assert.Contains(t, reference[0].What, "not one of the issue's targets")
+	assert.True(t, reference[0].Met, "1.2 is within 1.3")
+}
+
+func TestDrawChart_DrawsTheRawLockInTheContendedPanelOnly(t *testing.T) {
+	r := oneRun()
+	path := filepath.Join(t.TempDir(), "chart.png")
+
+	require.NoError(t, drawChart(r, path))
+	assert.FileExists(t, path)
+}
