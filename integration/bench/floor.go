@@ -54,13 +54,7 @@ type FloorResult struct {
 func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int) (FloorResult, error) {
 	var r FloorResult
 	created := make(chan struct{}, 1)
-	conn, err := connectRaw(ctx, env.Servers, func(network, address string, timeout time.Duration) (net.Conn, error) {
-		c, err := LoopbackDialer(network, address, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return &createSignal{Conn: c, created: created}, nil
-	})
+	conn, err := connectSignalling(ctx, env.Servers, created)
 	if err != nil {
 		return r, err
 	}
@@ -254,6 +248,18 @@ func ensurePath(conn *zk.Conn, path string) error {
 		}
 	}
 	return nil
+}
+
+// connectSignalling is ConnectRaw on a connection that tells, through
+// created, when a create request's frame has been written.
+func connectSignalling(ctx context.Context, servers []string, created chan struct{}) (*zk.Conn, error) {
+	return connectRaw(ctx, servers, func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := LoopbackDialer(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &createSignal{Conn: c, created: created}, nil
+	})
 }
 
 // createSignal tells, through created, that a create request's frame has

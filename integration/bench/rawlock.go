@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -39,13 +37,7 @@ type rawLocker struct {
 
 func openRaw(ctx context.Context, servers []string, path string) (Locker, error) {
 	created := make(chan struct{}, 1)
-	conn, err := connectRaw(ctx, servers, func(network, address string, timeout time.Duration) (net.Conn, error) {
-		c, err := LoopbackDialer(network, address, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return &createSignal{Conn: c, created: created}, nil
-	})
+	conn, err := connectSignalling(ctx, servers, created)
 	if err != nil {
 		return nil, err
 	}

@@ -66,21 +66,9 @@ type FloorSummary struct {
 	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
 	ServerCPU       time.Duration `json:"server_cpu_per_handoff_ns"`
 	ClientCPU       time.Duration `json:"client_cpu_per_handoff_ns"`
-	// RawLock is the median of the raw lock's contended runs.
-	RawLock RawLockSummary `json:"raw_lock_contended"`
-}
-
-// RawLockSummary is the median contended run of the raw lock: the fewest
-// requests per acquisition any queueing lock can make, with the other
-// sessions' next acquisitions running beside each handoff.
-type RawLockSummary struct {
-	Throughput      float64       `json:"throughput_per_s"`
-	HandoffP50      time.Duration `json:"handoff_p50_ns"`
-	HandoffP99      time.Duration `json:"handoff_p99_ns"`
-	Violations      int           `json:"violations"`
-	ReqPerAcq       float64       `json:"requests_per_acquisition"`
-	ServerCPUPerAcq time.Duration `json:"server_cpu_per_acquisition_ns"`
-	ClientCPUPerAcq time.Duration `json:"client_cpu_per_acquisition_ns"`
+	// RawLock is the median of the raw lock's contended runs (field by
+	// field; Violations is their sum).
+	RawLock bench.ContendedResult `json:"raw_lock_contended"`
 }
 
 // Target is one of the issue's targets, as measured in this run.
@@ -154,7 +142,11 @@ func (r *Results) finish() {
 		ClientCPU:       medD(fl, func(f bench.FloorResult) time.Duration { return f.ClientCPUPerHandoff }),
 	}
 	if rl := r.RawLock; len(rl) > 0 {
-		r.FloorMedian.RawLock = RawLockSummary{
+		r.FloorMedian.RawLock = bench.ContendedResult{
+			Sessions:        r.Config.Sessions,
+			Duration:        r.Config.Contended,
+			Acquisitions:    int(med(rl, func(k bench.ContendedResult) float64 { return float64(k.Acquisitions) })),
+			Handoffs:        int(med(rl, func(k bench.ContendedResult) float64 { return float64(k.Handoffs) })),
 			Throughput:      med(rl, func(k bench.ContendedResult) float64 { return k.Throughput }),
 			HandoffP50:      medD(rl, func(k bench.ContendedResult) time.Duration { return k.HandoffP50 }),
 			HandoffP99:      medD(rl, func(k bench.ContendedResult) time.Duration { return k.HandoffP99 }),
