@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,11 +75,15 @@ func ctxFor(b *testing.B, d time.Duration) context.Context {
 	return ctx
 }
 
+// withRawLock is Impls and the raw lock, the floor of the uncontended and
+// contended workloads.
+func withRawLock() []Impl { return append(slices.Clone(Impls), RawLock) }
+
 // BenchmarkUncontended: one session acquires and releases, b.N times.
 // ns/op is the mean cycle; p50/p99 ns and the server's requests per cycle
 // are reported beside it.
 func BenchmarkUncontended(b *testing.B) {
-	for _, impl := range Impls {
+	for _, impl := range withRawLock() {
 		b.Run(impl.Name, func(b *testing.B) {
 			e := env(b)
 			ctx := ctxFor(b, 10*time.Minute)
@@ -99,7 +104,7 @@ func BenchmarkUncontended(b *testing.B) {
 // ns/op is the mean time per acquisition; handoff p50/p99 come from the
 // shared log, checked for exclusion.
 func BenchmarkContended8(b *testing.B) {
-	for _, impl := range Impls {
+	for _, impl := range withRawLock() {
 		b.Run(impl.Name, func(b *testing.B) {
 			e := env(b)
 			ctx := ctxFor(b, 2*time.Minute)

@@ -13,7 +13,10 @@
 //     and the server's response bytes per handoff.
 //   - Floor: raw go-zookeeper requests with no lock around them: the
 //     create / getChildren / delete cycle and a chain of delete→notification
-//     handoffs, the best any ZooKeeper lock can do on that server.
+//     handoffs, the best any ZooKeeper lock can do on that server; and
+//     RawLock, the contended workload on raw requests, the fewest any
+//     queueing lock can make, with the next acquisitions running beside
+//     each handoff as they do for a lock.
 //
 // The server counters come from the "mntr" four-letter word, read between
 // phases while nothing else talks to the server: zk_packets_received counts
