@@ -3,6 +3,8 @@ package zkrecipes
 import (
 	"errors"
 	"fmt"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Errors returned by this package. Compare with errors.Is: most are wrapped
@@ -103,6 +105,16 @@ func (e *lostError) Unwrap() error        { return e.cause }
 func (e *lostError) Is(target error) bool { return target == ErrLockLost }
 
 func lost(cause error) error { return &lostError{cause: cause} }
+
+// connLostError is a request's failure to be written to its connection
+// (see connLost): it matches zk.ErrConnectionClosed and its cause.
+type connLostError struct{ cause error }
+
+func (e *connLostError) Error() string {
+	return zk.ErrConnectionClosed.Error() + ": " + e.cause.Error()
+}
+func (e *connLostError) Unwrap() error        { return e.cause }
+func (e *connLostError) Is(target error) bool { return target == zk.ErrConnectionClosed }
 
 // PathError reports a path that failed validation, with the reason. It
 // matches ErrInvalidPath.

@@ -71,6 +71,7 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error) {
 	start := time.Now()
 	v, err := fn()
+	err = connLost(err)
 	if s.cfg.tracer != nil {
 		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
 	}

@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -68,7 +69,7 @@ func (s *Session) createProtectedMode(ctx context.Context, dir, uuid, name strin
 			if err = s.ensureParents(ctx, dir); err == nil {
 				continue
 			}
-		case err == zk.ErrConnectionClosed, err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
+		case errors.Is(err, zk.ErrConnectionClosed), err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
 			if n, ok, ferr := s.findProtected(ctx, dir, uuid); ferr == nil && ok {
 				return n, nil
 			} else if ferr != nil {

@@ -3,6 +3,9 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -134,6 +137,25 @@ func validatePolicy(p RetryPolicy) error {
 		return b.err
 	}
 	return nil
+}
+
+// connLost turns the error of a request that could not be written into
+// the lost connection it is. go-zookeeper hands such a request the write's
+// own error (the peer reset the connection, a broken pipe, a write
+// deadline, a connection already closed) and closes the connection, while
+// every other request of that connection fails with zk.ErrConnectionClosed.
+// Both mean the same: the connection is gone, and the request may or may
+// not have reached the server. Any other error is returned as it is.
+func connLost(err error) error {
+	if err == nil || errors.Is(err, zk.ErrConnectionClosed) {
+		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return &connLostError{cause: err}
+	}
+	return err
 }
 
 // isRetryable tells whether an error from ZooKeeper may succeed when the

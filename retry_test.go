@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,4 +89,27 @@ func TestSleepCtxHonoursCancel(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, sleepCtx(ctx, time.Hour), context.Canceled)
 	assert.NoError(t, sleepCtx(context.Background(), time.Millisecond))
+}
+
+// go-zookeeper hands a request whose frame could not be written the
+// write's own error; the Session takes it for a lost connection, which is
+// retried, and keeps the cause for whoever reads the message.
+func TestConnLost_TakesAFailedWriteForALostConnection(t *testing.T) {
+	for _, cause := range []error{
+		&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)},
+		&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)},
+		&net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded},
+		&net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed},
+		io.EOF,
+		fmt.Errorf("wrapped: %w", syscall.ECONNRESET),
+	} {
+		err := connLost(cause)
+		assert.ErrorIs(t, err, zk.ErrConnectionClosed, "%v", cause)
+		assert.ErrorIs(t, err, cause)
+		assert.True(t, isRetryable(err), "%v", cause)
+		assert.Contains(t, err.Error(), cause.Error())
+	}
+	for _, other := range []error{nil, zk.ErrConnectionClosed, zk.ErrNoNode, zk.ErrNodeExists, zk.ErrSessionExpired, zk.ErrShortBuffer, zk.ErrNoAuth} {
+		assert.Equal(t, other, connLost(other), "%v is returned as it is", other)
+	}
 }
