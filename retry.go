@@ -145,9 +145,11 @@ func validatePolicy(p RetryPolicy) error {
 // deadline, a connection already closed) and closes the connection, while
 // every other request of that connection fails with zk.ErrConnectionClosed.
 // Both mean the same: the connection is gone, and the request may or may
-// not have reached the server. Any other error is returned as it is.
+// not have reached the server. Any other error is returned as it is, a
+// context's deadline too (it has the methods of a net.Error, but says
+// nothing of the connection).
 func connLost(err error) error {
-	if err == nil || errors.Is(err, zk.ErrConnectionClosed) {
+	if err == nil || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	var ne net.Error

@@ -109,7 +109,8 @@ func TestConnLost_TakesAFailedWriteForALostConnection(t *testing.T) {
 		assert.True(t, isRetryable(err), "%v", cause)
 		assert.Contains(t, err.Error(), cause.Error())
 	}
-	for _, other := range []error{nil, zk.ErrConnectionClosed, zk.ErrNoNode, zk.ErrNodeExists, zk.ErrSessionExpired, zk.ErrShortBuffer, zk.ErrNoAuth} {
+	for _, other := range []error{nil, zk.ErrConnectionClosed, zk.ErrNoNode, zk.ErrNodeExists, zk.ErrSessionExpired, zk.ErrShortBuffer, zk.ErrNoAuth,
+		context.DeadlineExceeded, context.Canceled} {
 		assert.Equal(t, other, connLost(other), "%v is returned as it is", other)
 	}
 }
