@@ -17,7 +17,8 @@ import (
 // brokenWriteConn is a Session's TCP connection on which, once armed, the
 // write of the next create request for a path containing match fails in
 // the kernel: the socket's sending side is shut down first, so the write
-// gets EPIPE, as when the peer has gone.
+// gets EPIPE, as when the peer has gone. failed counts the writes that
+// did fail so.
 type brokenWriteConn struct {
 	*net.TCPConn
 	match  string
@@ -26,11 +27,15 @@ type brokenWriteConn struct {
 }
 
 func (c *brokenWriteConn) Write(p []byte) (int, error) {
-	if isCreateOf(p, c.match) && c.armed.CompareAndSwap(true, false) {
-		_ = c.CloseWrite()
+	if !isCreateOf(p, c.match) || !c.armed.CompareAndSwap(true, false) {
+		return c.TCPConn.Write(p)
+	}
+	_ = c.CloseWrite()
+	n, err := c.TCPConn.Write(p)
+	if err != nil {
 		c.failed.Add(1)
 	}
-	return c.TCPConn.Write(p)
+	return n, err
 }
 
 // isCreateOf reports whether frame is a create request (length, xid,
@@ -77,7 +82,7 @@ func TestZKAcquisitionGoesOnWhenItsCreateCannotBeWritten(t *testing.T) {
 			armed.Store(true)
 			l, err = lock.Acquire(ctx)
 			require.NoError(t, err, "a create whose frame could not be written is a lost connection")
-			assert.EqualValues(t, 1, failed.Load(), "the create's write was broken")
+			assert.EqualValues(t, 1, failed.Load(), "the create's write failed in the kernel")
 			kids, _, err := zkRaw(t).Children(path.Dir(l.Path()))
 			require.NoError(t, err)
 			assert.Equal(t, []string{baseName(l.Path())}, kids, "one node: no orphan of the broken write")
