@@ -135,8 +135,10 @@ func run(c config) error {
 	// notifications, multi, setData), with every implementation's
 	// contended workload, unmeasured: otherwise whichever runs first in
 	// the first repetition meets a server still compiling them.
-	raw := inProcess{impl: bench.RawLock, c: c}
-	for _, r := range append(slices.Clone(runners), runner(raw)) {
+	// The raw lock (the contended floor) is warmed up and measured with
+	// the implementations, in their rotation.
+	contenders := append(slices.Clone(runners), runner(inProcess{impl: bench.RawLock, c: c}))
+	for _, r := range contenders {
 		if _, err := r.contended(ctx, env, "/zkbench/warmup/contended/"+r.name()); err != nil {
 			return fmt.Errorf("warm-up: %s contended: %w", r.name(), err)
 		}
@@ -168,9 +170,7 @@ func run(c config) error {
 			logf("  %-9s uncontended: p50 %v p99 %v, %.2f requests/cycle", r.name(), u.P50, u.P99, u.ReqPerCycle)
 			res.add(r.name()).Uncontended = append(res.add(r.name()).Uncontended, u)
 		}
-		// The raw lock (the contended floor) takes its turn in the
-		// rotation with the implementations.
-		for _, r := range rotate(append(slices.Clone(runners), runner(raw)), rep) {
+		for _, r := range rotate(contenders, rep) {
 			p := fmt.Sprintf("/zkbench/r%d/contended/%s", rep, r.name())
 			k, err := r.contended(ctx, env, p)
 			if err != nil {
