@@ -109,7 +109,7 @@ func BenchmarkContended8(b *testing.B) {
 			e := env(b)
 			ctx := ctxFor(b, 2*time.Minute)
 			b.ResetTimer()
-			r, err := Contended(ctx, impl, e, benchPath(b), 8, 3*time.Second)
+			r, err := Contended(ctx, impl, e, benchPath(b), Load{Sessions: 8, Duration: 3 * time.Second})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,7 +7,10 @@
 //   - Contended: several sessions, each its own goroutine, contend for one
 //     path; acquisitions per second, the handoff time (from the releaser's
 //     EXIT line to the successor's ENTER line in a shared log, checked for
-//     exclusion by peers.CheckLog), and violations.
+//     exclusion by peers.CheckLog), and violations. With Load.Hold, each
+//     holder stays inside for that long: the exclusion check, whose
+//     sections are long enough for two holders at once to overlap in the
+//     log (the throughput run's, two log writes, rarely do).
 //   - Drain: n waiters, each its own session, queue behind one holder; the
 //     holder lets go and each waiter releases as soon as it holds; the time
 //     and the server's response bytes per handoff.

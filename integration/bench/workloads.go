@@ -76,17 +76,35 @@ func Uncontended(ctx context.Context, impl Impl, env Env, path string, warmup, n
 	}, nil
 }
 
+// Load is the shape of a contended run.
+type Load struct {
+	// Sessions is the number of contenders, each on a session of its own.
+	Sessions int
+	// Duration is how long the contenders run, measured.
+	Duration time.Duration
+	// Hold is how long each holder stays inside its critical section,
+	// between its ENTER and EXIT lines. With zero, the critical section is
+	// the two log writes alone: the throughput workload, whose sections
+	// are too short to overlap in the log often even when exclusion fails.
+	// A hold of a millisecond makes any two holders at once overlap, so a
+	// run with it is the exclusion check.
+	Hold time.Duration
+}
+
 // ContendedResult is one run of the contended workload.
 type ContendedResult struct {
 	Sessions     int           `json:"sessions"`
 	Duration     time.Duration `json:"duration_ns"`
+	Hold         time.Duration `json:"hold_ns,omitempty"`
 	Acquisitions int           `json:"acquisitions"`
 	// Throughput is acquisitions per second.
 	Throughput float64       `json:"throughput_per_s"`
 	HandoffP50 time.Duration `json:"handoff_p50_ns"`
 	HandoffP99 time.Duration `json:"handoff_p99_ns"`
 	Handoffs   int           `json:"handoffs"`
-	Violations int           `json:"violations"`
+	// Violations are the times the log shows a holder entering while
+	// another was inside.
+	Violations int `json:"violations"`
 	// ReqPerAcq is the packets the server received per acquisition.
 	ReqPerAcq float64 `json:"requests_per_acquisition"`
 	// CPU time per acquisition over the measured phase: the server
@@ -97,26 +115,16 @@ type ContendedResult struct {
 	ClientCPUPerAcq time.Duration `json:"client_cpu_per_acquisition_ns"`
 }
 
-// Contended opens sessions sessions and has each, on its own goroutine,
-// acquire, log ENTER and EXIT lines and release path in a loop for d. The
-// log is checked for exclusion and gives the handoff times.
-func Contended(ctx context.Context, impl Impl, env Env, path string, sessions int, d time.Duration) (ContendedResult, error) {
-	ls, err := openMany(ctx, impl, env, path, sessions)
+// Contended opens load.Sessions sessions and has each, on its own
+// goroutine, acquire, log ENTER, stay load.Hold, log EXIT and release path
+// in a loop for load.Duration. The log is checked for exclusion and gives
+// the handoff times.
+func Contended(ctx context.Context, impl Impl, env Env, path string, load Load) (ContendedResult, error) {
+	ls, err := openMany(ctx, impl, env, path, load.Sessions)
 	if err != nil {
 		return ContendedResult{}, err
 	}
 	defer closeAll(ls)
-	logf, err := os.CreateTemp("", "zkbench-contended-*.log")
-	if err != nil {
-		return ContendedResult{}, err
-	}
-	defer os.Remove(logf.Name())
-	defer logf.Close()
-	logf, err = os.OpenFile(logf.Name(), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return ContendedResult{}, err
-	}
-	defer logf.Close()
 
 	before, err := env.Meter.Read(ctx)
 	if err != nil {
@@ -124,7 +132,46 @@ func Contended(ctx context.Context, impl Impl, env Env, path string, sessions in
 	}
 	cpu0, cpuErr := ProcCPU(os.Getpid())
 	start := time.Now()
-	runCtx, cancel := context.WithDeadline(ctx, start.Add(d))
+	n, rep, err := runContenders(ctx, ls, start.Add(load.Duration), load.Hold)
+	elapsed := time.Since(start)
+	cpu1, cerr := ProcCPU(os.Getpid())
+	cpuErr = errors.Join(cpuErr, cerr)
+	if err != nil {
+		return ContendedResult{}, err
+	}
+	delta, err := env.Meter.Delta(ctx, before)
+	if err != nil {
+		return ContendedResult{}, err
+	}
+	return ContendedResult{
+		Sessions: load.Sessions, Duration: elapsed, Hold: load.Hold, Acquisitions: n,
+		Throughput: float64(n) / elapsed.Seconds(),
+		HandoffP50: Percentile(rep.Handoffs, 0.5), HandoffP99: Percentile(rep.Handoffs, 0.99),
+		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
+		ReqPerAcq:       Ratio(float64(delta.PacketsReceived), float64(n)),
+		ServerCPUPerAcq: PerOp(delta.ServerCPU, n),
+		ClientCPUPerAcq: PerOp(clientCPU(cpu1-cpu0, cpuErr), n),
+	}, nil
+}
+
+// runContenders has each of ls contend until deadline, holding hold each
+// time, logging to a shared log it then checks. It returns the
+// acquisitions made and the log's report.
+func runContenders(ctx context.Context, ls []Locker, deadline time.Time, hold time.Duration) (int, peers.Report, error) {
+	logf, err := os.CreateTemp("", "zkbench-contended-*.log")
+	if err != nil {
+		return 0, peers.Report{}, err
+	}
+	defer os.Remove(logf.Name())
+	defer logf.Close()
+	// Every contender appends to one descriptor: each line is one write.
+	logf, err = os.OpenFile(logf.Name(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return 0, peers.Report{}, err
+	}
+	defer logf.Close()
+
+	runCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var acquired atomic.Int64
 	errs := make([]error, len(ls))
@@ -133,34 +180,18 @@ func Contended(ctx context.Context, impl Impl, env Env, path string, sessions in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = contend(runCtx, l, fmt.Sprintf("g%d", i), logf, &acquired)
+			errs[i] = contend(runCtx, l, fmt.Sprintf("g%d", i), hold, logf, &acquired)
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	cpu1, err := ProcCPU(os.Getpid())
-	cpuErr = errors.Join(cpuErr, err)
-	delta, err := env.Meter.Delta(ctx, before)
-	if err != nil {
-		return ContendedResult{}, err
-	}
 	if err := errors.Join(errs...); err != nil {
-		return ContendedResult{}, err
+		return 0, peers.Report{}, err
 	}
 	rep, err := peers.CheckLog(logf.Name())
 	if err != nil {
-		return ContendedResult{}, err
+		return 0, peers.Report{}, err
 	}
-	n := int(acquired.Load())
-	return ContendedResult{
-		Sessions: sessions, Duration: elapsed, Acquisitions: n,
-		Throughput: float64(n) / elapsed.Seconds(),
-		HandoffP50: Percentile(rep.Handoffs, 0.5), HandoffP99: Percentile(rep.Handoffs, 0.99),
-		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
-		ReqPerAcq:       Ratio(float64(delta.PacketsReceived), float64(n)),
-		ServerCPUPerAcq: PerOp(delta.ServerCPU, n),
-		ClientCPUPerAcq: PerOp(clientCPU(cpu1-cpu0, cpuErr), n),
-	}, nil
+	return int(acquired.Load()), rep, nil
 }
 
 // clientCPU is d, or zero when it could not be measured.
@@ -172,7 +203,7 @@ func clientCPU(d time.Duration, err error) time.Duration {
 }
 
 // contend is one contender's loop; it ends without error when ctx ends.
-func contend(ctx context.Context, l Locker, id string, logf *os.File, acquired *atomic.Int64) error {
+func contend(ctx context.Context, l Locker, id string, hold time.Duration, logf *os.File, acquired *atomic.Int64) error {
 	for ctx.Err() == nil {
 		if err := l.Lock(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -183,6 +214,9 @@ func contend(ctx context.Context, l Locker, id string, logf *os.File, acquired *
 		acquired.Add(1)
 		if err := logLine(logf, "ENTER "+id+" -"); err != nil {
 			return err
+		}
+		if hold > 0 {
+			time.Sleep(hold) // the critical section's work
 		}
 		if err := logLine(logf, "EXIT "+id); err != nil {
 			return err

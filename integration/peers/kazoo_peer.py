@@ -250,6 +250,8 @@ class BenchPeer:
                     counts[k] += 1
                     try:
                         self.log("ENTER %s -" % who)
+                        if self.args.hold_us > 0:
+                            time.sleep(self.args.hold_us / 1e6)
                         self.log("EXIT %s" % who)
                     finally:
                         lock.release()
@@ -354,6 +356,8 @@ def parse_args(argv):
                    help="run time, e.g. 4s or 500ms (default 4s; 60s cap for bench-uncontended)")
     p.add_argument("--count", type=int, default=1000, help="cycles for bench-uncontended")
     p.add_argument("--hold-ms", type=int, default=1, help="hold time per acquisition")
+    p.add_argument("--hold-us", type=int, default=0,
+                   help="bench-contended: time inside the critical section, in microseconds (default 0)")
     p.add_argument("--log", default="", help="shared log file (appended)")
     p.add_argument("--session-timeout-ms", type=int, default=10000)
     p.add_argument("--extra-lock-pattern", default="",

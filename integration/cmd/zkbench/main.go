@@ -34,15 +34,19 @@ import (
 )
 
 type config struct {
-	Out        string        `json:"-"`
-	Reps       int           `json:"repetitions"`
-	Impls      []string      `json:"implementations"`
-	Cycles     int           `json:"uncontended_cycles"`
-	Warmup     int           `json:"warmup_cycles"`
-	Sessions   int           `json:"contended_sessions"`
-	Contended  time.Duration `json:"contended_duration_ns"`
-	Drains     []int         `json:"drain_waiters"`
-	ChainLinks int           `json:"floor_chain_links"`
+	Out       string        `json:"-"`
+	Reps      int           `json:"repetitions"`
+	Impls     []string      `json:"implementations"`
+	Cycles    int           `json:"uncontended_cycles"`
+	Warmup    int           `json:"warmup_cycles"`
+	Sessions  int           `json:"contended_sessions"`
+	Contended time.Duration `json:"contended_duration_ns"`
+	// The exclusion check: the contended workload again, each holder
+	// staying ExclusionHold inside, for ExclusionDuration.
+	ExclusionHold     time.Duration `json:"exclusion_hold_ns"`
+	ExclusionDuration time.Duration `json:"exclusion_duration_ns"`
+	Drains            []int         `json:"drain_waiters"`
+	ChainLinks        int           `json:"floor_chain_links"`
 }
 
 func main() {
@@ -55,6 +59,8 @@ func main() {
 	flag.IntVar(&c.Warmup, "warmup", 200, "uncontended: unmeasured cycles first")
 	flag.IntVar(&c.Sessions, "sessions", 8, "contended: sessions")
 	flag.DurationVar(&c.Contended, "duration", 5*time.Second, "contended: measured time")
+	flag.DurationVar(&c.ExclusionHold, "exclusion-hold", time.Millisecond, "exclusion check: time each holder stays inside (0 skips the check)")
+	flag.DurationVar(&c.ExclusionDuration, "exclusion-duration", 2*time.Second, "exclusion check: time per implementation and repetition")
 	flag.StringVar(&drains, "drain", "50,200", "queue drain: waiter counts, comma-separated")
 	flag.IntVar(&c.ChainLinks, "links", 200, "floor: delete→notification chain links")
 	flag.Parse()
@@ -139,7 +145,7 @@ func run(c config) error {
 	// the implementations, in their rotation.
 	contenders := append(slices.Clone(runners), runner(inProcess{impl: bench.RawLock, c: c}))
 	for _, r := range contenders {
-		if _, err := r.contended(ctx, env, "/zkbench/warmup/contended/"+r.name()); err != nil {
+		if _, err := r.contended(ctx, env, "/zkbench/warmup/contended/"+r.name(), c.throughputLoad()); err != nil {
 			return fmt.Errorf("warm-up: %s contended: %w", r.name(), err)
 		}
 		logf("warm-up: %s contended", r.name())
@@ -172,7 +178,7 @@ func run(c config) error {
 		}
 		for _, r := range rotate(contenders, rep) {
 			p := fmt.Sprintf("/zkbench/r%d/contended/%s", rep, r.name())
-			k, err := r.contended(ctx, env, p)
+			k, err := r.contended(ctx, env, p, c.throughputLoad())
 			if err != nil {
 				return fmt.Errorf("%s contended: %w", r.name(), err)
 			}
@@ -182,6 +188,21 @@ func run(c config) error {
 				continue
 			}
 			res.add(r.name()).Contended = append(res.add(r.name()).Contended, k)
+		}
+		if c.ExclusionHold > 0 {
+			for _, r := range rotate(contenders, rep) {
+				p := fmt.Sprintf("/zkbench/r%d/exclusion/%s", rep, r.name())
+				x, err := r.contended(ctx, env, p, c.exclusionLoad())
+				if err != nil {
+					return fmt.Errorf("%s exclusion check: %w", r.name(), err)
+				}
+				logf("  %-9s exclusion check: %d violations in %d acquisitions held %v", r.name(), x.Violations, x.Acquisitions, c.ExclusionHold)
+				if r.name() == bench.RawLock.Name {
+					res.RawLockExclusion = append(res.RawLockExclusion, x)
+					continue
+				}
+				res.add(r.name()).Exclusion = append(res.add(r.name()).Exclusion, x)
+			}
 		}
 		for _, n := range c.Drains {
 			for _, r := range order {
@@ -213,6 +234,17 @@ func run(c config) error {
 	}
 	fmt.Print(res.markdown())
 	return nil
+}
+
+// throughputLoad is the contended workload measured for throughput.
+func (c config) throughputLoad() bench.Load {
+	return bench.Load{Sessions: c.Sessions, Duration: c.Contended}
+}
+
+// exclusionLoad is the contended workload with a critical section long
+// enough for two holders at once to overlap in the log.
+func (c config) exclusionLoad() bench.Load {
+	return bench.Load{Sessions: c.Sessions, Duration: c.ExclusionDuration, Hold: c.ExclusionHold}
 }
 
 func rotate(rs []runner, k int) []runner {

@@ -21,8 +21,11 @@ type Results struct {
 	// RawLock is the contended floor (bench.RawLock), one run per
 	// repetition.
 	RawLock []bench.ContendedResult `json:"floor_raw_lock_contended"`
-	Impls   map[string]*ImplRuns    `json:"implementations"`
-	Median  map[string]Summary      `json:"median"`
+	// RawLockExclusion is the raw lock's exclusion check, one run per
+	// repetition.
+	RawLockExclusion []bench.ContendedResult `json:"floor_raw_lock_exclusion"`
+	Impls            map[string]*ImplRuns    `json:"implementations"`
+	Median           map[string]Summary      `json:"median"`
 	// FloorMedian is the median floor; Ratios and Targets compare zkrecipes
 	// with each peer and with it.
 	FloorMedian FloorSummary       `json:"floor_median"`
@@ -35,6 +38,7 @@ type Results struct {
 type ImplRuns struct {
 	Uncontended []bench.UncontendedResult      `json:"uncontended"`
 	Contended   []bench.ContendedResult        `json:"contended"`
+	Exclusion   []bench.ContendedResult        `json:"exclusion"`
 	Drain       map[string][]bench.DrainResult `json:"drain"`
 }
 
@@ -47,6 +51,7 @@ type Summary struct {
 	HandoffP50       time.Duration            `json:"contended_handoff_p50_ns"`
 	HandoffP99       time.Duration            `json:"contended_handoff_p99_ns"`
 	Violations       int                      `json:"contended_violations"`
+	Exclusion        Exclusion                `json:"exclusion"`
 	ServerCPUPerAcq  time.Duration            `json:"contended_server_cpu_per_acquisition_ns"`
 	ClientCPUPerAcq  time.Duration            `json:"contended_client_cpu_per_acquisition_ns"`
 	DrainPerHandoff  map[string]time.Duration `json:"drain_per_handoff_ns"`
@@ -68,7 +73,36 @@ type FloorSummary struct {
 	ClientCPU       time.Duration `json:"client_cpu_per_handoff_ns"`
 	// RawLock is the median of the raw lock's contended runs (field by
 	// field; Violations is their sum).
-	RawLock bench.ContendedResult `json:"raw_lock_contended"`
+	RawLock          bench.ContendedResult `json:"raw_lock_contended"`
+	RawLockExclusion Exclusion             `json:"raw_lock_exclusion"`
+}
+
+// Exclusion sums one implementation's exclusion checks over the
+// repetitions: the contended workload with each holder staying Hold
+// inside its critical section, long enough for two holders at once to
+// overlap in the log.
+type Exclusion struct {
+	Hold         time.Duration `json:"hold_ns"`
+	Acquisitions int           `json:"acquisitions"`
+	Violations   int           `json:"violations"`
+}
+
+func sumExclusion(ks []bench.ContendedResult) Exclusion {
+	var x Exclusion
+	for _, k := range ks {
+		x.Hold = k.Hold
+		x.Acquisitions += k.Acquisitions
+		x.Violations += k.Violations
+	}
+	return x
+}
+
+// cell renders x for the table: "0 of 1234", or "–" when not run.
+func (x Exclusion) cell() string {
+	if x.Acquisitions == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d of %d", x.Violations, x.Acquisitions)
 }
 
 // Target is one of the issue's targets, as measured in this run.
@@ -121,6 +155,7 @@ func (r *Results) finish() {
 		for _, k := range ir.Contended {
 			s.Violations += k.Violations
 		}
+		s.Exclusion = sumExclusion(ir.Exclusion)
 		for n, ds := range ir.Drain {
 			s.DrainPerHandoff[n] = medD(ds, func(d bench.DrainResult) time.Duration { return d.PerHandoff })
 			s.DrainBytes[n] = med(ds, func(d bench.DrainResult) float64 { return d.BytesPerHandoff })
@@ -158,6 +193,7 @@ func (r *Results) finish() {
 			r.FloorMedian.RawLock.Violations += k.Violations
 		}
 	}
+	r.FloorMedian.RawLockExclusion = sumExclusion(r.RawLockExclusion)
 	r.ratios()
 }
 
@@ -258,11 +294,11 @@ func (r *Results) markdown() string {
 		"Medians of %d repetitions, implementation order rotating.\n\n",
 		m.Date, m.CPUs, m.CPUModel, m.Memory, m.Kernel, m.Go, m.Java, m.LoadAvgStart, m.LoadAvgEnd, r.Config.Reps)
 	ns := r.drainKeys()
-	b.WriteString("| implementation | uncontended p50 µs | p99 µs | requests/cycle | 8 sessions: acquisitions/s | handoff p50 µs | p99 µs | violations |")
+	b.WriteString("| implementation | uncontended p50 µs | p99 µs | requests/cycle | 8 sessions: acquisitions/s | handoff p50 µs | p99 µs | violations | exclusion check: violations of acquisitions |")
 	for _, n := range ns {
 		fmt.Fprintf(&b, " drain %d: µs/handoff | bytes/handoff |", n)
 	}
-	b.WriteString("\n|---|---|---|---|---|---|---|---|")
+	b.WriteString("\n|---|---|---|---|---|---|---|---|---|")
 	for range ns {
 		b.WriteString("---|---|")
 	}
@@ -272,8 +308,8 @@ func (r *Results) markdown() string {
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.0f | %s | %s | %d |", name, us(s.UncontendedP50), us(s.UncontendedP99), s.ReqPerCycle,
-			s.Throughput, us(s.HandoffP50), us(s.HandoffP99), s.Violations)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.0f | %s | %s | %d | %s |", name, us(s.UncontendedP50), us(s.UncontendedP99), s.ReqPerCycle,
+			s.Throughput, us(s.HandoffP50), us(s.HandoffP99), s.Violations, s.Exclusion.cell())
 		for _, n := range ns {
 			k := strconv.Itoa(n)
 			fmt.Fprintf(&b, " %s | %.0f |", us(s.DrainPerHandoff[k]), s.DrainBytes[k])
@@ -281,12 +317,13 @@ func (r *Results) markdown() string {
 		b.WriteString("\n")
 	}
 	f := r.FloorMedian
-	fmt.Fprintf(&b, "| floor (raw requests) | %s | %s | 3.00 | %.0f | %s | %s | – |", us(f.CycleP50), us(f.CycleP99), f.Throughput, us(f.HandoffP50), us(f.HandoffP99))
+	fmt.Fprintf(&b, "| floor (raw requests) | %s | %s | 3.00 | %.0f | %s | %s | – | – |", us(f.CycleP50), us(f.CycleP99), f.Throughput, us(f.HandoffP50), us(f.HandoffP99))
 	for range ns {
 		fmt.Fprintf(&b, " %s | %.0f |", us(f.PerHandoff), f.BytesPerHandoff)
 	}
 	if rl := f.RawLock; rl.Throughput > 0 {
-		fmt.Fprintf(&b, "\n| floor (raw lock) | – | – | – | %.0f | %s | %s | %d |", rl.Throughput, us(rl.HandoffP50), us(rl.HandoffP99), rl.Violations)
+		fmt.Fprintf(&b, "\n| floor (raw lock) | – | – | – | %.0f | %s | %s | %d | %s |", rl.Throughput, us(rl.HandoffP50), us(rl.HandoffP99), rl.Violations,
+			f.RawLockExclusion.cell())
 		for range ns {
 			b.WriteString(" – | – |")
 		}
@@ -303,6 +340,16 @@ func (r *Results) markdown() string {
 		"notification without checking why the node went (safe only because no contender gives up): the next acquisitions' requests run beside " +
 		"each handoff, as for any lock.\n" +
 		"Requests are the server's zk_packets_received, bytes its zk_response_bytes (replies to requests; notifications and pings are not counted).\n\n")
+	b.WriteString("Violations: a holder's ENTER line while another holder's EXIT is still to come, in the contenders' shared log (summed over the repetitions). " +
+		"In the throughput run the critical section is those two log writes, too short for two holders at once to overlap in the log often, so that column " +
+		"can read 0 for a lock that does not exclude.")
+	if r.Config.ExclusionHold > 0 {
+		b.WriteString(" The exclusion check is the same workload with each holder staying " + r.Config.ExclusionHold.String() +
+			" inside, for " + r.Config.ExclusionDuration.String() + " per repetition: there any two holders at once overlap.")
+	} else {
+		b.WriteString(" The exclusion check was not run (-exclusion-hold 0).")
+	}
+	b.WriteString("\n\n")
 	r.cpuTable(&b)
 	if len(r.Targets) > 0 {
 		b.WriteString("| target (zkrecipes, same run) | measured | wanted | met |\n|---|---|---|---|\n")

@@ -68,3 +68,21 @@ func TestDrawChart_DrawsTheRawLockInTheContendedPanelOnly(t *testing.T) {
 	require.NoError(t, drawChart(r, path))
 	assert.FileExists(t, path)
 }
+
+func TestResults_ReportTheExclusionCheckSummedOverRepetitions(t *testing.T) {
+	r := oneRun()
+	r.Config.ExclusionHold, r.Config.ExclusionDuration = time.Millisecond, 2*time.Second
+	r.Impls["zkrecipes"].Exclusion = []bench.ContendedResult{{Hold: time.Millisecond, Acquisitions: 1500}, {Hold: time.Millisecond, Acquisitions: 1400}}
+	r.Impls["gozk"].Exclusion = []bench.ContendedResult{{Hold: time.Millisecond, Acquisitions: 1300, Violations: 2}, {Hold: time.Millisecond, Acquisitions: 1200, Violations: 1}}
+	r.RawLockExclusion = []bench.ContendedResult{{Hold: time.Millisecond, Acquisitions: 1600}}
+	r.finish()
+
+	assert.Equal(t, Exclusion{Hold: time.Millisecond, Acquisitions: 2900}, r.Median["zkrecipes"].Exclusion)
+	assert.Equal(t, Exclusion{Hold: time.Millisecond, Acquisitions: 2500, Violations: 3}, r.Median["gozk"].Exclusion)
+	md := r.markdown()
+	assert.Contains(t, md, "| 0 | 0 of 2900 |")
+	assert.Contains(t, md, "| 0 | 3 of 2500 |")
+	assert.Contains(t, md, "| 0 | – |", "curator: not checked in this run")
+	assert.Contains(t, md, "| 0 | 0 of 1600 |", "the raw lock")
+	assert.Contains(t, md, "staying 1ms inside, for 2s per repetition")
+}

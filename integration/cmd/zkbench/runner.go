@@ -15,7 +15,7 @@ import (
 type runner interface {
 	name() string
 	uncontended(ctx context.Context, env bench.Env, path string) (bench.UncontendedResult, error)
-	contended(ctx context.Context, env bench.Env, path string) (bench.ContendedResult, error)
+	contended(ctx context.Context, env bench.Env, path string, load bench.Load) (bench.ContendedResult, error)
 	drain(ctx context.Context, env bench.Env, path string, n int) (bench.DrainResult, error)
 }
 
@@ -47,10 +47,10 @@ func (r inProcess) uncontended(ctx context.Context, env bench.Env, path string) 
 	return bench.Uncontended(ctx, r.impl, env, path, r.c.Warmup, r.c.Cycles)
 }
 
-func (r inProcess) contended(ctx context.Context, env bench.Env, path string) (bench.ContendedResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.c.Contended+2*time.Minute)
+func (r inProcess) contended(ctx context.Context, env bench.Env, path string, load bench.Load) (bench.ContendedResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, load.Duration+2*time.Minute)
 	defer cancel()
-	return bench.Contended(ctx, r.impl, env, path, r.c.Sessions, r.c.Contended)
+	return bench.Contended(ctx, r.impl, env, path, load)
 }
 
 func (r inProcess) drain(ctx context.Context, env bench.Env, path string, n int) (bench.DrainResult, error) {
@@ -137,7 +137,7 @@ func (r peerRunner) uncontended(ctx context.Context, env bench.Env, path string)
 	}, nil
 }
 
-func (r peerRunner) contended(ctx context.Context, env bench.Env, path string) (bench.ContendedResult, error) {
+func (r peerRunner) contended(ctx context.Context, env bench.Env, path string, load bench.Load) (bench.ContendedResult, error) {
 	logf, err := os.CreateTemp("", "zkbench-"+r.kind+"-*.log")
 	if err != nil {
 		return bench.ContendedResult{}, err
@@ -145,8 +145,8 @@ func (r peerRunner) contended(ctx context.Context, env bench.Env, path string) (
 	logf.Close()
 	defer os.Remove(logf.Name())
 	sum, d, cpu, err := r.measured(ctx, env, nil, "bench-contended", "--path", path, "--id", r.kind,
-		"--sessions", strconv.Itoa(r.c.Sessions), "--duration", fmt.Sprintf("%dms", r.c.Contended.Milliseconds()),
-		"--log", logf.Name())
+		"--sessions", strconv.Itoa(load.Sessions), "--duration", fmt.Sprintf("%dms", load.Duration.Milliseconds()),
+		"--hold-us", strconv.FormatInt(load.Hold.Microseconds(), 10), "--log", logf.Name())
 	if err != nil {
 		return bench.ContendedResult{}, err
 	}
@@ -156,8 +156,8 @@ func (r peerRunner) contended(ctx context.Context, env bench.Env, path string) (
 	}
 	n := sum.Acquisitions
 	return bench.ContendedResult{
-		Sessions: r.c.Sessions, Duration: r.c.Contended, Acquisitions: n,
-		Throughput: float64(n) / r.c.Contended.Seconds(),
+		Sessions: load.Sessions, Duration: load.Duration, Hold: load.Hold, Acquisitions: n,
+		Throughput: float64(n) / load.Duration.Seconds(),
 		HandoffP50: bench.Percentile(rep.Handoffs, 0.5), HandoffP99: bench.Percentile(rep.Handoffs, 0.99),
 		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
 		ReqPerAcq:       bench.Ratio(float64(d.PacketsReceived), float64(n)),

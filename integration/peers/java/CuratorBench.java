@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -36,6 +37,7 @@ final class CuratorBench {
     private final int count;
     private final int warmup;
     private final long durationMs;
+    private final long holdNs;
     private final int sessionTimeoutMs;
     private final FileOutputStream log;
     private final BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -50,6 +52,7 @@ final class CuratorBench {
         this.count = Integer.parseInt(flags.getOrDefault("count", "1000"));
         this.warmup = Integer.parseInt(flags.getOrDefault("warmup", "0"));
         this.durationMs = CuratorPeer.parseDurationMs(flags.getOrDefault("duration", "4s"));
+        this.holdNs = TimeUnit.MICROSECONDS.toNanos(Long.parseLong(flags.getOrDefault("hold-us", "0")));
         this.sessionTimeoutMs = Integer.parseInt(flags.getOrDefault("session-timeout-ms", "10000"));
         String logPath = flags.get("log");
         this.log = logPath == null ? null : new FileOutputStream(logPath, true);
@@ -176,6 +179,7 @@ final class CuratorBench {
                         acquired.incrementAndGet();
                         try {
                             logLine("ENTER " + who + " -");
+                            hold();
                             logLine("EXIT " + who);
                         } finally {
                             m.release();
@@ -197,6 +201,14 @@ final class CuratorBench {
         List<Long> l = new ArrayList<>(waits);
         Collections.sort(l);
         summary(acquired.get(), l, "\"sessions\":" + sessions);
+    }
+
+    /** Stays inside the critical section for --hold-us (bench-contended; 0 by default). */
+    private void hold() {
+        long end = System.nanoTime() + holdNs;
+        for (long left = holdNs; left > 0; left = end - System.nanoTime()) {
+            LockSupport.parkNanos(left);
+        }
     }
 
     private void drain() throws Exception {
