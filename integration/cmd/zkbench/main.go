@@ -176,32 +176,16 @@ func run(c config) error {
 			logf("  %-9s uncontended: p50 %v p99 %v, %.2f requests/cycle", r.name(), u.P50, u.P99, u.ReqPerCycle)
 			res.add(r.name()).Uncontended = append(res.add(r.name()).Uncontended, u)
 		}
-		for _, r := range rotate(contenders, rep) {
-			p := fmt.Sprintf("/zkbench/r%d/contended/%s", rep, r.name())
-			k, err := r.contended(ctx, env, p, c.throughputLoad())
-			if err != nil {
-				return fmt.Errorf("%s contended: %w", r.name(), err)
-			}
-			logf("  %-9s contended: %.0f acquisitions/s, handoff p50 %v p99 %v, %d violations", r.name(), k.Throughput, k.HandoffP50, k.HandoffP99, k.Violations)
-			if r.name() == bench.RawLock.Name {
-				res.RawLock = append(res.RawLock, k)
-				continue
-			}
-			res.add(r.name()).Contended = append(res.add(r.name()).Contended, k)
-		}
-		if c.ExclusionHold > 0 {
+		for _, ph := range c.contendedPhases() {
 			for _, r := range rotate(contenders, rep) {
-				p := fmt.Sprintf("/zkbench/r%d/exclusion/%s", rep, r.name())
-				x, err := r.contended(ctx, env, p, c.exclusionLoad())
+				p := fmt.Sprintf("/zkbench/r%d/%s/%s", rep, ph.dir, r.name())
+				k, err := r.contended(ctx, env, p, ph.load)
 				if err != nil {
-					return fmt.Errorf("%s exclusion check: %w", r.name(), err)
+					return fmt.Errorf("%s %s: %w", r.name(), ph.what, err)
 				}
-				logf("  %-9s exclusion check: %d violations in %d acquisitions held %v", r.name(), x.Violations, x.Acquisitions, c.ExclusionHold)
-				if r.name() == bench.RawLock.Name {
-					res.RawLockExclusion = append(res.RawLockExclusion, x)
-					continue
-				}
-				res.add(r.name()).Exclusion = append(res.add(r.name()).Exclusion, x)
+				logf("  %-9s %s: %.0f acquisitions/s, handoff p50 %v p99 %v, %d violations in %d acquisitions",
+					r.name(), ph.what, k.Throughput, k.HandoffP50, k.HandoffP99, k.Violations, k.Acquisitions)
+				res.addContended(r.name(), ph.load.Hold > 0, k)
 			}
 		}
 		for _, n := range c.Drains {
@@ -241,10 +225,22 @@ func (c config) throughputLoad() bench.Load {
 	return bench.Load{Sessions: c.Sessions, Duration: c.Contended}
 }
 
-// exclusionLoad is the contended workload with a critical section long
-// enough for two holders at once to overlap in the log.
-func (c config) exclusionLoad() bench.Load {
-	return bench.Load{Sessions: c.Sessions, Duration: c.ExclusionDuration, Hold: c.ExclusionHold}
+// phase is one run of the contended workload in every repetition.
+type phase struct {
+	what, dir string
+	load      bench.Load
+}
+
+// contendedPhases are the throughput run, then, unless -exclusion-hold
+// is 0, the exclusion check: the same workload with a critical section
+// long enough for two holders at once to overlap in the log.
+func (c config) contendedPhases() []phase {
+	ps := []phase{{"contended", "contended", c.throughputLoad()}}
+	if c.ExclusionHold > 0 {
+		ps = append(ps, phase{"exclusion check (held " + c.ExclusionHold.String() + ")", "exclusion",
+			bench.Load{Sessions: c.Sessions, Duration: c.ExclusionDuration, Hold: c.ExclusionHold}})
+	}
+	return ps
 }
 
 func rotate(rs []runner, k int) []runner {

@@ -126,6 +126,24 @@ func (r *Results) add(name string) *ImplRuns {
 	return ir
 }
 
+// addContended records one contended run of implementation name (the
+// raw lock included): a throughput run, or with held an exclusion check.
+func (r *Results) addContended(name string, held bool, k bench.ContendedResult) {
+	raw := name == bench.RawLock.Name
+	switch {
+	case raw && held:
+		r.RawLockExclusion = append(r.RawLockExclusion, k)
+	case raw:
+		r.RawLock = append(r.RawLock, k)
+	case held:
+		ir := r.add(name)
+		ir.Exclusion = append(ir.Exclusion, k)
+	default:
+		ir := r.add(name)
+		ir.Contended = append(ir.Contended, k)
+	}
+}
+
 func med[T any](xs []T, f func(T) float64) float64 {
 	vs := make([]float64, len(xs))
 	for i, x := range xs {

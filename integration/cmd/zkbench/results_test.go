@@ -86,3 +86,28 @@ func TestResults_ReportTheExclusionCheckSummedOverRepetitions(t *testing.T) {
 	assert.Contains(t, md, "| 0 | 0 of 1600 |", "the raw lock")
 	assert.Contains(t, md, "staying 1ms inside, for 2s per repetition")
 }
+
+func TestResults_FileEachContendedRunUnderItsImplementationAndPhase(t *testing.T) {
+	r := newResults(config{}, Machine{})
+	r.addContended("zkrecipes", false, bench.ContendedResult{Acquisitions: 1})
+	r.addContended("zkrecipes", true, bench.ContendedResult{Acquisitions: 2})
+	r.addContended(bench.RawLock.Name, false, bench.ContendedResult{Acquisitions: 3})
+	r.addContended(bench.RawLock.Name, true, bench.ContendedResult{Acquisitions: 4})
+
+	assert.Equal(t, 1, r.Impls["zkrecipes"].Contended[0].Acquisitions)
+	assert.Equal(t, 2, r.Impls["zkrecipes"].Exclusion[0].Acquisitions)
+	assert.Equal(t, 3, r.RawLock[0].Acquisitions)
+	assert.Equal(t, 4, r.RawLockExclusion[0].Acquisitions)
+	assert.NotContains(t, r.Impls, bench.RawLock.Name, "the raw lock is not an implementation")
+}
+
+func TestConfig_TheExclusionCheckRunsUnlessItsHoldIsZero(t *testing.T) {
+	c := config{Sessions: 8, Contended: 5 * time.Second, ExclusionHold: time.Millisecond, ExclusionDuration: 2 * time.Second}
+	ps := c.contendedPhases()
+	require.Len(t, ps, 2)
+	assert.Equal(t, bench.Load{Sessions: 8, Duration: 5 * time.Second}, ps[0].load)
+	assert.Equal(t, bench.Load{Sessions: 8, Duration: 2 * time.Second, Hold: time.Millisecond}, ps[1].load)
+
+	c.ExclusionHold = 0
+	assert.Len(t, c.contendedPhases(), 1)
+}
