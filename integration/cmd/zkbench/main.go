@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -63,7 +64,14 @@ func main() {
 	flag.DurationVar(&c.ExclusionDuration, "exclusion-duration", 2*time.Second, "exclusion check: time per implementation and repetition")
 	flag.StringVar(&drains, "drain", "50,200", "queue drain: waiter counts, comma-separated")
 	flag.IntVar(&c.ChainLinks, "links", 200, "floor: delete→notification chain links")
+	rerender := flag.String("render", "", "measure nothing: re-render this results.json into -out")
 	flag.Parse()
+	if *rerender != "" {
+		if err := render(*rerender, c.Out); err != nil {
+			fatalf("%v", err)
+		}
+		return
+	}
 	c.Impls = strings.Split(impls, ",")
 	for _, d := range strings.Split(drains, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(d))
@@ -203,21 +211,48 @@ func run(c config) error {
 		}
 	}
 	res.Machine.LoadAvgEnd = loadavg()
+	return write(res, c.Out)
+}
+
+// write derives the medians, ratios and targets of res and writes
+// results.json, results.md and chart.png into dir.
+func write(res *Results, dir string) error {
 	res.finish()
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := res.writeJSON(filepath.Join(c.Out, "results.json")); err != nil {
+	if err := res.writeJSON(filepath.Join(dir, "results.json")); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.Out, "results.md"), []byte(res.markdown()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(res.markdown()), 0o644); err != nil {
 		return err
 	}
-	if err := drawChart(res, filepath.Join(c.Out, "chart.png")); err != nil {
+	if err := drawChart(res, filepath.Join(dir, "chart.png")); err != nil {
 		return err
 	}
 	fmt.Print(res.markdown())
 	return nil
+}
+
+// render re-renders a run's results.json into dir, measuring nothing: the
+// measured runs are kept as they are and the medians, ratios, targets,
+// table and chart derived from them again (after a change to how they are
+// derived or shown).
+func render(path, dir string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(res.Impls) == 0 {
+		return fmt.Errorf("%s: no implementation's results", path)
+	}
+	res.order = res.Config.Impls
+	res.Median, res.Ratios, res.Targets = nil, nil, nil
+	return write(&res, dir)
 }
 
 // throughputLoad is the contended workload measured for throughput.

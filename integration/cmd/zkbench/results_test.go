@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,14 +18,14 @@ import (
 func oneRun() *Results {
 	c := config{Reps: 1, Impls: []string{"zkrecipes", "gozk", "curator"}, Sessions: 8, Drains: []int{50, 200}, ChainLinks: 200}
 	r := newResults(c, Machine{CPUs: 2})
-	r.Floor = []bench.FloorResult{{CycleP50: 500 * time.Microsecond, Throughput: 4000, PerHandoff: 250 * time.Microsecond,
+	r.Floor = []bench.FloorResult{{CycleP50: 500 * time.Microsecond, ReqPerCycle: 3, Throughput: 4000, PerHandoff: 250 * time.Microsecond,
 		ServerCPUPerHandoff: 250 * time.Microsecond, ClientCPUPerHandoff: 150 * time.Microsecond}}
 	r.RawLock = []bench.ContendedResult{{Throughput: 3000, HandoffP50: 300 * time.Microsecond, ReqPerAcq: 4,
 		ServerCPUPerAcq: 400 * time.Microsecond, ClientCPUPerAcq: 200 * time.Microsecond}}
 	for name, tp := range map[string]float64{"zkrecipes": 2500, "gozk": 2000, "curator": 1000} {
 		ir := r.add(name)
 		ir.Uncontended = []bench.UncontendedResult{{P50: 500 * time.Microsecond}}
-		ir.Contended = []bench.ContendedResult{{Throughput: tp, ServerCPUPerAcq: 500 * time.Microsecond, ClientCPUPerAcq: 250 * time.Microsecond}}
+		ir.Contended = []bench.ContendedResult{{Throughput: tp, ReqPerAcq: 6, ServerCPUPerAcq: 500 * time.Microsecond, ClientCPUPerAcq: 250 * time.Microsecond}}
 		for _, n := range []string{"50", "200"} {
 			ir.Drain[n] = []bench.DrainResult{{PerHandoff: 300 * time.Microsecond, BytesPerHandoff: 111}}
 		}
@@ -40,8 +41,11 @@ func TestResults_ReportTheRawLockBesideTheChainFloor(t *testing.T) {
 	assert.InDelta(t, 4000.0/2500, r.Ratios["throughput_floor_over_zkrecipes"], 1e-9)
 	md := r.markdown()
 	assert.Contains(t, md, "| floor (raw lock) | – | – | – | 3000 | 300 |")
-	assert.Contains(t, md, "| floor (raw lock) | 400 | 200 | 600 | 3000 | 1.80 of 2 |")
+	assert.Contains(t, md, "| floor (raw lock) | 4.00 | 400 | 200 | 600 | 3000 | 1.80 of 2 |")
+	assert.Contains(t, md, "| zkrecipes | 6.00 | 500 | 250 | 750 | 2500 | 1.88 of 2 |", "requests per acquisition, median of the runs")
 	assert.Contains(t, md, "4.00 requests per acquisition")
+	assert.Contains(t, md, "| floor (raw requests) | 500 | 0 | 3.00 |", "the floor's requests per cycle")
+	assert.Contains(t, md, "| floor chain (per handoff: one delete, one notification) | – |", "the chain's requests are not counted")
 }
 
 func TestResults_TheRawLockIsAReferenceNotOneOfTheIssuesTargets(t *testing.T) {
@@ -110,4 +114,20 @@ func TestConfig_TheExclusionCheckRunsUnlessItsHoldIsZero(t *testing.T) {
 
 	c.ExclusionHold = 0
 	assert.Len(t, c.contendedPhases(), 1)
+}
+
+func TestRender_DerivesTheSameTablesFromARunsJSON(t *testing.T) {
+	r := oneRun()
+	dir := t.TempDir()
+	require.NoError(t, r.writeJSON(filepath.Join(dir, "results.json")))
+
+	out := filepath.Join(dir, "again")
+	require.NoError(t, render(filepath.Join(dir, "results.json"), out))
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	require.NoError(t, err)
+	assert.Equal(t, r.markdown(), string(md))
+	assert.FileExists(t, filepath.Join(out, "chart.png"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty.json"), []byte("{}"), 0o644))
+	assert.ErrorContains(t, render(filepath.Join(dir, "empty.json"), out), "no implementation's results")
 }
