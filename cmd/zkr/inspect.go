@@ -18,13 +18,18 @@ its role, data, owning session, fencing token (czxid) and age. Recognises
 Curator's mutex, read-write lock, semaphore (V2), leader latch and selector,
 and kazoo's and go-zookeeper's locks.
 
+A semaphore shows its lease nodes, then the queue of its internal lock
+(locks/): the first there is "acquiring" (it creates its lease, and waits
+while the leases are all taken; its pending lease node is listed among the
+leases), the rest are "waiting" for that lock.
+
 flags:
 `
 
 // entry is one contender node.
 type entry struct {
 	Node    string    `json:"node"`
-	Role    string    `json:"role"` // holder, leader, write-holder, read-holder, lease, waiting
+	Role    string    `json:"role"` // holder, leader, write-holder, read-holder, lease, acquiring, waiting
 	Data    string    `json:"data"`
 	Session string    `json:"session"`
 	Token   int64     `json:"token"`
@@ -99,6 +104,11 @@ func inspect(conn *zk.Conn, path string, now time.Time) (report, error) {
 		for i := range lockq {
 			lockq[i].Role = "waiting"
 			lockq[i].Node = "locks/" + lockq[i].Node
+		}
+		if len(lockq) > 0 {
+			// The first holds the semaphore's internal lock: it is
+			// creating its lease, or waiting for the count to let it hold.
+			lockq[0].Role = "acquiring"
 		}
 		rep.Nodes = append(leases, lockq...)
 		return rep, nil

@@ -3,6 +3,7 @@ package zkr_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -247,4 +248,45 @@ func TestZkrLockN_AtMostNChildrenAtOnce(t *testing.T) {
 	assert.True(t, fileHas(inspectOut, "(semaphore, "), "inspect recognises the semaphore")
 	assert.True(t, fileHas(inspectOut, "lease "), "inspect lists the leases")
 	assert.Empty(t, children(t, conn, path+"/leases"))
+}
+
+// Inspect tells a semaphore's acquirer, which holds its internal lock and
+// waits for a lease, from the contenders queued behind it.
+func TestZkrInspect_ShowsTheSemaphoresAcquirerAndWhoWaitsBehindIt(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	path := testPath(t)
+	out := filepath.Join(t.TempDir(), "holders.out")
+	t.Setenv("OUT", out)
+	// Each holder's command runs until its zkr is gone, holding none of
+	// zkr's output pipes (so that the kill at the test's end ends it all).
+	holder := `echo started >> "$OUT"; exec >/dev/null 2>&1; while kill -0 $PPID; do sleep 0.05; done`
+	for range 2 {
+		start(t, c.ConnectString(), "lock", "-n", "2", path, "--", "sh", "-c", holder)
+	}
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Count(string(b), "started") == 2
+	}, 20*time.Second, 10*time.Millisecond)
+
+	// The next one takes the internal lock and waits for the count with
+	// its lease node created; the one after queues on the internal lock.
+	start(t, c.ConnectString(), "lock", "-n", "2", path, "--", "true")
+	require.Eventually(t, func() bool { return len(children(t, conn, path+"/leases")) == 3 }, 20*time.Second, 10*time.Millisecond)
+	start(t, c.ConnectString(), "lock", "-n", "2", path, "--", "true")
+	require.Eventually(t, func() bool { return len(children(t, conn, path+"/locks")) == 2 }, 20*time.Second, 10*time.Millisecond)
+
+	code, stdout, stderr := run(t, c.ConnectString(), "inspect", "--json", path)
+	require.Zero(t, code, stderr)
+	var rep struct {
+		Kind  string
+		Nodes []struct{ Role, Node string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	assert.Equal(t, "semaphore", rep.Kind)
+	var roles []string
+	for _, n := range rep.Nodes {
+		roles = append(roles, strings.SplitN(n.Node, "/", 2)[0]+":"+n.Role)
+	}
+	assert.Equal(t, []string{"leases:lease", "leases:lease", "leases:lease", "locks:acquiring", "locks:waiting"}, roles)
 }
