@@ -85,11 +85,9 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 	}
 	// The pipelined cycles' requests, as the server counts them (the meter's
 	// own mntr commands and the session's pings are a few more).
-	var before Counters
-	if env.Meter != nil {
-		if before, err = env.Meter.Read(ctx); err != nil {
-			return r, err
-		}
+	before, err := env.Meter.Read(ctx)
+	if err != nil {
+		return r, err
 	}
 	for i := range warmup + cycles {
 		t0 := time.Now()
@@ -139,13 +137,11 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 	r.CreateP50, r.ChildrenP50, r.DeleteP50 = Percentile(cr, 0.5), Percentile(ch, 0.5), Percentile(de, 0.5)
 	r.SequentialP50 = Percentile(seq, 0.5)
 	r.CycleP50, r.CycleP99 = Percentile(cy, 0.5), Percentile(cy, 0.99)
-	if env.Meter != nil {
-		d, err := env.Meter.Delta(ctx, before)
-		if err != nil {
-			return r, err
-		}
-		r.ReqPerCycle = float64(d.PacketsReceived) / float64(warmup+cycles)
+	d, err := env.Meter.Delta(ctx, before)
+	if err != nil {
+		return r, err
 	}
+	r.ReqPerCycle = float64(d.PacketsReceived) / float64(warmup+cycles)
 	if err := chain(ctx, env, conn, path, links, &r); err != nil {
 		return r, err
 	}

@@ -3,7 +3,6 @@ package peers
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -12,23 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// launchSynced starts a peer in a synchronised bench mode (it waits on its
-// standard input), skipping the test when the peer is not available
-// outside CI, and kills it in t.Cleanup.
-func launchSynced(t *testing.T, ctx context.Context, kind string, args ...string) *Process {
-	t.Helper()
-	if err := Available(kind); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("peer %s unavailable on CI: %v", kind, err)
-		}
-		t.Skipf("peer %s unavailable: %v", kind, err)
-	}
-	p, err := Launch(ctx, kind, args...)
-	require.NoError(t, err)
-	t.Cleanup(p.Kill)
-	return p
-}
 
 // zkbench's exclusion check runs each peer's bench-contended mode with
 // --hold-us and counts the overlaps in its log. That check must be able to
@@ -47,7 +29,7 @@ func TestBenchContended_HoldKeepsEachHolderInsideLongEnoughToBeSeen(t *testing.T
 			const hold = 2 * time.Millisecond
 			ps := make([]*Process, 2)
 			for i := range ps {
-				ps[i] = launchSynced(t, ctx, kind, "bench-contended", "--sync", "1", "--servers", servers,
+				ps[i] = StartSynced(t, kind, "bench-contended", "--sync", "1", "--servers", servers,
 					"--path", fmt.Sprintf("%s-%d", uniquePath(t), i), "--id", fmt.Sprintf("%s%d", kind, i),
 					"--sessions", "1", "--duration", "1000ms", "--hold-us", strconv.FormatInt(hold.Microseconds(), 10), "--log", log)
 			}

@@ -131,6 +131,18 @@ type Process struct {
 // the peer in tb.Cleanup. Call it from the test goroutine.
 func Start(tb testing.TB, kind string, args ...string) *Process {
 	tb.Helper()
+	return start(tb, kind, args, false)
+}
+
+// StartSynced is Start for a synchronised bench mode (--sync, bench-drain):
+// the peer has a pipe on its standard input, for Send and CloseStdin.
+func StartSynced(tb testing.TB, kind string, args ...string) *Process {
+	tb.Helper()
+	return start(tb, kind, args, true)
+}
+
+func start(tb testing.TB, kind string, args []string, withStdin bool) *Process {
+	tb.Helper()
 	if err := Available(kind); err != nil {
 		if os.Getenv("CI") != "" {
 			tb.Fatalf("peer %s unavailable on CI: %v", kind, err)
@@ -139,7 +151,7 @@ func Start(tb testing.TB, kind string, args ...string) *Process {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	p, err := launch(ctx, kind, args, false)
+	p, err := launch(ctx, kind, args, withStdin)
 	if err != nil {
 		tb.Fatal(err)
 	}
