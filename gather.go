@@ -64,14 +64,14 @@ func (c *sniffConn) writeFrame(p []byte) (int, error) {
 	if g.want == 0 {
 		n, err := c.Conn.Write(p)
 		if err == nil && c.sent != nil {
-			c.sent.wrote(p)
+			c.sent.wrote(p, c.sessionID())
 		}
 		return n, err
 	}
 	g.buf = append(g.buf, p...)
 	g.want--
 	if c.sent != nil {
-		c.sent.wrote(p) // it goes out before any frame written after it
+		c.sent.wrote(p, c.sessionID()) // it goes out before any frame written after it
 	}
 	if g.want > 0 {
 		return len(p), nil

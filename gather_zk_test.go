@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,10 +39,20 @@ func opName(op uint32) string {
 	return "op" + strconv.Itoa(int(op))
 }
 
-// A waiter behind another waiter reads its own node and sets its two
-// watches on the node ahead in one round trip: the three requests leave
-// in one write, not three.
+// A waiter behind another waiter sets its two watches on the node ahead
+// in one write. When a child was created between its create and its
+// listing, its token is not known from the listing (freshToken), and it
+// reads its own node in that same write: three requests, one round trip.
 func TestZKWaiterSendsItsOwnReadAndBothWatchesInOneWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		interpose bool // create a child between the waiter's create and its listing
+	}{{"listing right behind the create", false}, {"a child created before the listing", true}} {
+		t.Run(tc.name, func(t *testing.T) { testWaiterWrites(t, tc.interpose) })
+	}
+}
+
+func testWaiterWrites(t *testing.T, interpose bool) {
 	// However late a loaded machine runs the third request, the first two
 	// wait for it (restored after the Sessions' cleanups, which run first).
 	t.Cleanup(func(d time.Duration) func() { return func() { gatherWait = d } }(gatherWait))
@@ -67,7 +78,23 @@ func TestZKWaiterSendsItsOwnReadAndBothWatchesInOneWrite(t *testing.T) {
 
 	var mu sync.Mutex
 	var writes [][]string
+	var once sync.Once
+	var interposeErr error
 	beforeWrite := func(p []byte) {
+		if interpose && isListing(p, dir) {
+			once.Do(func() {
+				// Once the server shows the third contender's node, one
+				// more child, behind it, before its listing.
+				for {
+					kids, _, err := raw.Children(dir)
+					if err != nil || len(kids) == 3 || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				_, interposeErr = raw.Create(dir+"/_c_interposed-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			})
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		writes = append(writes, frameOps(p))
@@ -93,15 +120,20 @@ func TestZKWaiterSendsItsOwnReadAndBothWatchesInOneWrite(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, time.Millisecond, "the third contender watches the second")
-	require.Len(t, burst, 3, "one write: %q", burst)
+	require.NoError(t, interposeErr)
 	assert.Contains(t, burst, "getChildren "+ahead)
-	own := ""
-	for _, op := range burst {
-		if op != "getData "+ahead && op != "getChildren "+ahead {
-			own = op
+	if interpose {
+		require.Len(t, burst, 3, "one write: %q", burst)
+		own := ""
+		for _, op := range burst {
+			if op != "getData "+ahead && op != "getChildren "+ahead {
+				own = op
+			}
 		}
+		assert.Regexp(t, "^getChildren "+dir+"/_c_.*-lock-", own, "the third one's own node")
+	} else {
+		assert.Len(t, burst, 2, "one write, without reading its own node: %q", burst)
 	}
-	assert.Regexp(t, "^getChildren "+dir+"/_c_.*-lock-", own, "the third one's own node")
 
 	require.NoError(t, l0.Release(ctx))
 	l1 := <-secondGot
@@ -109,5 +141,11 @@ func TestZKWaiterSendsItsOwnReadAndBothWatchesInOneWrite(t *testing.T) {
 	require.NoError(t, l1.Release(ctx))
 	l2 := <-thirdGot
 	require.NotNil(t, l2)
+	_, st, err := raw.Get(l2.Path())
+	require.NoError(t, err)
+	// Read off its own node, or the listing's pzxid: with no child
+	// deleted between its create and its listing, that is its czxid too.
+	assert.Equal(t, st.Czxid, l2.Token())
+	assert.Greater(t, l2.Token(), l1.Token())
 	require.NoError(t, l2.Release(ctx))
 }

@@ -71,7 +71,7 @@ func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()
 // attempt is one pass: one node, one session.
 func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
 	// The children are listed right behind the create (see pipeline.go).
-	node, kids, parent, err := q.enter(ctx, data)
+	node, kids, parent, fresh, err := q.enter(ctx, data)
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			return nil, &startOver{err}
@@ -80,17 +80,22 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 	}
 	own := baseName(node.path)
 	granted, waited := false, false
+	var self selfWatch
 	defer func() {
+		self.stopLate()
 		if !granted {
 			q.s.removeNode(node)
 		}
 	}()
 
 	// The own node's Stat (fencing token, owner) and deletion watch, read
-	// only when needed (see aloneToken): beside the first watch when the
-	// node waits, before the grant when others were in the listing.
+	// only when needed: not when the listing right behind the create gives
+	// the token (freshToken, aloneToken); else beside the first watch when
+	// the node waits, before the grant when others were in the listing.
 	// Without the listing behind the create, the queue lists now.
-	var self selfWatch
+	if fresh {
+		self.token, self.known = freshToken(parent), true
+	}
 	if kids == nil {
 		if kids, parent, err = q.listStat(ctx, node); err != nil {
 			return nil, err
@@ -115,9 +120,14 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 			held, watch := q.pred(nodes, idx)
 			if held {
 				var token int64
+				if err := q.awaitLate(ctx, node, &self); err != nil {
+					return nil, err
+				}
 				switch {
 				case self.stat != nil:
 					token = self.stat.Czxid
+				case self.known:
+					token = self.token
 				case !waited && len(kids) == 1:
 					token = aloneToken(parent)
 				default:
@@ -178,6 +188,29 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 type selfWatch struct {
 	stat *zk.Stat
 	w    <-chan zk.Event
+	// token is the node's fencing token when known without reading the
+	// node (freshToken). Such a node sets its deletion watch only once it
+	// has waited selfWatchGrace (late), as a hold does once it has lasted
+	// that long: the read sent then arrives on pending.
+	token   int64
+	known   bool
+	late    *time.Timer
+	pending <-chan reply[watched]
+}
+
+// lateC is the channel of the late timer, nil before it is armed.
+func (sw *selfWatch) lateC() <-chan time.Time {
+	if sw.late == nil {
+		return nil
+	}
+	return sw.late.C
+}
+
+// stopLate stops the late timer.
+func (sw *selfWatch) stopLate() {
+	if sw.late != nil {
+		sw.late.Stop()
+	}
 }
 
 // checkOwner starts over when the node turns out to belong to another
@@ -199,6 +232,36 @@ func (sw *selfWatch) checkOwner(node ownNode) error {
 // token of a later one (their nodes are created after the listing, above
 // pzxid). Lease.Token documents this.
 func aloneToken(parent *zk.Stat) int64 { return parent.Pzxid }
+
+// freshToken is the fencing token of a node whose create the listing came
+// right behind, with no child created in between (noneCreatedSince): the
+// parent's pzxid at that listing. It is the node's czxid unless a child
+// was deleted in between, and like aloneToken it is above every token of
+// an earlier owner (their nodes were created before this one, and their
+// tokens are their czxid or the pzxid of a listing made before this
+// node's create) and below every token of a later one (their nodes are
+// created after the listing, above pzxid, and a token is never below its
+// node's czxid).
+func freshToken(parent *zk.Stat) int64 { return parent.Pzxid }
+
+// awaitLate waits for the own node's late read, if one is on its way, so
+// that a holder starts with the watch it set: the node is found gone, or
+// the read stands.
+func (q *queue) awaitLate(ctx context.Context, node ownNode, self *selfWatch) error {
+	for self.pending != nil {
+		r, err := await(ctx, self.pending)
+		self.pending = nil
+		if err == nil {
+			self.stat, self.w = r.stat, r.w
+			return self.checkOwner(node)
+		}
+		if err = q.classify(ctx, node, err); err != nil {
+			return err
+		}
+		self.pending = q.s.watchDeletionAsync(node.path)
+	}
+	return nil
+}
 
 // readSelf reads the own node and sets its deletion watch, retrying
 // through a connection loss under the same session.
@@ -256,7 +319,7 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 	for {
 		var dataW, delW <-chan zk.Event
 		var err error
-		if self.stat == nil {
+		if self.stat == nil && !self.known {
 			// The own node is read beside the first watch: the queue
 			// waits anyway, so that read adds no round trip.
 			if err := ctx.Err(); err != nil {
@@ -277,6 +340,9 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 				return false, err
 			}
 		} else {
+			if self.w == nil && self.late == nil && self.pending == nil {
+				self.late = time.NewTimer(selfWatchGrace)
+			}
 			q.s.gather(targetRequests(wantMark))
 			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
 		}
@@ -394,6 +460,24 @@ func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, da
 				return false, false, nil
 			}
 			changed, dataW = false, r.v.w // still there: that change was no release
+		case <-self.lateC():
+			// Waited selfWatchGrace with the token known: set the watch
+			// on the own node's deletion now.
+			self.late = nil
+			self.pending = q.s.watchDeletionAsync(node.path)
+		case r := <-self.pending:
+			self.pending = nil
+			if r.err != nil {
+				if err := q.classify(ctx, node, r.err); err != nil {
+					return false, false, err
+				}
+				self.pending = q.s.watchDeletionAsync(node.path)
+				continue
+			}
+			self.stat, self.w = r.v.stat, r.v.w
+			if err := self.checkOwner(node); err != nil {
+				return false, false, err
+			}
 		case ev := <-self.w:
 			switch ev.Type {
 			case zk.EventNodeDeleted:

@@ -73,11 +73,13 @@ func (l *Lease) Err() error {
 
 // Token returns the fencing token of this ownership: a ZooKeeper zxid,
 // normally the creation zxid (czxid) of its node. A lock or leadership
-// owner that was alone in the queue when it listed it may be granted
-// without reading its node; its token is then the parent's pzxid seen in
-// that listing: the node's czxid unless another child was created or deleted
-// between its create and that listing, and in every case above the token
-// of any earlier owner and below that of any later one. Tokens of
+// owner whose node was alone in the queue's listing right behind its
+// create, or was the last child created when that listing was taken, is
+// granted without reading its node; its token is then the parent's pzxid
+// seen in that listing: the node's czxid unless another child was
+// deleted (or, for a node alone, created and deleted) between its create
+// and that listing, and in every case above the token of any earlier
+// owner and below that of any later one. Tokens of
 // successive owners of one recipe path strictly increase across the whole
 // ensemble, even after the path's container parent was deleted and
 // created again (which restarts the sequence numbers in node names). Hand

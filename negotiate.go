@@ -80,7 +80,7 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 	if c.n >= 4 && c.n >= c.handshakeLen() {
 		if c.resume.state != resumeDone {
 			ms := time.Duration(binary.BigEndian.Uint32(c.head[8:12])) * time.Millisecond
-			return c.readResumed(p, int64(binary.BigEndian.Uint64(c.head[12:20])), ms)
+			return c.readResumed(p, c.sessionID(), ms)
 		}
 		return c.r.Read(p)
 	}
@@ -99,6 +99,11 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// sessionID is the session the server gave this connection in its
+// handshake's reply (go-zookeeper reads that reply before it writes any
+// request).
+func (c *sniffConn) sessionID() int64 { return int64(binary.BigEndian.Uint64(c.head[12:20])) }
 
 // handshakeLen is the length of the handshake's reply, its length field
 // included (c.n >= 4).

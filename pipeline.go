@@ -28,25 +28,31 @@ import (
 type sentNotifier struct {
 	waiting atomic.Int32 // entries in paths; Write skips the lock at 0
 	mu      sync.Mutex
-	paths   map[string]chan struct{}
+	paths   map[string]*sentCreate
+}
+
+// sentCreate is told when a create request is written.
+type sentCreate struct {
+	done chan struct{} // closed once the first frame of the create is written
+	sid  int64         // the session of the connection it went over; set before done closes
 }
 
 func newSentNotifier() *sentNotifier {
-	return &sentNotifier{paths: make(map[string]chan struct{})}
+	return &sentNotifier{paths: make(map[string]*sentCreate)}
 }
 
-// expect returns a channel that closes once a create request for path is
-// written, and a function that forgets path (call it once the create is
-// over, whether or not the channel closed).
-func (n *sentNotifier) expect(path string) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
+// expect returns what is told once a create request for path is written,
+// and a function that forgets path (call it once the create is over,
+// whether or not done closed).
+func (n *sentNotifier) expect(path string) (*sentCreate, func()) {
+	sc := &sentCreate{done: make(chan struct{})}
 	n.mu.Lock()
-	n.paths[path] = ch
+	n.paths[path] = sc
 	n.waiting.Add(1)
 	n.mu.Unlock()
-	return ch, func() {
+	return sc, func() {
 		n.mu.Lock()
-		if c, ok := n.paths[path]; ok && c == ch {
+		if c, ok := n.paths[path]; ok && c == sc {
 			delete(n.paths, path)
 			n.waiting.Add(-1)
 		}
@@ -63,9 +69,10 @@ const (
 	opCreateTTL       = 21
 )
 
-// wrote is told of every request frame written to the connection after
-// the handshake: length, xid, opcode, then (for a create) the path.
-func (n *sentNotifier) wrote(frame []byte) {
+// wrote is told of every request frame written to a connection of session
+// sid after the handshake: length, xid, opcode, then (for a create) the
+// path.
+func (n *sentNotifier) wrote(frame []byte, sid int64) {
 	if n.waiting.Load() == 0 || len(frame) < 16 {
 		return
 	}
@@ -80,8 +87,9 @@ func (n *sentNotifier) wrote(frame []byte) {
 	}
 	path := frame[16 : 16+l]
 	n.mu.Lock()
-	if ch, ok := n.paths[string(path)]; ok {
-		close(ch)
+	if sc, ok := n.paths[string(path)]; ok {
+		sc.sid = sid
+		close(sc.done)
 		delete(n.paths, string(path))
 		n.waiting.Add(-1)
 	}
@@ -97,14 +105,17 @@ type listing struct {
 
 // enter creates the queue's own node and, when the Session can tell that
 // the create is on the wire, lists the children right behind it. kids is
-// nil when no such listing holds the node: the caller lists then.
-func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []string, parent *zk.Stat, err error) {
+// nil when no such listing holds the node: the caller lists then. fresh
+// tells that the listing shows no child created after the node, which went
+// over a connection of node's session: then the parent's pzxid in the
+// listing is a fencing token for the node (see freshToken).
+func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []string, parent *zk.Stat, fresh bool, err error) {
 	s := q.s
 	uuid := newUUID()
 	flags := int32(zk.FlagEphemeral | zk.FlagSequence)
 	if s.sent == nil {
 		node, err = s.createProtectedMode(ctx, q.dir, uuid, q.name, data, flags)
-		return node, nil, nil, err
+		return node, nil, nil, false, err
 	}
 	sent, forget := s.sent.expect(joinPath(q.dir, protectedName(uuid, q.name)))
 	stop := make(chan struct{})
@@ -114,11 +125,11 @@ func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []st
 	bg := context.WithoutCancel(ctx)
 	if !s.spawn(func() {
 		select {
-		case <-sent:
+		case <-sent.done:
 		case <-stop:
 		}
 		select {
-		case <-sent: // (if stop came too, the create's reply came first)
+		case <-sent.done: // (if stop came too, the create's reply came first)
 			kids, st, err := s.childrenStat(bg, q.dir)
 			lc <- listing{kids, st, err}
 		default: // never written: nothing to list behind
@@ -126,7 +137,7 @@ func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []st
 		}
 	}) {
 		forget()
-		return ownNode{}, nil, nil, ErrClosed
+		return ownNode{}, nil, nil, false, ErrClosed
 	}
 	node, err = s.createProtectedMode(ctx, q.dir, uuid, q.name, data, flags)
 	forget()
@@ -137,7 +148,30 @@ func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []st
 	case <-ctx.Done():
 	}
 	if err != nil || l.err != nil || !slices.Contains(l.kids, baseName(node.path)) {
-		return node, nil, nil, err
+		return node, nil, nil, false, err
 	}
-	return node, l.kids, l.parent, nil
+	// The listing holds the node, so the create's reply came before the
+	// listing's, over the connection its frame went out on (sent.done has
+	// closed: read sid only then).
+	fresh = sent.sid == node.gen.id && noneCreatedSince(l.parent, baseName(node.path))
+	return node, l.kids, l.parent, fresh, nil
+}
+
+// noneCreatedSince reports whether parent, the Stat of a listing that holds
+// the sequential node own, shows no child created after own. ZooKeeper
+// numbers a sequential node by the count of children created under the
+// parent before it (the stored cversion), while a Stat's Cversion counts
+// creates and deletes: 2×creates − NumChildren, in 32-bit arithmetic. So
+// the creates so far, modulo 2³¹, are (Cversion + NumChildren) / 2, and
+// none came after own when that is own's sequence number plus one.
+func noneCreatedSince(parent *zk.Stat, own string) bool {
+	if parent == nil || len(own) < 10 {
+		return false
+	}
+	seq := parseSeq(own[len(own)-10:])
+	if seq < 0 {
+		return false
+	}
+	creates := (uint32(parent.Cversion) + uint32(parent.NumChildren)) >> 1
+	return creates == uint32(seq+1)&0x7fffffff
 }

@@ -135,23 +135,25 @@ func TestSentNotifierClosesOnlyForTheCreateOfTheExpectedPath(t *testing.T) {
 		}
 	}
 	n := newSentNotifier()
-	n.wrote(frame(opCreate, "/a/_c_x-lock-")) // nobody waits: nothing to do
+	n.wrote(frame(opCreate, "/a/_c_x-lock-"), 42) // nobody waits: nothing to do
 	sent, forget := n.expect("/a/_c_x-lock-")
 	defer forget()
 
-	n.wrote(frame(12, "/a/_c_x-lock-")) // a listing, not a create
-	n.wrote(frame(opCreate, "/a/_c_y-lock-"))
-	n.wrote(frame(opCreate, "/a/_c_x-lock-")[:20]) // path cut short
+	n.wrote(frame(12, "/a/_c_x-lock-"), 42) // a listing, not a create
+	n.wrote(frame(opCreate, "/a/_c_y-lock-"), 42)
+	n.wrote(frame(opCreate, "/a/_c_x-lock-")[:20], 42) // path cut short
 	bad := frame(opCreate, "/a/_c_x-lock-")
 	binary.BigEndian.PutUint32(bad[12:16], 1<<31) // negative length
-	n.wrote(bad)
-	n.wrote([]byte{0, 0, 0, 1})
-	require.False(t, closed(sent))
+	n.wrote(bad, 42)
+	n.wrote([]byte{0, 0, 0, 1}, 42)
+	require.False(t, closed(sent.done))
 
-	n.wrote(frame(opCreate2, "/a/_c_x-lock-"))
-	require.True(t, closed(sent))
+	n.wrote(frame(opCreate2, "/a/_c_x-lock-"), 7)
+	require.True(t, closed(sent.done))
+	assert.EqualValues(t, 7, sent.sid, "the session of the connection the create went over")
 	assert.Zero(t, n.waiting.Load())
-	n.wrote(frame(opCreate2, "/a/_c_x-lock-")) // a retried create: already told
+	n.wrote(frame(opCreate2, "/a/_c_x-lock-"), 8) // a retried create: already told
+	assert.EqualValues(t, 7, sent.sid)
 	forget()
 	assert.Zero(t, n.waiting.Load())
 
