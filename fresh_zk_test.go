@@ -4,10 +4,10 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,6 +35,46 @@ func queueBehind(t *testing.T, s *Session, dir string, n int) (string, <-chan *L
 	return dir + "/" + sortNodes(kids, mutexMarkers)[n-1].name, got
 }
 
+// holdAndQueue makes a first Session hold a Mutex on dir and a second one
+// queue behind it. It returns the holder's context and lease, the
+// waiter's node and the channel its lease arrives on.
+func holdAndQueue(t *testing.T, dir string) (context.Context, *Lease, string, <-chan *Lease) {
+	t.Helper()
+	ctx, first := zkSession(t, 30*time.Second)
+	l0, err := NewMutex(first, dir).Acquire(ctx)
+	require.NoError(t, err)
+	_, second := zkSession(t, 30*time.Second)
+	waiting, got := queueBehind(t, second, dir, 2)
+	return ctx, l0, waiting, got
+}
+
+// passDown releases held, then each waiter's lease in turn as it arrives,
+// except the last, which it returns held with the others.
+func passDown(t *testing.T, ctx context.Context, held *Lease, waiters ...<-chan *Lease) []*Lease {
+	t.Helper()
+	leases := []*Lease{held}
+	for _, w := range waiters {
+		require.NoError(t, leases[len(leases)-1].Release(ctx))
+		l := <-w
+		require.NotNil(t, l)
+		leases = append(leases, l)
+	}
+	return leases
+}
+
+// awaitChildren polls until dir has n children, dir cannot be listed, or
+// ctx ends: for hooks that must not fail the test from the connection's
+// goroutine.
+func awaitChildren(ctx context.Context, raw *zk.Conn, dir string, n int) {
+	for {
+		kids, _, err := raw.Children(dir)
+		if err != nil || len(kids) == n || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // A waiter whose listing came right behind its create, with no child
 // created in between, takes its fencing token from that listing: behind
 // another waiter, its acquisition and release cost five requests (create,
@@ -44,37 +84,21 @@ func TestZKWaiterWithAFreshListingDoesNotReadItsOwnNode(t *testing.T) {
 	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
 	selfWatchGrace = time.Hour // no late watch, however slow the machine
 	dir := "/zkt/fresh-" + newUUID()
-	ctx, first := zkSession(t, 30*time.Second)
-	l0, err := NewMutex(first, dir).Acquire(ctx)
-	require.NoError(t, err)
-	_, second := zkSession(t, 30*time.Second)
-	_, secondGot := queueBehind(t, second, dir, 2)
+	ctx, l0, _, secondGot := holdAndQueue(t, dir)
 
-	var mu sync.Mutex
-	var ops []string
-	tracer := TracerFunc(func(ev TraceEvent) {
-		mu.Lock()
-		defer mu.Unlock()
-		ops = append(ops, ev.Op+" "+ev.Path)
-	})
-	_, third := zkSession(t, 30*time.Second, WithTracer(tracer))
+	var log opLog
+	_, third := zkSession(t, 30*time.Second, WithTracer(log.tracer(true)))
 	own, thirdGot := queueBehind(t, third, dir, 3)
 
-	require.NoError(t, l0.Release(ctx))
-	l1 := <-secondGot
-	require.NotNil(t, l1)
-	require.NoError(t, l1.Release(ctx))
-	l2 := <-thirdGot
-	require.NotNil(t, l2)
-	require.NoError(t, l2.Release(ctx))
+	leases := passDown(t, ctx, l0, secondGot, thirdGot)
+	require.NoError(t, leases[2].Release(ctx))
 
-	mu.Lock()
-	defer mu.Unlock()
+	ops := log.take()
 	assert.ElementsMatch(t, []string{
 		"create " + dir + "/" + protectedPrefix, // the name is the server's
 		"getChildren " + dir,
-		"getData " + l1.Path(),
-		"getChildren " + l1.Path(),
+		"getData " + leases[1].Path(),
+		"getChildren " + leases[1].Path(),
 		"multi " + own,
 	}, prefixOps(ops, dir+"/"+protectedPrefix))
 	assert.NotContains(t, ops, "getChildren "+own, "its own node is not read")
@@ -100,11 +124,7 @@ func prefixOps(ops []string, prefix string) []string {
 // a lock without a node when the node ahead goes.
 func TestZKWaiterWithAFreshListingLearnsOfItsNodeDeletedWhileItWaits(t *testing.T) {
 	dir := "/zkt/fresh-deleted-" + newUUID()
-	ctx, first := zkSession(t, 30*time.Second)
-	l0, err := NewMutex(first, dir).Acquire(ctx)
-	require.NoError(t, err)
-	_, second := zkSession(t, 30*time.Second)
-	waiting, secondGot := queueBehind(t, second, dir, 2)
+	ctx, l0, waiting, secondGot := holdAndQueue(t, dir)
 
 	raw := zkRaw(t)
 	require.NoError(t, raw.Delete(waiting, -1))
@@ -123,4 +143,32 @@ func TestZKWaiterWithAFreshListingLearnsOfItsNodeDeletedWhileItWaits(t *testing.
 	require.NotNil(t, l1)
 	assert.Equal(t, again, l1.Path(), "it holds with the node it queued again with")
 	require.NoError(t, l1.Release(ctx))
+}
+
+// A reader that joins other readers holds at once. With its listing right
+// behind its create and no child created in between, it takes its token
+// from that listing: create ‖ getChildren, then delete, two round trips,
+// where reading its own node before the grant made three.
+func TestZKReaderJoiningReadersHoldsWithoutReadingItsOwnNode(t *testing.T) {
+	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	dir := "/zkt/fresh-readers-" + newUUID()
+	ctx, first := zkSession(t, 30*time.Second)
+	r0, err := NewRWMutex(first, dir).ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+
+	var log opLog
+	_, second := zkSession(t, 30*time.Second, WithTracer(log.tracer(false)))
+	r1, err := NewRWMutex(second, dir).ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	_, st, err := zkRaw(t).Get(r1.Path())
+	require.NoError(t, err)
+	assert.Equal(t, st.Czxid, r1.Token(), "nothing was deleted between its create and its listing")
+	assert.Greater(t, r1.Token(), r0.Token())
+	require.NoError(t, r1.Release(ctx))
+	require.NoError(t, r0.Release(ctx))
+
+	ops := log.take()
+	assert.ElementsMatch(t, []string{"create", "getChildren", "delete"}, ops) // traced as the replies come
+	assert.Equal(t, "delete", ops[len(ops)-1])
 }

@@ -58,23 +58,8 @@ func testWaiterWrites(t *testing.T, interpose bool) {
 	t.Cleanup(func(d time.Duration) func() { return func() { gatherWait = d } }(gatherWait))
 	gatherWait = time.Hour
 	dir := "/zkt/gather-" + newUUID()
-	ctx, first := zkSession(t, 30*time.Second)
-	l0, err := NewMutex(first, dir).Acquire(ctx)
-	require.NoError(t, err)
-	_, second := zkSession(t, 30*time.Second)
-	secondGot := make(chan *Lease, 1)
-	go func() {
-		l, err := NewMutex(second, dir).Acquire(ctx)
-		assert.NoError(t, err)
-		secondGot <- l
-	}()
+	ctx, l0, ahead, secondGot := holdAndQueue(t, dir)
 	raw := zkRaw(t)
-	var kids []string
-	require.Eventually(t, func() bool {
-		kids, _, err = raw.Children(dir)
-		return err == nil && len(kids) == 2
-	}, 10*time.Second, time.Millisecond, "the second contender queues")
-	ahead := dir + "/" + sortNodes(kids, mutexMarkers)[1].name
 
 	var mu sync.Mutex
 	var writes [][]string
@@ -85,13 +70,7 @@ func testWaiterWrites(t *testing.T, interpose bool) {
 			once.Do(func() {
 				// Once the server shows the third contender's node, one
 				// more child, behind it, before its listing.
-				for {
-					kids, _, err := raw.Children(dir)
-					if err != nil || len(kids) == 3 || ctx.Err() != nil {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
+				awaitChildren(ctx, raw, dir, 3)
 				_, interposeErr = raw.Create(dir+"/_c_interposed-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 			})
 		}
@@ -135,12 +114,8 @@ func testWaiterWrites(t *testing.T, interpose bool) {
 		assert.Len(t, burst, 2, "one write, without reading its own node: %q", burst)
 	}
 
-	require.NoError(t, l0.Release(ctx))
-	l1 := <-secondGot
-	require.NotNil(t, l1)
-	require.NoError(t, l1.Release(ctx))
-	l2 := <-thirdGot
-	require.NotNil(t, l2)
+	leases := passDown(t, ctx, l0, secondGot, thirdGot)
+	l1, l2 := leases[1], leases[2]
 	_, st, err := raw.Get(l2.Path())
 	require.NoError(t, err)
 	// Read off its own node, or the listing's pzxid: with no child

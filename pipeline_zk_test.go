@@ -54,6 +54,34 @@ type acquirer interface {
 	Acquire(context.Context) (*Lease, error)
 }
 
+// opLog records the operations a Session's tracer sees, as their replies
+// come: "op", or "op path" with paths.
+type opLog struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (l *opLog) tracer(paths bool) Tracer {
+	return TracerFunc(func(ev TraceEvent) {
+		op := ev.Op
+		if paths {
+			op += " " + ev.Path
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.ops = append(l.ops, op)
+	})
+}
+
+// take returns what was recorded and starts over.
+func (l *opLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ops := l.ops
+	l.ops = nil
+	return ops
+}
+
 // isListing reports whether frame is a getChildren request (as
 // go-zookeeper sends it: getChildren2) for path.
 func isListing(frame []byte, path string) bool {
@@ -177,29 +205,20 @@ func TestZKUncontendedLockCostsCreateListingAndDelete(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := "/zkt/uncontended-" + newUUID()
-			var mu sync.Mutex
-			var ops []string
-			tracer := TracerFunc(func(ev TraceEvent) {
-				mu.Lock()
-				defer mu.Unlock()
-				ops = append(ops, ev.Op)
-			})
-			ctx, s := zkSession(t, 30*time.Second, WithTracer(tracer))
+			var ops opLog
+			ctx, s := zkSession(t, 30*time.Second, WithTracer(ops.tracer(false)))
 			lock := tc.lock(s, dir)
 			l, err := lock.Acquire(ctx) // the first one also makes the parents
 			require.NoError(t, err)
 			require.NoError(t, l.Release(ctx))
 
-			mu.Lock()
-			ops = nil
-			mu.Unlock()
+			ops.take()
 			l, err = lock.Acquire(ctx)
 			require.NoError(t, err)
 			require.NoError(t, l.Release(ctx))
-			mu.Lock()
-			defer mu.Unlock()
-			assert.ElementsMatch(t, []string{"create", "getChildren", "delete"}, ops)
-			assert.Equal(t, "delete", ops[len(ops)-1])
+			got := ops.take()
+			assert.ElementsMatch(t, []string{"create", "getChildren", "delete"}, got) // traced as the replies come
+			assert.Equal(t, "delete", got[len(got)-1])
 		})
 	}
 }

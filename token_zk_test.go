@@ -33,13 +33,7 @@ func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *
 			return
 		}
 		once.Do(func() {
-			for {
-				kids, _, err := raw.Children(dir)
-				if err != nil || len(kids) == 2 || ctx.Err() != nil {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
+			awaitChildren(ctx, raw, dir, 2)
 			releaseErr = l0.Release(ctx)
 		})
 	}
