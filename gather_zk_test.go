@@ -41,7 +41,7 @@ func opName(op uint32) string {
 
 // A waiter behind another waiter sets its two watches on the node ahead
 // in one write. When a child was created between its create and its
-// listing, its token is not known from the listing (freshToken), and it
+// listing, its token is not known from the listing (listingToken), and it
 // reads its own node in that same write: three requests, one round trip.
 func TestZKWaiterSendsItsOwnReadAndBothWatchesInOneWrite(t *testing.T) {
 	for _, tc := range []struct {

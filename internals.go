@@ -90,11 +90,11 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 
 	// The own node's Stat (fencing token, owner) and deletion watch, read
 	// only when needed: not when the listing right behind the create gives
-	// the token (freshToken, aloneToken); else beside the first watch when
+	// the token (listingToken); else beside the first watch when
 	// the node waits, before the grant when others were in the listing.
 	// Without the listing behind the create, the queue lists now.
 	if fresh {
-		self.token, self.known = freshToken(parent), true
+		self.token, self.known = listingToken(parent), true
 	}
 	if kids == nil {
 		if kids, parent, err = q.listStat(ctx, node); err != nil {
@@ -129,7 +129,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 				case self.known:
 					token = self.token
 				case !waited && len(kids) == 1:
-					token = aloneToken(parent)
+					token = listingToken(parent)
 				default:
 					if err := q.readSelf(ctx, node, &self); err != nil {
 						return nil, err
@@ -189,7 +189,7 @@ type selfWatch struct {
 	stat *zk.Stat
 	w    <-chan zk.Event
 	// token is the node's fencing token when known without reading the
-	// node (freshToken). Such a node sets its deletion watch only once it
+	// node (listingToken). Such a node sets its deletion watch only once it
 	// has waited selfWatchGrace (late), as a hold does once it has lasted
 	// that long: the read sent then arrives on pending.
 	token   int64
@@ -222,27 +222,28 @@ func (sw *selfWatch) checkOwner(node ownNode) error {
 	return nil
 }
 
-// aloneToken is the fencing token of a node granted on a first listing in
-// which it was the only child, without reading the node: the parent's
-// pzxid at that listing. The node's own create set pzxid to its czxid, so
-// the two are equal unless a child created after it was deleted again, or
-// a child created before it was deleted, before the listing; in either
-// case pzxid is still above every token of an earlier owner (their nodes
-// were deleted before the listing, at or below pzxid) and below every
-// token of a later one (their nodes are created after the listing, above
-// pzxid). Lease.Token documents this.
-func aloneToken(parent *zk.Stat) int64 { return parent.Pzxid }
-
-// freshToken is the fencing token of a node whose create the listing came
-// right behind, with no child created in between (noneCreatedSince): the
-// parent's pzxid at that listing. It is the node's czxid unless a child
-// was deleted in between, and like aloneToken it is above every token of
-// an earlier owner (their nodes were created before this one, and their
-// tokens are their czxid or the pzxid of a listing made before this
-// node's create) and below every token of a later one (their nodes are
-// created after the listing, above pzxid, and a token is never below its
-// node's czxid).
-func freshToken(parent *zk.Stat) int64 { return parent.Pzxid }
+// listingToken is the fencing token of a node granted without reading it,
+// taken from the listing sent right behind its create: the parent's pzxid
+// at that listing. It serves in two cases.
+//
+//   - Alone: the node was the only child in that listing. Its create set
+//     pzxid to its czxid, so the two are equal unless a child created after
+//     it was deleted again, or one created before it was deleted, before
+//     the listing. pzxid is above every token of an earlier owner (their
+//     nodes were deleted before the listing, at or below pzxid) and below
+//     every token of a later one (their nodes are created after the
+//     listing, above pzxid).
+//   - Fresh: no child was created between its create and the listing
+//     (noneCreatedSince), whoever else is in it. pzxid is its czxid unless a
+//     child was deleted in between. It is above every token of an earlier
+//     owner (their nodes were created before this one, and their tokens are
+//     their czxid, or the pzxid of a listing made before this node's
+//     create) and below every token of a later one (their nodes are created
+//     after the listing, above pzxid, and a token is never below its node's
+//     czxid).
+//
+// Lease.Token documents this.
+func listingToken(parent *zk.Stat) int64 { return parent.Pzxid }
 
 // awaitLate waits for the own node's late read, if one is on its way, so
 // that a holder starts with the watch it set: the node is found gone, or

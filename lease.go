@@ -364,7 +364,7 @@ func (s *Session) rel(p string) string {
 
 // selfWatchGrace is how long a hold goes before its monitor starts
 // watching its node's deletion (and, for a hold granted without reading
-// its node, see aloneToken, sets that watch). A lock held for less than
+// its node, see listingToken, sets that watch). A lock held for less than
 // that, the common case, costs no goroutine, and the uncontended one no
 // request beyond create, list and delete; a deletion during the grace is
 // reported as soon as the monitor starts (the watch set while waiting has

@@ -108,7 +108,7 @@ type listing struct {
 // nil when no such listing holds the node: the caller lists then. fresh
 // tells that the listing shows no child created after the node, which went
 // over a connection of node's session: then the parent's pzxid in the
-// listing is a fencing token for the node (see freshToken).
+// listing is a fencing token for the node (see listingToken).
 func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []string, parent *zk.Stat, fresh bool, err error) {
 	s := q.s
 	uuid := newUUID()

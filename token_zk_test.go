@@ -11,7 +11,7 @@ import (
 )
 
 // A holder granted on a listing in which it was alone takes the parent's
-// pzxid as its token (aloneToken). When the previous owner's node goes
+// pzxid as its token (listingToken). When the previous owner's node goes
 // between the new node's create and that listing, pzxid is the zxid of
 // that delete, above the new node's czxid: the token must still sit
 // between the previous owner's and the next one's.
