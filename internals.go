@@ -250,18 +250,33 @@ func listingToken(parent *zk.Stat) int64 { return parent.Pzxid }
 // the read stands.
 func (q *queue) awaitLate(ctx context.Context, node ownNode, self *selfWatch) error {
 	for self.pending != nil {
-		r, err := await(ctx, self.pending)
-		self.pending = nil
-		if err == nil {
-			self.stat, self.w = r.stat, r.w
-			return self.checkOwner(node)
+		select {
+		case r := <-self.pending:
+			if err := q.takeLate(ctx, node, self, r); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if err = q.classify(ctx, node, err); err != nil {
+	}
+	return nil
+}
+
+// takeLate takes the reply to the own node's late read: it keeps the
+// node's Stat and deletion watch, sends the read again after a connection
+// loss under the same session, or says why the queue gives up or starts
+// over (the node is gone, say).
+func (q *queue) takeLate(ctx context.Context, node ownNode, self *selfWatch, r reply[watched]) error {
+	self.pending = nil
+	if r.err != nil {
+		if err := q.classify(ctx, node, r.err); err != nil {
 			return err
 		}
 		self.pending = q.s.watchDeletionAsync(node.path)
+		return nil
 	}
-	return nil
+	self.stat, self.w = r.v.stat, r.v.w
+	return self.checkOwner(node)
 }
 
 // readSelf reads the own node and sets its deletion watch, retrying
@@ -467,16 +482,7 @@ func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, da
 			self.late = nil
 			self.pending = q.s.watchDeletionAsync(node.path)
 		case r := <-self.pending:
-			self.pending = nil
-			if r.err != nil {
-				if err := q.classify(ctx, node, r.err); err != nil {
-					return false, false, err
-				}
-				self.pending = q.s.watchDeletionAsync(node.path)
-				continue
-			}
-			self.stat, self.w = r.v.stat, r.v.w
-			if err := self.checkOwner(node); err != nil {
+			if err := q.takeLate(ctx, node, self, r); err != nil {
 				return false, false, err
 			}
 		case ev := <-self.w:
