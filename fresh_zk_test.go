@@ -172,3 +172,41 @@ func TestZKReaderJoiningReadersHoldsWithoutReadingItsOwnNode(t *testing.T) {
 	assert.ElementsMatch(t, []string{"create", "getChildren", "delete"}, ops) // traced as the replies come
 	assert.Equal(t, "delete", ops[len(ops)-1])
 }
+
+// A semaphore lease is created with the leases listed right behind it.
+// Under the semaphore's mutex no other lease is created meanwhile, so that
+// listing gives the lease's token, and the lease's node is not read: an
+// uncontended Acquire is the mutex's create ‖ listing, the lease's create
+// ‖ listing beside the semaphore path's listing, and the mutex's release.
+func TestZKSemaphoreLeaseTakesItsTokenFromTheListingBehindItsCreate(t *testing.T) {
+	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	path := "/zkt/fresh-sem-" + newUUID()
+	var log opLog
+	ctx, s := zkSession(t, 30*time.Second, WithTracer(log.tracer(true)))
+	sem := NewSemaphore(s, path, 2)
+	// The semaphore's mutex is released in the background.
+	mutexReleased := func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return slices.ContainsFunc(log.ops, func(op string) bool { return strings.HasPrefix(op, "delete ") })
+	}
+	first, err := sem.Acquire(ctx, 1) // the first one also makes the parents
+	require.NoError(t, err)
+	require.Eventually(t, mutexReleased, 10*time.Second, time.Millisecond)
+	log.take()
+
+	leases, err := sem.Acquire(ctx, 1)
+	require.NoError(t, err)
+	l := leases[0]
+	require.Eventually(t, mutexReleased, 10*time.Second, time.Millisecond)
+	ops := log.take()
+	assert.NotContains(t, ops, "getChildren "+l.Path(), "the lease's node is not read")
+	assert.Len(t, ops, 6, "create ‖ getChildren (mutex), create ‖ getChildren (lease) beside the path's listing, delete (mutex): %q", ops)
+	_, st, err := zkRaw(t).Get(l.Path())
+	require.NoError(t, err)
+	assert.Equal(t, st.Czxid, l.Token())
+	assert.Greater(t, l.Token(), first[0].Token())
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, first[0].Release(ctx))
+}

@@ -71,7 +71,8 @@ func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()
 // attempt is one pass: one node, one session.
 func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
 	// The children are listed right behind the create (see pipeline.go).
-	node, kids, parent, fresh, err := q.enter(ctx, data)
+	node, l, fresh, err := q.s.createListed(ctx, q.dir, q.name, data, plainList)
+	kids, parent := l.kids, l.parent
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			return nil, &startOver{err}

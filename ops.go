@@ -202,6 +202,21 @@ func (s *Session) watchDeletion(ctx context.Context, path string) (*zk.Stat, <-c
 	return r.stat, r.w, err
 }
 
+// childrenStatW lists path's children with its Stat and sets a children
+// watch.
+func (s *Session) childrenStatW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	type res struct {
+		c  []string
+		st *zk.Stat
+		w  <-chan zk.Event
+	}
+	r, err := call(ctx, s, "getChildren", path, func() (res, error) {
+		c, st, w, err := s.conn.ChildrenW(path)
+		return res{c, st, w}, err
+	}, nil)
+	return r.c, r.st, r.w, err
+}
+
 func (s *Session) childrenW(ctx context.Context, path string) ([]string, <-chan zk.Event, error) {
 	type res struct {
 		c []string

@@ -96,28 +96,45 @@ func (n *sentNotifier) wrote(frame []byte, sid int64) {
 	n.mu.Unlock()
 }
 
-// listing is the reply to a getChildren with the parent's Stat.
+// listing is the reply to a getChildren with the parent's Stat (and the
+// children watch, when the listing set one).
 type listing struct {
 	kids   []string
 	parent *zk.Stat
+	w      <-chan zk.Event
 	err    error
 }
 
-// enter creates the queue's own node and, when the Session can tell that
-// the create is on the wire, lists the children right behind it. kids is
-// nil when no such listing holds the node: the caller lists then. fresh
-// tells that the listing shows no child created after the node, which went
-// over a connection of node's session: then the parent's pzxid in the
-// listing is a fencing token for the node (see listingToken).
-func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []string, parent *zk.Stat, fresh bool, err error) {
-	s := q.s
+// lister lists dir's children with its Stat: plainList, or watchList,
+// which also sets a children watch.
+type lister func(s *Session, ctx context.Context, dir string) listing
+
+func plainList(s *Session, ctx context.Context, dir string) listing {
+	kids, st, err := s.childrenStat(ctx, dir)
+	return listing{kids: kids, parent: st, err: err}
+}
+
+func watchList(s *Session, ctx context.Context, dir string) listing {
+	kids, st, w, err := s.childrenStatW(ctx, dir)
+	return listing{kids: kids, parent: st, w: w, err: err}
+}
+
+// createListed creates a protected EPHEMERAL_SEQUENTIAL node
+// dir/_c_<uuid>-name (see createProtected) and, when the Session can tell
+// that the create is on the wire, lists dir right behind it with list. The
+// listing's kids are nil when no such listing holds the node: the caller
+// lists then. fresh tells that the listing shows no child created after
+// the node, which went over a connection of node's session: then the
+// parent's pzxid in the listing is a fencing token for the node (see
+// listingToken).
+func (s *Session) createListed(ctx context.Context, dir, name string, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
 	uuid := newUUID()
 	flags := int32(zk.FlagEphemeral | zk.FlagSequence)
 	if s.sent == nil {
-		node, err = s.createProtectedMode(ctx, q.dir, uuid, q.name, data, flags)
-		return node, nil, nil, false, err
+		node, err = s.createProtectedMode(ctx, dir, uuid, name, data, flags)
+		return node, listing{}, false, err
 	}
-	sent, forget := s.sent.expect(joinPath(q.dir, protectedName(uuid, q.name)))
+	sent, forget := s.sent.expect(joinPath(dir, protectedName(uuid, name)))
 	stop := make(chan struct{})
 	lc := make(chan listing, 1)
 	// The listing is not cancelled with ctx: it is one request, which the
@@ -130,31 +147,29 @@ func (q *queue) enter(ctx context.Context, data []byte) (node ownNode, kids []st
 		}
 		select {
 		case <-sent.done: // (if stop came too, the create's reply came first)
-			kids, st, err := s.childrenStat(bg, q.dir)
-			lc <- listing{kids, st, err}
+			lc <- list(s, bg, dir)
 		default: // never written: nothing to list behind
 			lc <- listing{}
 		}
 	}) {
 		forget()
-		return ownNode{}, nil, nil, false, ErrClosed
+		return ownNode{}, listing{}, false, ErrClosed
 	}
-	node, err = s.createProtectedMode(ctx, q.dir, uuid, q.name, data, flags)
+	node, err = s.createProtectedMode(ctx, dir, uuid, name, data, flags)
 	forget()
 	close(stop)
-	var l listing
 	select {
 	case l = <-lc:
 	case <-ctx.Done():
 	}
 	if err != nil || l.err != nil || !slices.Contains(l.kids, baseName(node.path)) {
-		return node, nil, nil, false, err
+		return node, listing{}, false, err
 	}
 	// The listing holds the node, so the create's reply came before the
 	// listing's, over the connection its frame went out on (sent.done has
 	// closed: read sid only then).
 	fresh = sent.sid == node.gen.id && noneCreatedSince(l.parent, baseName(node.path))
-	return node, l.kids, l.parent, fresh, nil
+	return node, l, fresh, nil
 }
 
 // noneCreatedSince reports whether parent, the Stat of a listing that holds

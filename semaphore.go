@@ -168,9 +168,42 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 			}
 		}
 	}()
+	// The semaphore's own path is listed beside the creates: nodes of
+	// another recipe there (a mutex's, say) mean two recipes share it.
+	// Every return waits for that read (check), so none is left behind.
+	type pathListing struct {
+		kids []string
+		err  error
+	}
+	parent := make(chan pathListing, 1)
+	go func() {
+		kids, err := sem.s.children(ctx, sem.s.abs(sem.path))
+		parent <- pathListing{kids, err}
+	}()
+	// A single lease is created with the leases listed right behind it
+	// (see createListed). Under the semaphore's mutex no other lease is
+	// created meanwhile, so that listing normally gives the lease's token
+	// too (listingToken), and the lease's node need not be read.
+	var first *listing // the leases listed right behind the create
+	var firstToken int64
+	fresh := false // that listing gave the lease's token
 	for i := 0; i < n; i++ {
-		nd, err := sem.s.createProtected(ctx, sem.leases, semLeaseName, sem.cfg.lock.data())
+		var nd ownNode
+		var err error
+		if n == 1 {
+			var l listing
+			nd, l, fresh, err = sem.s.createListed(ctx, sem.leases, semLeaseName, sem.cfg.lock.data(), watchList)
+			if err == nil && l.kids != nil {
+				first = &l
+				if fresh {
+					firstToken = listingToken(l.parent)
+				}
+			}
+		} else {
+			nd, err = sem.s.createProtected(ctx, sem.leases, semLeaseName, sem.cfg.lock.data())
+		}
 		if err != nil {
+			<-parent
 			if errors.Is(err, zk.ErrSessionExpired) {
 				return nil, &startOver{err}
 			}
@@ -178,24 +211,16 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 		}
 		nodes = append(nodes, nd)
 		if nd.gen != nodes[0].gen {
+			<-parent
 			return nil, &startOver{lost(ErrSessionChanged)}
 		}
 	}
 	node := nodes[0]
-	// Beside the first listing of the leases, in the same round trip: the
-	// semaphore's own path (nodes of another recipe there, a mutex's say,
-	// mean two recipes share it), and each own node, whose czxid is the
-	// lease's token, whose owner check rejects a node adopted from an older
-	// session, and whose deletion watch reports the node's loss once held.
-	type listing struct {
-		kids []string
-		err  error
-	}
-	parent := make(chan listing, 1)
-	go func() {
-		kids, err := sem.s.children(ctx, sem.s.abs(sem.path))
-		parent <- listing{kids, err}
-	}()
+	// Beside the first listing of the leases, in the same round trip: each
+	// own node, whose czxid is the lease's token, whose owner check rejects
+	// a node adopted from an older session, and whose deletion watch
+	// reports the node's loss once held; not a lease whose token the
+	// listing behind its create gave (its hold sets that watch later).
 	type self struct {
 		st  *zk.Stat
 		w   <-chan zk.Event
@@ -204,6 +229,10 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 	selves := make([]chan self, n)
 	for i, nd := range nodes {
 		selves[i] = make(chan self, 1)
+		if fresh {
+			selves[i] <- self{}
+			continue
+		}
 		go func() {
 			for {
 				st, w, err := sem.s.watchDeletion(ctx, nd.path)
@@ -217,7 +246,7 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 			}
 		}()
 	}
-	stats := make([]*zk.Stat, n)
+	tokens := make([]int64, n)
 	selfWs := make([]<-chan zk.Event, n)
 	checked := false
 	check := func() error {
@@ -231,10 +260,12 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 			switch {
 			case r.err != nil:
 				first = cmp.Or(first, r.err)
+			case r.st == nil:
+				tokens[i] = firstToken
 			case r.st.EphemeralOwner != nd.gen.id:
 				first = cmp.Or(first, error(&startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), r.st.EphemeralOwner)}))
 			default:
-				stats[i], selfWs[i] = r.st, r.w
+				tokens[i], selfWs[i] = r.st.Czxid, r.w
 			}
 		}
 		p := <-parent
@@ -251,7 +282,14 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 	defer check() // never leave a read behind
 
 	for {
-		kids, kidsW, err := sem.s.childrenW(ctx, sem.leases)
+		var kids []string
+		var kidsW <-chan zk.Event
+		var err error
+		if first != nil {
+			kids, kidsW, first = first.kids, first.w, nil
+		} else {
+			kids, kidsW, err = sem.s.childrenW(ctx, sem.leases)
+		}
 		if cerr := check(); cerr != nil {
 			return nil, cerr
 		}
@@ -279,7 +317,7 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 				granted = true
 				leases := make([]*Lease, n)
 				for i, nd := range nodes {
-					leases[i] = &Lease{h: newHold(sem.s, nd, stats[i].Czxid, selfWs[i], epoch, func() {})}
+					leases[i] = &Lease{h: newHold(sem.s, nd, tokens[i], selfWs[i], epoch, func() {})}
 				}
 				return leases, nil
 			}
