@@ -243,6 +243,9 @@ func (sw *selfWatch) checkOwner(node ownNode) error {
 //     after the listing, above pzxid, and a token is never below its node's
 //     czxid).
 //
+// Semaphore leases take it in the fresh case too: the earlier and later
+// leases are those created before and after it.
+//
 // Lease.Token documents this.
 func listingToken(parent *zk.Stat) int64 { return parent.Pzxid }
 
