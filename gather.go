@@ -62,11 +62,14 @@ func (c *sniffConn) writeFrame(p []byte) (int, error) {
 	c.resume.beforeFrame(p)
 	defer c.resume.afterFrame(p) // once written (or gathered)
 	if g.want == 0 {
-		n, err := c.Conn.Write(p)
-		if err == nil && c.sent != nil {
+		// Told before the write, not after: the reply may come back, and the
+		// create's caller stop waiting for the notice, before this goroutine
+		// runs again. A request queued on the notice still goes out after
+		// this frame: go-zookeeper writes from one goroutine, which is here.
+		if c.sent != nil {
 			c.sent.wrote(p, c.sessionID())
 		}
-		return n, err
+		return c.Conn.Write(p)
 	}
 	g.buf = append(g.buf, p...)
 	g.want--

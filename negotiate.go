@@ -29,7 +29,8 @@ type dialFunc func(network, address string, timeout time.Duration) (net.Conn, er
 // whenever the buffer is empty.
 //
 // When sent is non-nil, it is told of every request frame written after
-// the handshake (go-zookeeper writes each request in one Write). When wire
+// the handshake (go-zookeeper writes each request in one Write), just
+// before the frame is written or gathered. When wire
 // is non-nil, it is set to each new connection, the one the Session's
 // requests go over from then on (see gather.go).
 func negotiatingDialer(dial dialFunc, granted *atomic.Int64, sent *sentNotifier, wire *atomic.Pointer[sniffConn]) dialFunc {

@@ -15,8 +15,9 @@ import (
 // getChildren sent after the create reaches the wire lists the children as
 // the create left them. go-zookeeper's calls block until their reply and
 // queue their requests from whichever goroutine gets there first, so the
-// Session's connection tells when a create's frame has been written
-// (sentNotifier), and the listing is queued on another goroutine only then.
+// Session's connection tells when a create's frame is being written
+// (sentNotifier), and the listing is queued on another goroutine only then:
+// go-zookeeper's one writing goroutine writes it after the create's frame.
 //
 // Whether a listing came after the create is not taken on trust: it is used
 // only when it holds the node the create made, which exists from that
@@ -33,7 +34,7 @@ type sentNotifier struct {
 
 // sentCreate is told when a create request is written.
 type sentCreate struct {
-	done chan struct{} // closed once the first frame of the create is written
+	done chan struct{} // closed as the first frame of the create is written
 	sid  int64         // the session of the connection it went over; set before done closes
 }
 
@@ -69,9 +70,9 @@ const (
 	opCreateTTL       = 21
 )
 
-// wrote is told of every request frame written to a connection of session
-// sid after the handshake: length, xid, opcode, then (for a create) the
-// path.
+// wrote is told of every request frame as it is written to a connection
+// of session sid after the handshake: length, xid, opcode, then (for a
+// create) the path.
 func (n *sentNotifier) wrote(frame []byte, sid int64) {
 	if n.waiting.Load() == 0 || len(frame) < 16 {
 		return
