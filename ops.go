@@ -218,15 +218,8 @@ func (s *Session) childrenStatW(ctx context.Context, path string) ([]string, *zk
 }
 
 func (s *Session) childrenW(ctx context.Context, path string) ([]string, <-chan zk.Event, error) {
-	type res struct {
-		c []string
-		w <-chan zk.Event
-	}
-	r, err := call(ctx, s, "getChildren", path, func() (res, error) {
-		c, _, w, err := s.conn.ChildrenW(path)
-		return res{c, w}, err
-	}, nil)
-	return r.c, r.w, err
+	kids, _, w, err := s.childrenStatW(ctx, path)
+	return kids, w, err
 }
 
 func (s *Session) exists(ctx context.Context, path string) (*zk.Stat, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -170,23 +171,24 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 	}()
 	// The semaphore's own path is listed beside the creates: nodes of
 	// another recipe there (a mutex's, say) mean two recipes share it.
-	// Every return waits for that read (check), so none is left behind.
+	// Every return waits for that read, so none is left behind.
 	type pathListing struct {
 		kids []string
 		err  error
 	}
-	parent := make(chan pathListing, 1)
+	parentC := make(chan pathListing, 1)
 	go func() {
 		kids, err := sem.s.children(ctx, sem.s.abs(sem.path))
-		parent <- pathListing{kids, err}
+		parentC <- pathListing{kids, err}
 	}()
+	parent := sync.OnceValue(func() pathListing { return <-parentC })
+	defer parent()
 	// A single lease is created with the leases listed right behind it
 	// (see createListed). Under the semaphore's mutex no other lease is
 	// created meanwhile, so that listing normally gives the lease's token
 	// too (listingToken), and the lease's node need not be read.
 	var first *listing // the leases listed right behind the create
-	var firstToken int64
-	fresh := false // that listing gave the lease's token
+	fresh := false     // that listing gave the lease's token
 	for i := 0; i < n; i++ {
 		var nd ownNode
 		var err error
@@ -195,15 +197,11 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 			nd, l, fresh, err = sem.s.createListed(ctx, sem.leases, semLeaseName, sem.cfg.lock.data(), watchList)
 			if err == nil && l.kids != nil {
 				first = &l
-				if fresh {
-					firstToken = listingToken(l.parent)
-				}
 			}
 		} else {
 			nd, err = sem.s.createProtected(ctx, sem.leases, semLeaseName, sem.cfg.lock.data())
 		}
 		if err != nil {
-			<-parent
 			if errors.Is(err, zk.ErrSessionExpired) {
 				return nil, &startOver{err}
 			}
@@ -211,7 +209,6 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 		}
 		nodes = append(nodes, nd)
 		if nd.gen != nodes[0].gen {
-			<-parent
 			return nil, &startOver{lost(ErrSessionChanged)}
 		}
 	}
@@ -222,15 +219,16 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 	// reports the node's loss once held; not a lease whose token the
 	// listing behind its create gave (its hold sets that watch later).
 	type self struct {
-		st  *zk.Stat
-		w   <-chan zk.Event
-		err error
+		st    *zk.Stat // nil with the token from the listing
+		token int64
+		w     <-chan zk.Event
+		err   error
 	}
 	selves := make([]chan self, n)
 	for i, nd := range nodes {
 		selves[i] = make(chan self, 1)
-		if fresh {
-			selves[i] <- self{}
+		if fresh { // first holds the lease's only node
+			selves[i] <- self{token: listingToken(first.parent)}
 			continue
 		}
 		go func() {
@@ -241,7 +239,7 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 						continue
 					}
 				}
-				selves[i] <- self{st, w, err}
+				selves[i] <- self{st: st, w: w, err: err}
 				return
 			}
 		}()
@@ -254,23 +252,23 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 			return nil
 		}
 		checked = true
-		var first error
+		var bad error
 		for i, nd := range nodes {
 			r := <-selves[i]
 			switch {
 			case r.err != nil:
-				first = cmp.Or(first, r.err)
+				bad = cmp.Or(bad, r.err)
 			case r.st == nil:
-				tokens[i] = firstToken
+				tokens[i] = r.token
 			case r.st.EphemeralOwner != nd.gen.id:
-				first = cmp.Or(first, error(&startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), r.st.EphemeralOwner)}))
+				bad = cmp.Or(bad, error(&startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), r.st.EphemeralOwner)}))
 			default:
 				tokens[i], selfWs[i] = r.st.Czxid, r.w
 			}
 		}
-		p := <-parent
-		if first != nil {
-			return first
+		p := parent()
+		if bad != nil {
+			return bad
 		}
 		if p.err == nil {
 			if k := conflictingKind(sortNodes(p.kids, mutexMarkers), kindSemaphore); k != "" {
