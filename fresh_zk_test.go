@@ -12,18 +12,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// queued is the outcome of an Acquire run in the background; the test
+// goroutine checks it (an assertion from the background goroutine could
+// come after the test ended).
+type queued struct {
+	l   *Lease
+	err error
+}
+
 // queueBehind starts an Acquire of a Mutex on dir in the background and
 // waits until the server shows its node, the n-th child of dir. It returns
-// that node's path and the channel the lease arrives on.
-func queueBehind(t *testing.T, s *Session, dir string, n int) (string, <-chan *Lease) {
+// that node's path and the channel the outcome arrives on.
+func queueBehind(t *testing.T, s *Session, dir string, n int) (string, <-chan queued) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	got := make(chan *Lease, 1)
+	got := make(chan queued, 1)
 	go func() {
 		l, err := NewMutex(s, dir).Acquire(ctx)
-		assert.NoError(t, err)
-		got <- l
+		got <- queued{l, err}
 	}()
 	raw := zkRaw(t)
 	var kids []string
@@ -38,7 +45,7 @@ func queueBehind(t *testing.T, s *Session, dir string, n int) (string, <-chan *L
 // holdAndQueue makes a first Session hold a Mutex on dir and a second one
 // queue behind it. It returns the holder's context and lease, the
 // waiter's node and the channel its lease arrives on.
-func holdAndQueue(t *testing.T, dir string) (context.Context, *Lease, string, <-chan *Lease) {
+func holdAndQueue(t *testing.T, dir string) (context.Context, *Lease, string, <-chan queued) {
 	t.Helper()
 	ctx, first := zkSession(t, 30*time.Second)
 	l0, err := NewMutex(first, dir).Acquire(ctx)
@@ -50,14 +57,15 @@ func holdAndQueue(t *testing.T, dir string) (context.Context, *Lease, string, <-
 
 // passDown releases held, then each waiter's lease in turn as it arrives,
 // except the last, which it returns held with the others.
-func passDown(t *testing.T, ctx context.Context, held *Lease, waiters ...<-chan *Lease) []*Lease {
+func passDown(t *testing.T, ctx context.Context, held *Lease, waiters ...<-chan queued) []*Lease {
 	t.Helper()
 	leases := []*Lease{held}
 	for _, w := range waiters {
 		require.NoError(t, leases[len(leases)-1].Release(ctx))
-		l := <-w
-		require.NotNil(t, l)
-		leases = append(leases, l)
+		q := <-w
+		require.NoError(t, q.err)
+		require.NotNil(t, q.l)
+		leases = append(leases, q.l)
 	}
 	return leases
 }
@@ -139,7 +147,9 @@ func TestZKWaiterWithAFreshListingLearnsOfItsNodeDeletedWhileItWaits(t *testing.
 	}, 10*time.Second, time.Millisecond, "the waiter queues again while the lock is still held")
 
 	require.NoError(t, l0.Release(ctx))
-	l1 := <-secondGot
+	q := <-secondGot
+	require.NoError(t, q.err)
+	l1 := q.l
 	require.NotNil(t, l1)
 	assert.Equal(t, again, l1.Path(), "it holds with the node it queued again with")
 	require.NoError(t, l1.Release(ctx))

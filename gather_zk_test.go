@@ -79,11 +79,10 @@ func testWaiterWrites(t *testing.T, interpose bool) {
 		writes = append(writes, frameOps(p))
 	}
 	_, third := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, nil)))
-	thirdGot := make(chan *Lease, 1)
+	thirdGot := make(chan queued, 1)
 	go func() {
 		l, err := NewMutex(third, dir).Acquire(ctx)
-		assert.NoError(t, err)
-		thirdGot <- l
+		thirdGot <- queued{l, err}
 	}()
 	var burst []string
 	require.Eventually(t, func() bool {
