@@ -144,19 +144,10 @@ func TestElection_ResignHandsOverAtOnce(t *testing.T) {
 	assert.NoError(t, a.Resign(ctx), "resign without leading is a no-op")
 	la, err := a.Campaign(ctx)
 	require.NoError(t, err)
-	got := make(chan *zr.Lease, 1)
-	go func() {
-		l, err := b.Campaign(ctx)
-		if err != nil {
-			l = nil
-		}
-		got <- l
-	}()
-	require.Eventually(t, func() bool { ps, _ := a.Participants(ctx); return len(ps) == 2 }, 10*time.Second, 5*time.Millisecond)
+	got := campaignBehind(t, ctx, b, 2)
 	t0 := time.Now()
 	require.NoError(t, a.Resign(ctx))
-	lb := <-got
-	require.NotNil(t, lb)
+	lb := (<-got).lease(t)
 	t.Logf("handover after resign: %v", time.Since(t0))
 	assert.ErrorIs(t, la.Err(), zr.ErrReleased)
 	assert.Greater(t, lb.Token(), la.Token())
@@ -174,16 +165,8 @@ func TestElection_FailoverWhenTheLeaderSessionExpires(t *testing.T) {
 	leader := connect(t, c, nil, zr.WithLossPolicy(zr.LoseOnLost))
 	la, err := zr.NewElection(leader.Session, path, zr.WithParticipantID("old")).Campaign(ctx)
 	require.NoError(t, err)
-	got := make(chan *zr.Lease, 1)
 	next := zr.NewElection(connect(t, c, nil).Session, path, zr.WithParticipantID("new"))
-	go func() {
-		l, err := next.Campaign(ctx)
-		if err != nil {
-			l = nil
-		}
-		got <- l
-	}()
-	require.Eventually(t, func() bool { ps, _ := next.Participants(ctx); return len(ps) == 2 }, 10*time.Second, 5*time.Millisecond)
+	got := campaignBehind(t, ctx, next, 2)
 	leader.expire(t)
 	select {
 	case <-la.Done():
@@ -192,8 +175,7 @@ func TestElection_FailoverWhenTheLeaderSessionExpires(t *testing.T) {
 	}
 	assert.ErrorIs(t, la.Err(), zr.ErrLockLost)
 	assert.ErrorIs(t, la.Err(), zr.ErrSessionExpired)
-	lb := <-got
-	require.NotNil(t, lb)
+	lb := (<-got).lease(t)
 	assert.Greater(t, lb.Token(), la.Token(), "the new epoch is above the old")
 	require.NoError(t, lb.Release(ctx))
 }
@@ -211,22 +193,13 @@ func TestElection_FailoverWhenTheLeaderGoesSilent(t *testing.T) {
 	la, err := zr.NewElection(leader.Session, path).Campaign(ctx)
 	require.NoError(t, err)
 	next := zr.NewElection(connect(t, c, nil).Session, path)
-	got := make(chan *zr.Lease, 1)
-	go func() {
-		l, err := next.Campaign(ctx)
-		if err != nil {
-			l = nil
-		}
-		got <- l
-	}()
-	require.Eventually(t, func() bool { ps, _ := next.Participants(ctx); return len(ps) == 2 }, 10*time.Second, 5*time.Millisecond)
+	got := campaignBehind(t, ctx, next, 2)
 	t0 := time.Now()
 	proxy.Blackhole()
 	<-la.Done()
 	stepDown := time.Since(t0)
 	assert.ErrorIs(t, la.Err(), zr.ErrSuspended)
-	lb := <-got
-	require.NotNil(t, lb)
+	lb := (<-got).lease(t)
 	takeOver := time.Since(t0)
 	t.Logf("silent leader stepped down after %v; next leader took over after %v", stepDown, takeOver)
 	assert.Less(t, stepDown, takeOver, "the old leader stops before the new one starts")
@@ -367,20 +340,11 @@ func TestElection_ObserveReportsEachChangeOfLeader(t *testing.T) {
 			assert.Equal(t, "a", string(ch1.Leader.Data))
 			assert.Equal(t, la.Token(), ch1.Leader.Token)
 
-			gotB := make(chan *zr.Lease, 1)
-			go func() {
-				l, err := b.Campaign(ctx)
-				if err != nil {
-					l = nil
-				}
-				gotB <- l
-			}()
-			require.Eventually(t, func() bool { ps, _ := a.Participants(ctx); return len(ps) == 2 }, 10*time.Second, 5*time.Millisecond)
+			gotB := campaignBehind(t, ctx, b, 2)
 			require.NoError(t, a.Resign(ctx))
 			ch2 := next()
 			assert.Equal(t, "b", string(ch2.Leader.Data), "a follower joining is no change; the resign is")
-			lb := <-gotB
-			require.NotNil(t, lb)
+			(<-gotB).lease(t)
 			require.NoError(t, b.Resign(ctx))
 			assert.False(t, next().HasLeader)
 			stop()
@@ -469,4 +433,32 @@ func TestElection_ObserveLeavesNoPathBehindWhenTheSessionCloses(t *testing.T) {
 	ok, _, err = conn.Exists(path)
 	require.NoError(t, err)
 	assert.False(t, ok, "Close deletes the path the observer created")
+}
+
+// campaigned is the outcome of a Campaign run in the background.
+type campaigned struct {
+	l   *zr.Lease
+	err error
+}
+
+// lease asserts, on the test's goroutine, that the campaign won.
+func (c campaigned) lease(t *testing.T) *zr.Lease {
+	t.Helper()
+	require.NoError(t, c.err)
+	require.NotNil(t, c.l)
+	return c.l
+}
+
+// campaignBehind starts e's Campaign in the background and returns once
+// the election has n participants, e's among them; the outcome arrives on
+// the channel. The goroutine asserts nothing: the test does, on its own.
+func campaignBehind(t *testing.T, ctx context.Context, e *zr.Election, n int) <-chan campaigned {
+	t.Helper()
+	got := make(chan campaigned, 1)
+	go func() {
+		l, err := e.Campaign(ctx)
+		got <- campaigned{l, err}
+	}()
+	require.Eventually(t, func() bool { ps, _ := e.Participants(ctx); return len(ps) == n }, 10*time.Second, 5*time.Millisecond)
+	return got
 }
