@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,6 +145,95 @@ func TestZKLockListsTheChildrenWithoutWaitingForItsCreateReply(t *testing.T) {
 	}
 }
 
+// isCreateUnder reports whether frame is a create request for a node under
+// dir (dir ends with "/").
+func isCreateUnder(frame []byte, dir string) bool {
+	if len(frame) < 16 {
+		return false
+	}
+	switch binary.BigEndian.Uint32(frame[8:12]) {
+	case opCreate, opCreate2:
+	default:
+		return false
+	}
+	l := int(binary.BigEndian.Uint32(frame[12:16]))
+	return l <= len(frame)-16 && strings.HasPrefix(string(frame[16:16+l]), dir)
+}
+
+// A semaphore acquiring several leases sends all their creates at once:
+// the replies are held back from the first lease create's write on, which
+// would leave creates made one after another waiting in vain.
+func TestZKSemaphoreSendsTheCreatesOfItsLeasesTogether(t *testing.T) {
+	const n = 3
+	path := "/zkt/sem-together-" + newUUID()
+	leases := path + "/" + semLeases + "/"
+	var gated, waitedInVain atomic.Bool
+	var mu sync.Mutex
+	creates := 0
+	firstSent, allSent := make(chan struct{}), make(chan struct{})
+	beforeWrite := func(p []byte) {
+		if !gated.Load() {
+			return
+		}
+		for len(p) >= 4 { // a write may carry gathered frames
+			end := min(len(p), 4+int(binary.BigEndian.Uint32(p[0:4])))
+			if isCreateUnder(p[:end], leases) {
+				mu.Lock()
+				if creates++; creates == 1 {
+					close(firstSent)
+				}
+				if creates == n {
+					close(allSent)
+				}
+				mu.Unlock()
+			}
+			p = p[end:]
+		}
+	}
+	afterRead := func() {
+		if !gated.Load() || waitedInVain.Load() {
+			return
+		}
+		select {
+		case <-firstSent:
+		default:
+			return
+		}
+		select {
+		case <-allSent:
+		case <-time.After(5 * time.Second):
+			waitedInVain.Store(true)
+		}
+	}
+	ctx, s := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, afterRead)))
+	sem := NewSemaphore(s, path, n)
+	warm, err := sem.Acquire(ctx, 1) // the first one also makes the parents
+	require.NoError(t, err)
+	require.NoError(t, warm[0].Release(ctx))
+
+	gated.Store(true)
+	got, err := sem.Acquire(ctx, n)
+	gated.Store(false)
+	require.NoError(t, err)
+	assert.False(t, waitedInVain.Load(), "a reply was held back for 5 s: a lease's create waited for another's reply")
+	require.Len(t, got, n)
+	raw := zkRaw(t)
+	kids, _, err := raw.Children(strings.TrimSuffix(leases, "/"))
+	require.NoError(t, err)
+	assert.Len(t, kids, n)
+	for i, l := range got {
+		_, st, err := raw.Get(l.Path())
+		require.NoError(t, err)
+		assert.Equal(t, st.Czxid, l.Token(), "a lease's token is its node's czxid")
+		if i > 0 {
+			assert.Greater(t, l.Token(), got[i-1].Token(), "leases come oldest first")
+		}
+	}
+	for _, l := range got {
+		require.NoError(t, l.Release(ctx))
+	}
+}
+
 func TestSentNotifierClosesOnlyForTheCreateOfTheExpectedPath(t *testing.T) {
 	frame := func(op uint32, path string) []byte {
 		f := make([]byte, 16+len(path)+8)
@@ -221,4 +311,37 @@ func TestZKUncontendedLockCostsCreateListingAndDelete(t *testing.T) {
 			assert.Equal(t, "delete", got[len(got)-1])
 		})
 	}
+}
+
+// Leases created together are all removed when the acquisition ends
+// before the grant, whichever of their creates the cancel caught in flight.
+func TestZKSemaphoreCancelledWhileCreatingLeasesLeavesNoNode(t *testing.T) {
+	path := "/zkt/sem-cancelled-" + newUUID()
+	ctx, s := zkSession(t, 60*time.Second)
+	sem := NewSemaphore(s, path, 5)
+	warm, err := sem.Acquire(ctx, 1) // the first one also makes the parents
+	require.NoError(t, err)
+	require.NoError(t, warm[0].Release(ctx))
+	cancelled := 0
+	for i := range 60 {
+		// From before the creates leave to after the grant, in 50 µs steps.
+		actx, cancel := context.WithTimeout(ctx, time.Duration(i)*50*time.Microsecond)
+		got, err := sem.Acquire(actx, 3)
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			cancelled++
+			continue
+		}
+		for _, l := range got {
+			require.NoError(t, l.Release(ctx))
+		}
+	}
+	t.Logf("%d of 60 acquisitions cancelled", cancelled)
+	assert.Positive(t, cancelled, "no acquisition was cancelled: the test cannot have caught a create in flight")
+	raw := zkRaw(t)
+	require.Eventually(t, func() bool {
+		kids, _, err := raw.Children(path + "/" + semLeases)
+		return err == nil && len(kids) == 0
+	}, 10*time.Second, 10*time.Millisecond, "every lease node of a cancelled acquisition is removed")
 }

@@ -88,8 +88,10 @@ func (sem *Semaphore) Path() string { return sem.path }
 // Acquire blocks until the caller holds n leases, all at once, or ctx ends.
 // It is all-or-nothing: it returns n leases, each with its own node, Done,
 // Err, Token and Release (like Curator's collection of leases, so that
-// they can be returned one by one), or an error and none. The n lease
-// nodes are created together while the semaphore's mutex is held, so two
+// they can be returned one by one), oldest first (tokens ascending), or an
+// error and none. The n lease nodes are created together while the
+// semaphore's mutex is held (their creates leave at once: one round trip
+// for all), so two
 // clients that each want several leases never hold part of what they want
 // while waiting for the rest (Curator's acquire(n) takes one lease at a
 // time and can leave them so).
@@ -189,25 +191,26 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 	// too (listingToken), and the lease's node need not be read.
 	var first *listing // the leases listed right behind the create
 	fresh := false     // that listing gave the lease's token
-	for i := 0; i < n; i++ {
+	if n == 1 {
 		var nd ownNode
-		var err error
-		if n == 1 {
-			var l listing
-			nd, l, fresh, err = sem.s.createListed(ctx, sem.leases, semLeaseName, sem.cfg.lock.data(), watchList)
-			if err == nil && l.kids != nil {
+		var l listing
+		nd, l, fresh, err = sem.s.createListed(ctx, sem.leases, semLeaseName, sem.cfg.lock.data(), watchList)
+		if err == nil {
+			nodes = append(nodes, nd)
+			if l.kids != nil {
 				first = &l
 			}
-		} else {
-			nd, err = sem.s.createProtected(ctx, sem.leases, semLeaseName, sem.cfg.lock.data())
 		}
-		if err != nil {
-			if errors.Is(err, zk.ErrSessionExpired) {
-				return nil, &startOver{err}
-			}
-			return nil, err
+	} else {
+		nodes, err = sem.createLeases(ctx, n) // on error, the deferred clean-up removes the nodes made
+	}
+	if err != nil {
+		if errors.Is(err, zk.ErrSessionExpired) {
+			return nil, &startOver{err}
 		}
-		nodes = append(nodes, nd)
+		return nil, err
+	}
+	for _, nd := range nodes[1:] {
 		if nd.gen != nodes[0].gen {
 			return nil, &startOver{lost(ErrSessionChanged)}
 		}
@@ -331,6 +334,38 @@ func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, e
 			}
 		}
 	}
+}
+
+// createLeases creates n lease nodes at once: their creates leave
+// together, one round trip for all instead of one each. It returns the
+// nodes it made, oldest first, and the first error; it returns only once
+// every create is over, so the caller can remove each node it got.
+func (sem *Semaphore) createLeases(ctx context.Context, n int) ([]ownNode, error) {
+	type created struct {
+		nd  ownNode
+		err error
+	}
+	res := make(chan created, n)
+	for range n {
+		go func() {
+			nd, err := sem.s.createProtected(ctx, sem.leases, semLeaseName, sem.cfg.lock.data())
+			res <- created{nd, err}
+		}()
+	}
+	var nodes []ownNode
+	var first error
+	for range n {
+		r := <-res
+		if r.err != nil {
+			first = cmp.Or(first, r.err)
+			continue
+		}
+		nodes = append(nodes, r.nd)
+	}
+	slices.SortFunc(nodes, func(a, b ownNode) int {
+		return cmp.Compare(parseSeq(a.path[len(a.path)-10:]), parseSeq(b.path[len(b.path)-10:]))
+	})
+	return nodes, first
 }
 
 // wait waits for a change of the leases (relist true) or of the shared
