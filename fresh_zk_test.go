@@ -92,11 +92,18 @@ func TestZKWaiterWithAFreshListingDoesNotReadItsOwnNode(t *testing.T) {
 	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
 	selfWatchGrace = time.Hour // no late watch, however slow the machine
 	dir := "/zkt/fresh-" + newUUID()
-	ctx, l0, _, secondGot := holdAndQueue(t, dir)
+	ctx, l0, ahead, secondGot := holdAndQueue(t, dir)
 
 	var log opLog
 	_, third := zkSession(t, 30*time.Second, WithTracer(log.tracer(true)))
 	own, thirdGot := queueBehind(t, third, dir, 3)
+	// Its watches must be on the node ahead before that node goes: set
+	// later, they would find it gone, and the waiter would list again.
+	require.Eventually(t, func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return slices.Contains(log.ops, "getData "+ahead) && slices.Contains(log.ops, "getChildren "+ahead)
+	}, 10*time.Second, time.Millisecond, "the third contender watches the second")
 
 	leases := passDown(t, ctx, l0, secondGot, thirdGot)
 	require.NoError(t, leases[2].Release(ctx))
