@@ -43,8 +43,12 @@ func TestRawLock_ExcludesAndMakesTheFewestRequestsALockCan(t *testing.T) {
 		t.Log("ZK_SERVERS: other clients may talk to the server; request counts not checked")
 		return
 	}
-	// The server also counts the sessions' pings and the meter's own mntr
-	// commands: a few packets over hundreds of acquisitions.
-	assert.InDelta(t, 4.0, k.ReqPerAcq, 0.05, "requests per contended acquisition")
+	// The server also counts the sessions' pings (each pings every third of
+	// its timeout) and the meter's own mntr commands: a few dozen packets,
+	// however few acquisitions a loaded machine made (271 once, under two
+	// integration runs at once). Even at the fewest acquisitions allowed,
+	// that slack tells four requests from five.
+	slack := 0.05 + 32/float64(k.Acquisitions)
+	assert.InDelta(t, 4.0, k.ReqPerAcq, slack, "requests per contended acquisition (%d acquisitions)", k.Acquisitions)
 	assert.InDelta(t, 3.0, u.ReqPerCycle, 0.05, "requests per uncontended cycle")
 }
