@@ -83,6 +83,22 @@ func (l *opLog) take() []string {
 	return ops
 }
 
+// holdReplies returns a read hook that, while holding reports true, holds
+// each read's bytes back from go-zookeeper until released closes; after
+// 5 s it lets them through and sets inVain.
+func holdReplies(holding func() bool, released <-chan struct{}, inVain *atomic.Bool) func() {
+	return func() {
+		if !holding() {
+			return
+		}
+		select {
+		case <-released:
+		case <-time.After(5 * time.Second):
+			inVain.Store(true)
+		}
+	}
+}
+
 // isListing reports whether frame is a getChildren request (as
 // go-zookeeper sends it: getChildren2) for path.
 func isListing(frame []byte, path string) bool {
@@ -116,16 +132,7 @@ func TestZKLockListsTheChildrenWithoutWaitingForItsCreateReply(t *testing.T) {
 					once.Do(func() { close(listed) })
 				}
 			}
-			afterRead := func() {
-				if !gated.Load() {
-					return
-				}
-				select {
-				case <-listed:
-				case <-time.After(5 * time.Second):
-					waitedInVain.Store(true)
-				}
-			}
+			afterRead := holdReplies(gated.Load, listed, &waitedInVain)
 			ctx, s := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, afterRead)))
 			lock := tc.lock(s, dir)
 			l, err := lock.Acquire(ctx) // the first one also makes the parents
@@ -190,21 +197,14 @@ func TestZKSemaphoreSendsTheCreatesOfItsLeasesTogether(t *testing.T) {
 			p = p[end:]
 		}
 	}
-	afterRead := func() {
-		if !gated.Load() || waitedInVain.Load() {
-			return
-		}
+	afterRead := holdReplies(func() bool {
 		select {
 		case <-firstSent:
+			return gated.Load() && !waitedInVain.Load()
 		default:
-			return
+			return false
 		}
-		select {
-		case <-allSent:
-		case <-time.After(5 * time.Second):
-			waitedInVain.Store(true)
-		}
-	}
+	}, allSent, &waitedInVain)
 	ctx, s := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, afterRead)))
 	sem := NewSemaphore(s, path, n)
 	warm, err := sem.Acquire(ctx, 1) // the first one also makes the parents
