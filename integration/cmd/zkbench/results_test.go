@@ -131,3 +131,44 @@ func TestRender_DerivesTheSameTablesFromARunsJSON(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty.json"), []byte("{}"), 0o644))
 	assert.ErrorContains(t, render(filepath.Join(dir, "empty.json"), out), "no implementation's results")
 }
+
+// Each target's ratio is also given repetition by repetition, each from
+// that repetition's own runs, while met is judged on the medians.
+func TestResults_ReportEachTargetRepetitionByRepetition(t *testing.T) {
+	c := config{Reps: 2, Impls: []string{"zkrecipes", "curator"}, Sessions: 8, Drains: []int{50, 200}, ChainLinks: 200}
+	r := newResults(c, Machine{CPUs: 2})
+	r.Floor = []bench.FloorResult{{CycleP50: 500 * time.Microsecond, Throughput: 3000, PerHandoff: 250 * time.Microsecond},
+		{CycleP50: 400 * time.Microsecond, Throughput: 3200, PerHandoff: 200 * time.Microsecond}}
+	for name, tps := range map[string][]float64{"zkrecipes": {2600, 2400}, "curator": {1000, 1000}} {
+		ir := r.add(name)
+		for _, tp := range tps {
+			ir.Uncontended = append(ir.Uncontended, bench.UncontendedResult{P50: 500 * time.Microsecond})
+			ir.Contended = append(ir.Contended, bench.ContendedResult{Throughput: tp})
+			for _, n := range []string{"50", "200"} {
+				ir.Drain[n] = append(ir.Drain[n], bench.DrainResult{PerHandoff: 300 * time.Microsecond, BytesPerHandoff: 111})
+			}
+		}
+	}
+	r.finish()
+
+	byWhat := map[string]Target{}
+	for _, tg := range r.Targets {
+		byWhat[tg.What] = tg
+	}
+	cur := byWhat["8 sessions: throughput / Curator's"]
+	assert.InDelta(t, 2.5, cur.Ratio, 1e-9, "the medians' ratio")
+	assert.True(t, cur.Met)
+	require.Len(t, cur.PerRep, 2)
+	assert.InDelta(t, 2.6, cur.PerRep[0], 1e-9)
+	assert.InDelta(t, 2.4, cur.PerRep[1], 1e-9, "the second repetition alone would miss")
+	unc := byWhat["uncontended p50 / floor"]
+	require.Len(t, unc.PerRep, 2)
+	assert.InDelta(t, 1.0, unc.PerRep[0], 1e-9)
+	assert.InDelta(t, 1.25, unc.PerRep[1], 1e-9, "each repetition against its own floor")
+	assert.Contains(t, r.markdown(), "| 8 sessions: throughput / Curator's | 2.50 | 2.60, 2.40 | ≥ 2.5 | yes |")
+
+	r.Floor = r.Floor[:1] // a repetition missing: no per-repetition ratios
+	r.finish()
+	assert.Empty(t, r.Targets[0].PerRep)
+	assert.Contains(t, r.markdown(), "| 8 sessions: throughput / Curator's | 2.50 | – | ≥ 2.5 | yes |")
+}
