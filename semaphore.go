@@ -91,10 +91,9 @@ func (sem *Semaphore) Path() string { return sem.path }
 // they can be returned one by one), oldest first (tokens ascending), or an
 // error and none. The n lease nodes are created together while the
 // semaphore's mutex is held (their creates leave at once: one round trip
-// for all), so two
-// clients that each want several leases never hold part of what they want
-// while waiting for the rest (Curator's acquire(n) takes one lease at a
-// time and can leave them so).
+// for all), so two clients that each want several leases never hold part
+// of what they want while waiting for the rest (Curator's acquire(n) takes
+// one lease at a time and can leave them so).
 //
 // With a fixed maximum, n above it fails at once with ErrInvalidArgument.
 // When the session expires while waiting, acquisition starts over on the
