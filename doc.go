@@ -23,8 +23,9 @@
 // deleted by someone else. A holder must watch Done and stop, and must guard
 // every write to the resource it protects with the Lease's fencing token
 // (Token, a zxid: normally the node's creation zxid, see Lease.Token; it
-// increases strictly from one owner to the next across the whole ensemble) or make the write conditional on
-// the lock node with Check in a ZooKeeper Multi.
+// increases strictly from one owner to the next across the whole
+// ensemble) or make the write conditional on the lock node with Check in a
+// ZooKeeper Multi.
 //
 // After a session expires the Session connects again under a new session
 // (reporting LOST, then RECONNECTED): acquisitions that were waiting start
