@@ -31,6 +31,8 @@ func frameOps(p []byte) []string {
 
 func opName(op uint32) string {
 	switch op {
+	case opCreate, opCreate2:
+		return "create"
 	case 4:
 		return "getData"
 	case 12:

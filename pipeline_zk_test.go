@@ -152,21 +152,6 @@ func TestZKLockListsTheChildrenWithoutWaitingForItsCreateReply(t *testing.T) {
 	}
 }
 
-// isCreateUnder reports whether frame is a create request for a node under
-// dir (dir ends with "/").
-func isCreateUnder(frame []byte, dir string) bool {
-	if len(frame) < 16 {
-		return false
-	}
-	switch binary.BigEndian.Uint32(frame[8:12]) {
-	case opCreate, opCreate2:
-	default:
-		return false
-	}
-	l := int(binary.BigEndian.Uint32(frame[12:16]))
-	return l <= len(frame)-16 && strings.HasPrefix(string(frame[16:16+l]), dir)
-}
-
 // A semaphore acquiring several leases sends all their creates at once:
 // the replies are held back from the first lease create's write on, which
 // would leave creates made one after another waiting in vain.
@@ -182,9 +167,8 @@ func TestZKSemaphoreSendsTheCreatesOfItsLeasesTogether(t *testing.T) {
 		if !gated.Load() {
 			return
 		}
-		for len(p) >= 4 { // a write may carry gathered frames
-			end := min(len(p), 4+int(binary.BigEndian.Uint32(p[0:4])))
-			if isCreateUnder(p[:end], leases) {
+		for _, op := range frameOps(p) { // a write may carry gathered frames
+			if strings.HasPrefix(op, "create "+leases) {
 				mu.Lock()
 				if creates++; creates == 1 {
 					close(firstSent)
@@ -194,7 +178,6 @@ func TestZKSemaphoreSendsTheCreatesOfItsLeasesTogether(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-			p = p[end:]
 		}
 	}
 	afterRead := holdReplies(func() bool {
