@@ -95,7 +95,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 	// the node waits, before the grant when others were in the listing.
 	// Without the listing behind the create, the queue lists now.
 	if fresh {
-		self.token, self.known = listingToken(parent), true
+		self.token = listingToken(parent)
 	}
 	if kids == nil {
 		if kids, parent, err = q.listStat(ctx, node); err != nil {
@@ -127,7 +127,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 				switch {
 				case self.stat != nil:
 					token = self.stat.Czxid
-				case self.known:
+				case self.tokenKnown():
 					token = self.token
 				case !waited && len(kids) == 1:
 					token = listingToken(parent)
@@ -190,14 +190,17 @@ type selfWatch struct {
 	stat *zk.Stat
 	w    <-chan zk.Event
 	// token is the node's fencing token when known without reading the
-	// node (listingToken). Such a node sets its deletion watch only once it
+	// node (listingToken), 0 otherwise (a pzxid taken after the node's
+	// create is never 0). Such a node sets its deletion watch only once it
 	// has waited selfWatchGrace (late), as a hold does once it has lasted
 	// that long: the read sent then arrives on pending.
 	token   int64
-	known   bool
 	late    *time.Timer
 	pending <-chan reply[watched]
 }
+
+// tokenKnown reports whether the listing gave the node's token.
+func (sw *selfWatch) tokenKnown() bool { return sw.token != 0 }
 
 // lateC is the channel of the late timer, nil before it is armed.
 func (sw *selfWatch) lateC() <-chan time.Time {
@@ -339,7 +342,7 @@ func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMa
 	for {
 		var dataW, delW <-chan zk.Event
 		var err error
-		if self.stat == nil && !self.known {
+		if self.stat == nil && !self.tokenKnown() {
 			// The own node is read beside the first watch: the queue
 			// waits anyway, so that read adds no round trip.
 			if err := ctx.Err(); err != nil {
