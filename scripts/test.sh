@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # The whole check: dependencies, lint, unit tests, short fuzz runs, integration tests against real
-# ZooKeeper (Java backend), then the Docker backend tests. Every stage runs even after
-# a failure (except deps), and a summary with times closes the output. Exit status is
-# non-zero when any stage failed.
+# ZooKeeper (Java backend), then the Docker backend tests (a Docker daemon started for
+# them is stopped after them). Every stage runs even after a failure (except deps), and
+# a summary with times closes the output. Exit status is non-zero when any stage failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export ZK_TEST_IMAGE="${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian}"
+
+# A Docker daemon the docker-engine stage starts is this run's: it is recorded in a
+# file of this run's own and stopped once the Docker stages are over, or on any exit
+# (an interrupt included). An engine that was already running is left alone.
+export DOCKERD_PIDFILE="${TMPDIR:-/tmp}/zkrecipes-dockerd.$$.pid"
+rm -f "$DOCKERD_PIDFILE"
+stop_docker() {
+	"$ROOT/integration/docker/stop-docker.sh" ||
+		echo "test.sh: the Docker daemon this run started may still run (pid in $DOCKERD_PIDFILE)" >&2
+}
+trap stop_docker EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 names=() results=() times=()
 stage() { # stage NAME CMD...
@@ -33,6 +46,7 @@ stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then
 	stage docker-tests bash -c 'cd integration && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m -run Docker ./zktest/...'
 fi
+stop_docker
 
 echo
 echo "=== summary"
