@@ -82,7 +82,10 @@ type electionConfig struct {
 
 // WithParticipantID sets the participant id stored in the participant's
 // node (as UTF-8), which Leader, Observe and Participants report and which
-// Curator's getId/getLeader read. Default: "<hostname>-<pid>".
+// Curator's getId/getLeader read. An id that makes the node's create
+// request larger than the Session's limit (WithMaxRequestSize: a little
+// under 1 MiB by default) makes every method of the Election fail with
+// ErrDataTooLarge. Default: "<hostname>-<pid>".
 func WithParticipantID(id string) ElectionOption {
 	return func(c *electionConfig) { c.id = id }
 }
@@ -104,8 +107,9 @@ func WithLayout(l ElectionLayout) ElectionOption {
 var latchMarkers = []string{"latch-"}
 
 // NewElection returns an election on path (relative to the Session's
-// namespace). It does no I/O; an invalid path, a nil session or a bad
-// option is reported by every method of the Election.
+// namespace). It does no I/O; an invalid path, a nil session, a bad option
+// or a participant id too large (ErrDataTooLarge) is reported by every
+// method of the Election.
 func NewElection(s *Session, path string, opts ...ElectionOption) *Election {
 	e := &Election{s: s, path: path, turn: make(chan struct{}, 1)}
 	e.cfg = electionConfig{id: defaultParticipantID()}
@@ -135,6 +139,7 @@ func NewElection(s *Session, path string, opts ...ElectionOption) *Election {
 		// re-read on any event: the marked release is safe there.
 		e.q.name, e.q.markers, e.q.kind, e.q.noMark = "lock-", mutexMarkers, kindMutex, false
 	}
+	e.err = s.checkNodeData(path, []byte(e.cfg.id), protectedNode(e.q.dir, e.q.name))
 	return e
 }
 

@@ -92,6 +92,15 @@ var (
 	// ErrUpgrade is returned by a read-write lock when a goroutine that holds
 	// the read lock asks for the write lock: that can never be granted.
 	ErrUpgrade = errors.New("zkrecipes: read lock holder cannot take the write lock")
+
+	// ErrDataTooLarge is returned by every method of a recipe whose node
+	// data (WithNodeData, WithLeaseData, WithParticipantID) would make the
+	// request creating its nodes larger than the Session's limit
+	// (WithMaxRequestSize). It is returned before any ZooKeeper call: nothing
+	// is sent that a server would answer by closing the connection, which
+	// would put every lease of the Session in doubt. The error is a
+	// *DataTooLargeError.
+	ErrDataTooLarge = errors.New("zkrecipes: node data too large")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches
@@ -129,6 +138,29 @@ func (e *PathError) Error() string {
 
 // Unwrap returns ErrInvalidPath.
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
+
+// DataTooLargeError reports node data that does not fit in a create
+// request under the Session's limit (WithMaxRequestSize). It matches
+// ErrDataTooLarge.
+type DataTooLargeError struct {
+	Path  string // the recipe's path, as given
+	Size  int    // the node data's size, in bytes
+	Max   int    // the most node data that fits under Limit at this path (negative: none does)
+	Limit int    // the Session's request size limit, in bytes
+}
+
+func (e *DataTooLargeError) Error() string {
+	fit := fmt.Sprintf("at most %d fit in", e.Max)
+	if e.Max < 0 {
+		fit = "the path and ACL alone exceed"
+	}
+	return fmt.Sprintf("zkrecipes: node data too large: %d bytes at %s, %s the request size limit of %d bytes "+
+		"(the server's jute.maxbuffer by default); make the data smaller, or raise the limit with "+
+		"WithMaxRequestSize for servers with a larger jute.maxbuffer", e.Size, e.Path, fit, e.Limit)
+}
+
+// Unwrap returns ErrDataTooLarge.
+func (e *DataTooLargeError) Unwrap() error { return ErrDataTooLarge }
 
 func trimPrefix(s string) string {
 	const p = "zkrecipes: "

@@ -14,7 +14,7 @@ import (
 func TestEveryErrorIsPrefixedAndLowercase(t *testing.T) {
 	for _, err := range []error{ErrInvalidPath, ErrInvalidArgument, ErrNilSession, ErrClosed, ErrSessionExpired,
 		ErrSessionChanged, ErrSuspended, ErrNodeDeleted, ErrLockLost, ErrReleased, ErrReleaseDeferred, ErrLocked,
-		ErrRetriesExhausted, ErrRecipeConflict, ErrUpgrade, ErrNoLeader} {
+		ErrRetriesExhausted, ErrRecipeConflict, ErrUpgrade, ErrNoLeader, ErrBadCount, ErrDataTooLarge} {
 		assert.True(t, strings.HasPrefix(err.Error(), "zkrecipes: "), err.Error())
 	}
 }

@@ -35,8 +35,11 @@ func (c lockConfig) data() []byte {
 }
 
 // WithNodeData sets the data stored in each contender's node, which
-// Participants reports and operators see. Default: this host's address as
-// text, as Curator writes.
+// Participants reports and operators see. Data that makes a node's create
+// request larger than the Session's limit (WithMaxRequestSize: a little
+// under 1 MiB by default) makes every method of the recipe fail with
+// ErrDataTooLarge. Default: this host's address as text, as Curator
+// writes.
 func WithNodeData(data []byte) LockOption {
 	return func(c *lockConfig) {
 		c.nodeData = append([]byte(nil), data...)

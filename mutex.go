@@ -36,8 +36,9 @@ type Mutex struct {
 }
 
 // NewMutex returns a mutex on path (relative to the Session's namespace).
-// It does no I/O; an invalid path, a nil session or a bad option is
-// reported by every method of the Mutex.
+// It does no I/O; an invalid path, a nil session, a bad option or node
+// data too large (ErrDataTooLarge) is reported by every method of the
+// Mutex.
 func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
 	m := &Mutex{s: s, path: path}
 	m.cfg, m.err = buildLockConfig(opts)
@@ -47,6 +48,7 @@ func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
 	if m.err == nil {
 		m.q = queue{s: s, dir: s.abs(path), name: "lock-", markers: mutexMarkers, kind: kindMutex,
 			pred: maxLeasesPredicate(1), fast: m.cfg.fast}
+		m.err = s.checkNodeData(path, m.cfg.data(), protectedNode(m.q.dir, m.q.name))
 	}
 	return m
 }

@@ -20,6 +20,7 @@ type sessionConfig struct {
 	log       *slog.Logger
 	tracer    Tracer
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
+	maxReq    int // request size limit (see requestsize.go); 0 means the default
 	err       error
 }
 
@@ -29,6 +30,7 @@ func defaultSessionConfig() sessionConfig {
 		retry:   ExponentialBackoff(50*time.Millisecond, 5*time.Second),
 		acl:     OpenACL(),
 		policy:  LoseOnSuspended,
+		maxReq:  defaultMaxRequest,
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
@@ -153,5 +155,33 @@ func WithDialer(dial func(network, address string, timeout time.Duration) (net.C
 			return
 		}
 		c.dialer = dial
+	}
+}
+
+// WithMaxRequestSize sets the largest request, in bytes, that may create a
+// recipe's node. A recipe whose node data (WithNodeData, WithLeaseData,
+// WithParticipantID) would make it larger fails at once with
+// ErrDataTooLarge, before anything is sent: a ZooKeeper server closes
+// the connection of a client whose request exceeds its jute.maxbuffer,
+// which puts every lease of the Session in doubt. Raise it only for
+// servers that all run with a larger jute.maxbuffer, to at most that.
+//
+// A create counts its node data, its full path (namespace, protected
+// prefix and sequence suffix included), 12 bytes plus the scheme and id of
+// each ACL entry (WithACL; an "auth" entry counts as the digest identity
+// of each WithDigestAuth credential), and 128 bytes for the headers of the
+// request and of the transaction the server logs and forwards for it. A
+// create within the default limit is never refused by a server at
+// ZooKeeper's default jute.maxbuffer.
+//
+// Default 1048575, ZooKeeper's default jute.maxbuffer. go-zookeeper sends
+// no request above 1572860 bytes: a larger limit counts as 1572860.
+func WithMaxRequestSize(n int) SessionOption {
+	return func(c *sessionConfig) {
+		if n <= 0 {
+			c.fail(invalidArg("max request size %d must be positive", n))
+			return
+		}
+		c.maxReq = min(n, clientMaxRequest)
 	}
 }

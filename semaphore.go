@@ -56,8 +56,8 @@ const (
 // NewSemaphore returns a semaphore on path (relative to the Session's
 // namespace) that admits at most max leases at once; with WithSharedCount,
 // max only seeds the count node when it does not exist. It does no I/O; an
-// invalid path, a nil session, a max below 1 or a bad option is reported by
-// every method.
+// invalid path, a nil session, a max below 1, a bad option or lease data
+// too large (ErrDataTooLarge) is reported by every method.
 func NewSemaphore(s *Session, path string, max int, opts ...SemaphoreOption) *Semaphore {
 	sem := &Semaphore{s: s, path: path, max: max}
 	sem.cfg, sem.err = buildSemConfig(opts)
@@ -78,8 +78,21 @@ func NewSemaphore(s *Session, path string, max int, opts ...SemaphoreOption) *Se
 		if sem.cfg.countPath != "" {
 			sem.count = &countCache{path: s.abs(sem.cfg.countPath), seed: int32(max)}
 		}
+		sem.err = sem.checkData()
 	}
 	return sem
+}
+
+// checkData reports node data too large for the semaphore's nodes: its
+// mutex's nodes and lease nodes, which carry the lease data, and the
+// shared count node.
+func (sem *Semaphore) checkData() error {
+	err := sem.s.checkNodeData(sem.path, sem.cfg.lock.data(),
+		protectedNode(sem.lock.dir, sem.lock.name), protectedNode(sem.leases, semLeaseName))
+	if err == nil && sem.count != nil {
+		err = sem.s.checkNodeData(sem.cfg.countPath, make([]byte, 4), sem.count.path)
+	}
+	return err
 }
 
 // Path returns the semaphore's path, as given to NewSemaphore.

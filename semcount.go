@@ -31,8 +31,10 @@ func buildSemConfig(opts []SemaphoreOption) (semConfig, error) {
 }
 
 // WithLeaseData sets the data stored in each lease node (and in the
-// semaphore's mutex nodes). Default: this host's address as text, as
-// Curator writes.
+// semaphore's mutex nodes). Data that makes a node's create request larger
+// than the Session's limit (WithMaxRequestSize: a little under 1 MiB by
+// default) makes every method of the Semaphore fail with ErrDataTooLarge.
+// Default: this host's address as text, as Curator writes.
 func WithLeaseData(data []byte) SemaphoreOption {
 	return func(c *semConfig) { WithNodeData(data)(&c.lock) }
 }

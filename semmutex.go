@@ -18,14 +18,18 @@ type SemaphoreMutex struct {
 }
 
 // NewSemaphoreMutex returns a non-reentrant lock on path (relative to the
-// Session's namespace). It does no I/O; an invalid path, a nil session or
-// a bad option is reported by every method. WithNodeData sets the data of
-// its nodes; WithFastHandoff applies to its internal mutex.
+// Session's namespace). It does no I/O; an invalid path, a nil session, a
+// bad option or node data too large (ErrDataTooLarge) is reported by every
+// method. WithNodeData sets the data of its nodes; WithFastHandoff applies
+// to its internal mutex.
 func NewSemaphoreMutex(s *Session, path string, opts ...LockOption) *SemaphoreMutex {
 	sem := NewSemaphore(s, path, 1)
 	if sem.err == nil {
 		sem.cfg.lock, sem.err = buildLockConfig(opts)
 		sem.lock.fast = sem.cfg.lock.fast
+	}
+	if sem.err == nil {
+		sem.err = sem.checkData()
 	}
 	return &SemaphoreMutex{sem: sem}
 }

@@ -1,0 +1,95 @@
+package zkrecipes
+
+import "strings"
+
+// The size of the requests that create a recipe's nodes, checked against
+// the Session's limit (WithMaxRequestSize) when the recipe is made, so that
+// no request is sent that a server would answer by closing the connection.
+//
+// A ZooKeeper server reads a request's length first and closes the
+// connection when it exceeds jute.maxbuffer (ZooKeeper 3.8's
+// NIOServerCnxn.readLength, "Len error"; the 4-byte length itself is not
+// counted). The transaction a create becomes is larger than the request:
+// servers before 3.6 refuse a proposal or a log entry above jute.maxbuffer
+// too (ZOOKEEPER-3496), and a server restarting reads its log back under
+// that limit. So the count covers the transaction, with a margin.
+
+const (
+	// defaultMaxRequest is ZooKeeper's default jute.maxbuffer, 0xfffff.
+	defaultMaxRequest = 1<<20 - 1
+
+	// clientMaxRequest is the largest request go-zookeeper can send: it
+	// encodes each one, after its 4-byte length, into a 1536 KiB buffer,
+	// and fails a larger one with zk.ErrShortBuffer.
+	clientMaxRequest = 1536<<10 - 4
+
+	// createOverhead is what a create counts beyond its path, data and ACL
+	// entries. The request (RequestHeader and CreateRequest) has 24 bytes
+	// besides them: xid, type, the lengths of path, data and ACL list, and
+	// the flags. Its transaction has 61: TxnHeader (clientId, cxid, zxid,
+	// time, type: 32), CreateTxn (the three lengths, ephemeral, the
+	// parent's cversion: 17) and the digest 3.6+ servers append (12). The
+	// rest is margin, for an identity the server puts in place of an
+	// "auth" ACL entry that this package cannot see (a TLS client
+	// certificate's, say).
+	createOverhead = 128
+
+	// aclEntryOverhead is what an ACL entry counts beyond its scheme and
+	// id: its permissions and the two lengths.
+	aclEntryOverhead = 12
+
+	// digestIDHash is the length of the hash in a digest identity
+	// ("user:" + base64 of a SHA-1).
+	digestIDHash = 28
+)
+
+// createSize is what creating a node at path (absolute, as the server
+// stores it: with a sequential node's suffix) with dataLen bytes of data
+// counts against the request size limit.
+func (s *Session) createSize(path string, dataLen int) int {
+	n := createOverhead + len(path) + dataLen
+	for _, a := range s.cfg.acl {
+		if a.Scheme != "auth" {
+			n += aclEntryOverhead + len(a.Scheme) + len(a.ID)
+			continue
+		}
+		// The server stores an "auth" entry as one entry per identity the
+		// session authenticated as: the digest of each credential.
+		for _, cred := range s.cfg.auth {
+			user, _, _ := strings.Cut(cred, ":")
+			n += aclEntryOverhead + len("digest") + len(user) + 1 + digestIDHash
+		}
+	}
+	return n
+}
+
+// maxRequest returns the Session's request size limit.
+func (s *Session) maxRequest() int {
+	if s.cfg.maxReq == 0 { // a Session not made by Connect or NewSession
+		return defaultMaxRequest
+	}
+	return s.cfg.maxReq
+}
+
+// checkNodeData reports, as a *DataTooLargeError naming recipePath,
+// whether data is too large to create any of nodes (absolute paths, as the
+// server stores them) under the Session's request size limit.
+func (s *Session) checkNodeData(recipePath string, data []byte, nodes ...string) error {
+	fixed := 0 // the largest count of a node without its data
+	for _, p := range nodes {
+		fixed = max(fixed, s.createSize(p, 0))
+	}
+	if limit := s.maxRequest(); fixed+len(data) > limit {
+		return &DataTooLargeError{Path: recipePath, Size: len(data), Max: limit - fixed, Limit: limit}
+	}
+	return nil
+}
+
+// protectedNode is the path, as the server stores it, of a node that
+// createProtected makes in dir under name: the longest any such node has,
+// "_c_" + UUID + "-" + name + a 10-digit sequence number. A read-write
+// lock's downgraded read node, named with its writer's sequence number,
+// has the same length.
+func protectedNode(dir, name string) string {
+	return joinPath(dir, protectedName("00000000-0000-0000-0000-000000000000", name)) + "0000000000"
+}
