@@ -22,10 +22,10 @@
 // policy), when the session expires or is replaced, or when the lock node is
 // deleted by someone else. A holder must watch Done and stop, and must guard
 // every write to the resource it protects with the Lease's fencing token
-// (Token, a zxid: normally the node's creation zxid, see Lease.Token; it
-// increases strictly from one owner to the next across the whole
-// ensemble) or make the write conditional on the lock node with Check in a
-// ZooKeeper Multi.
+// (Token, a zxid: normally the node's creation zxid; it increases strictly
+// from one owner to the next across the whole ensemble, and Lease.Token
+// says what holds for an RWMutex's read leases) or make the write
+// conditional on the lock node with Check in a ZooKeeper Multi.
 //
 // After a session expires the Session connects again under a new session
 // (reporting LOST, then RECONNECTED): acquisitions that were waiting start

@@ -71,20 +71,33 @@ func (l *Lease) Err() error {
 	}
 }
 
-// Token returns the fencing token of this ownership: a ZooKeeper zxid,
-// normally the creation zxid (czxid) of its node. A lock or leadership
-// owner whose node was alone in the queue's listing right behind its
-// create, or was the last child created when that listing was taken, is
-// granted without reading its node; its token is then the parent's pzxid
-// seen in that listing: the node's czxid unless another child was
-// deleted (or, for a node alone, created and deleted) between its create
-// and that listing, and in every case above the token of any earlier
-// owner and below that of any later one. Tokens of
-// successive owners of one recipe path strictly increase across the whole
-// ensemble, even after the path's container parent was deleted and
-// created again (which restarts the sequence numbers in node names). Hand
-// the token to the resource you protect and have it reject any write with
-// a token lower than the highest it has seen.
+// Token returns the fencing token of this ownership, a ZooKeeper zxid. On
+// one recipe path, a lease's token is above that of every lease granted
+// on the path before it, across the whole ensemble and even after the
+// path's container parent was deleted and created again (which restarts
+// the sequence numbers in node names), with two exceptions among an
+// RWMutex's read leases:
+//
+//   - A read lease taken by downgrading a write lease has that write
+//     lease's token: it continues the same ownership. Every lease granted
+//     after it has a higher token.
+//   - Of two other read leases with no write lease granted between them,
+//     either may have the higher token, whichever was granted first:
+//     readers are not fenced from each other.
+//
+// Hand the token to the resource you protect. Where one owner at a time
+// writes (a Mutex, a write lock, leadership), have the resource reject
+// any token lower than the highest it has seen. Under an RWMutex, have it
+// also keep the highest token of a write lease: it rejects a write
+// lease's token lower than the highest of all, and a read lease's token
+// lower than the highest of a write lease. Either way it never refuses a
+// current holder, and refuses a former one once it has seen the token of
+// a later lease that excludes it.
+//
+// The token is normally the creation zxid (czxid) of the lease's node, as
+// Participants reports it. A lease granted on the listing sent right
+// behind its create may have that listing's later zxid instead, and a
+// downgraded read lease has its write lease's token, older than its node.
 func (l *Lease) Token() int64 { return l.top().token }
 
 // Path returns the path of the lease's node, relative to the Session's

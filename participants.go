@@ -12,7 +12,7 @@ type Participant struct {
 	Node      string    // node name
 	Data      []byte    // node data: by default the creator's host address
 	SessionID int64     // the ZooKeeper session that owns the node
-	Token     int64     // the node's czxid (a holder granted alone has the zxid Lease.Token documents: this or a later one)
+	Token     int64     // the node's czxid (its Lease.Token can differ: see there)
 	Created   time.Time // when the node was created
 	Holder    bool      // whether it holds (for a semaphore: one of the holders)
 }

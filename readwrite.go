@@ -33,7 +33,8 @@ const (
 // lock: its read node is created non-sequential, named with the writer's
 // sequence number, so it sorts at the writer's place and no waiting writer
 // slips in between (CURATOR-276, fixed that way in Curator 5.5 by
-// CURATOR-621). A goroutine that holds only the read lock and asks for the
+// CURATOR-621); the read lease has the write lease's token (see
+// Lease.Token). A goroutine that holds only the read lock and asks for the
 // write lock gets ErrUpgrade at once: that wait could never end (Curator
 // waits forever).
 //
@@ -174,7 +175,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *hold, onEnd func()) (*hold,
 	if node.gen != w.node.gen {
 		return nil, nil // the write lock's session is gone
 	}
-	stat, selfW, err := rw.s.watchDeletion(ctx, node.path)
+	_, selfW, err := rw.s.watchDeletion(ctx, node.path)
 	if err != nil {
 		return nil, q.classify(ctx, node, err)
 	}
@@ -191,7 +192,15 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *hold, onEnd func()) (*hold,
 		return nil, err
 	}
 	granted = true
-	return newHold(rw.s, node, stat.Czxid, selfW, epoch, onEnd), nil
+	// The read lease continues w's ownership and takes w's token, not its
+	// own node's czxid: nodes queued behind w before this create have a
+	// lower czxid and are granted after this lease (the readers once w is
+	// released, the writers once this lease is), so a token taken from
+	// this create would go down in grant order. w's token is above every
+	// earlier lease's and below every later one's (every node granted
+	// later was created after w's, and its token is at least its czxid),
+	// and nothing else is granted between w and this lease.
+	return newHold(rw.s, node, w.token, selfW, epoch, onEnd), nil
 }
 
 // readPredicate holds a reader when no writer's node sorts before its own;
