@@ -1,8 +1,10 @@
 package zkrecipes
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -161,6 +163,17 @@ func (e *DataTooLargeError) Error() string {
 
 // Unwrap returns ErrDataTooLarge.
 func (e *DataTooLargeError) Unwrap() error { return ErrDataTooLarge }
+
+// opError names the path (absolute, shown under the namespace) of a
+// ZooKeeper request that failed with err. ctx's errors and this package's
+// own, which say what happened already, pass through as they are.
+func (s *Session) opError(op, path string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		strings.HasPrefix(err.Error(), "zkrecipes: ") {
+		return err
+	}
+	return fmt.Errorf("zkrecipes: %s %s: %w", op, s.rel(path), err)
+}
 
 func trimPrefix(s string) string {
 	const p = "zkrecipes: "

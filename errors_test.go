@@ -3,10 +3,12 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -86,4 +88,17 @@ func TestRecipesOnBadInputReturnTypedErrorsWithoutIO(t *testing.T) {
 	_, err = NewMutex(s, "/a").Acquire(nilCtx)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 	assert.True(t, errors.Is(&PathError{Path: "x"}, ErrInvalidPath))
+}
+
+func TestOpErrorNamesThePathAndKeepsTheCause(t *testing.T) {
+	s := sessionWith(WithNamespace("/ns"))
+	for _, cause := range []error{zk.ErrNoNode, zk.ErrNoAuth, &connLostError{cause: io.EOF}} {
+		err := s.opError("read", "/ns/locks/a/_c_x-lock-0000000001", cause)
+		assert.ErrorIs(t, err, cause)
+		assert.True(t, strings.HasPrefix(err.Error(), "zkrecipes: read /locks/a/_c_x-lock-0000000001: "), err.Error())
+	}
+	assert.ErrorIs(t, s.opError("list", "/ns/a", &connLostError{cause: io.EOF}), zk.ErrConnectionClosed)
+	for _, own := range []error{context.Canceled, context.DeadlineExceeded, ErrClosed, invalidArg("nil context")} {
+		assert.Equal(t, own, s.opError("list", "/ns/a", own), "passes through: %v", own)
+	}
 }

@@ -25,7 +25,7 @@ func (s *Session) participants(ctx context.Context, dir string, markers []string
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, s.opError("list", dir, err)
 	}
 	nodes := sortNodes(kids, markers)
 	out := make([]Participant, 0, len(nodes))
@@ -36,7 +36,7 @@ func (s *Session) participants(ctx context.Context, dir string, markers []string
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, s.opError("read", joinPath(dir, n.name), err)
 		}
 		seen = append(seen, n)
 		out = append(out, Participant{Node: n.name, Data: data, SessionID: st.EphemeralOwner, Token: st.Czxid,
