@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -50,50 +51,91 @@ func (s *Session) createProtected(ctx context.Context, dir, name string, data []
 // and the create flags given:
 // zk.FlagEphemeral alone creates dir/_c_<uuid>-name exactly (the read node
 // of a read-write lock downgrade, which carries the writer's sequence).
-// A create whose reply was lost and that is retried then fails with
-// NodeExists, and the node is looked for by its UUID the same way.
-func (s *Session) createProtectedMode(ctx context.Context, dir, uuid, name string, data []byte, flags int32) (ownNode, error) {
-	prefix := protectedName(uuid, name)
+//
+// Once a create may have reached the server without its reply coming back
+// (a connection loss; NodeExists for a node without a sequence), the node
+// is looked for by its UUID before any new create, and a failed search is
+// retried, never skipped: one call never makes two nodes
+// (Curator's findProtectedNodeInForeground). When the call gives up
+// (ctx ends, retries run out, a lasting error) after such a create, or
+// while a create is in flight, whatever it may have made is removed in
+// the background (cleanupProtected).
+func (s *Session) createProtectedMode(ctx context.Context, dir, uuid, name string, data []byte, flags int32) (n ownNode, err error) {
+	path := joinPath(dir, protectedName(uuid, name))
+	uncertain := false // a create may have made a node we have not found
+	defer func() {
+		if err != nil && uncertain {
+			s.cleanupProtected(dir, uuid)
+		}
+	}()
 	bo := s.cfg.retry()
 	for {
-		gen, _, err := s.awaitConnected(ctx)
-		if err != nil {
-			return ownNode{}, err
-		}
-		p, err := s.create(ctx, joinPath(dir, prefix), data, flags)
+		n, err = s.tryCreateProtected(ctx, dir, uuid, path, data, flags, &uncertain)
 		switch {
 		case err == nil:
-			s.own(p)
-			return ownNode{path: p, gen: gen}, nil
+			return n, nil
 		case err == zk.ErrNoNode:
 			if err = s.ensureParents(ctx, dir); err == nil {
 				continue
 			}
-		case errors.Is(err, zk.ErrConnectionClosed), err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
-			if n, ok, ferr := s.findProtected(ctx, dir, uuid); ferr == nil && ok {
-				return n, nil
-			} else if ferr != nil {
-				err = ferr
-			}
+		case err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
+			uncertain = true // our own create, retried: search at once
+			continue
 		}
-		if err := ctx.Err(); err != nil {
-			// The create may have succeeded: make sure nothing is left.
-			s.cleanupProtected(dir, uuid)
-			return ownNode{}, err
+		if cerr := ctx.Err(); cerr != nil {
+			return ownNode{}, cerr
 		}
 		if !isRetryable(err) && err != zk.ErrSessionExpired {
-			return ownNode{}, fmt.Errorf("zkrecipes: create %s: %w", joinPath(dir, prefix), err)
+			return ownNode{}, fmt.Errorf("zkrecipes: create %s: %w", path, err)
 		}
 		d := bo.NextBackOff()
 		if d == Stop {
-			s.cleanupProtected(dir, uuid)
-			return ownNode{}, fmt.Errorf("%w: create %s: %w", ErrRetriesExhausted, joinPath(dir, prefix), err)
+			return ownNode{}, fmt.Errorf("%w: create %s: %w", ErrRetriesExhausted, path, err)
 		}
 		if err := sleepCtx(ctx, d); err != nil {
-			s.cleanupProtected(dir, uuid)
 			return ownNode{}, err
 		}
 	}
+}
+
+// tryCreateProtected makes one attempt: once connected, it searches for
+// the node first when *uncertain, then creates it. It sets *uncertain when
+// the create's outcome is unknown, and clears it when a search found
+// nothing of ours.
+func (s *Session) tryCreateProtected(ctx context.Context, dir, uuid, path string, data []byte, flags int32, uncertain *bool) (ownNode, error) {
+	gen, _, err := s.awaitConnected(ctx)
+	if err != nil {
+		return ownNode{}, err
+	}
+	if *uncertain {
+		n, found, err := s.findProtected(ctx, dir, uuid)
+		switch {
+		case err == zk.ErrNoNode: // no parent: nothing was made
+		case err != nil:
+			return ownNode{}, err
+		case found:
+			return n, nil
+		}
+		*uncertain = false
+	}
+	p, err := call(ctx, s, "create", path, func() (string, error) {
+		return s.conn.Create(path, data, flags, toZKACL(s.cfg.acl))
+	}, func(p string, err error) { // ctx ended while the create was in flight
+		if err == nil {
+			s.own(p)
+			s.deleteEventually(p, s.conn.SessionID())
+		} else {
+			s.cleanupProtected(dir, uuid)
+		}
+	})
+	switch {
+	case err == nil:
+		s.own(p)
+		return ownNode{path: p, gen: gen}, nil
+	case errors.Is(err, zk.ErrConnectionClosed):
+		*uncertain = true
+	}
+	return ownNode{}, err
 }
 
 // findProtected looks for the node carrying uuid under dir once the
@@ -133,21 +175,70 @@ func (s *Session) findProtected(ctx context.Context, dir, uuid string) (ownNode,
 	return ownNode{}, false, nil
 }
 
-// cleanupProtected deletes, in the background, any node under dir carrying
-// uuid: the trace of a create whose outcome is unknown.
+// cleanupProtected deletes, in the background, every node under dir
+// carrying uuid: the trace of a create whose outcome is unknown (Curator's
+// findAndDeleteProtectedNodeInBackground). It starts once that create is
+// over, and keeps trying under the Session's retry policy (then once a
+// second) until a listing shows no such node left, or the Session closes.
+// An ephemeral node of a ZooKeeper session that has ended is gone already,
+// so a listing on a new session finds nothing and ends it. The Tracer sees
+// it as operation "cleanup" on dir/_c_<uuid>, with the error that ended it
+// (nil when it succeeded).
 func (s *Session) cleanupProtected(dir, uuid string) {
-	s.goBackground(s.grantedTimeout(), func(ctx context.Context) {
-		if _, _, err := s.awaitConnected(ctx); err != nil {
-			return
+	s.goBackground(0, func(ctx context.Context) {
+		start := time.Now()
+		err := s.removeProtected(ctx, dir, uuid)
+		switch {
+		case err != nil && s.isClosed():
+			err = ErrClosed // the session's ephemeral nodes end with it
+		case err != nil:
+			s.cfg.log.Warn("zkrecipes: clean-up of an abandoned create stopped", "dir", dir, "uuid", uuid, "err", err)
 		}
-		kids, err := s.children(ctx, dir)
-		if err != nil {
-			return
-		}
-		for _, k := range kids {
-			if strings.HasPrefix(k, protectedPrefix+uuid) {
-				s.deleteEventually(joinPath(dir, k), 0)
-			}
+		if s.cfg.tracer != nil {
+			s.cfg.tracer.TraceOp(TraceEvent{Op: "cleanup", Path: joinPath(dir, protectedPrefix+uuid),
+				Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
 		}
 	})
+}
+
+// removeProtected is the loop of cleanupProtected. It returns nil once no
+// node carrying uuid is left under dir.
+func (s *Session) removeProtected(ctx context.Context, dir, uuid string) error {
+	bo := s.cfg.retry()
+	for {
+		err := s.deleteProtected(ctx, dir, uuid)
+		if err == nil || !isRetryable(err) {
+			return err
+		}
+		d := bo.NextBackOff()
+		if d == Stop {
+			d = time.Second
+		}
+		if err := sleepCtx(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// deleteProtected lists dir once connected and deletes every child
+// carrying uuid.
+func (s *Session) deleteProtected(ctx context.Context, dir, uuid string) error {
+	if _, _, err := s.awaitConnected(ctx); err != nil {
+		return err
+	}
+	kids, err := s.children(ctx, dir)
+	if err == zk.ErrNoNode {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, protectedPrefix+uuid) {
+			if err := s.delete(ctx, joinPath(dir, k)); err != nil && err != zk.ErrNoNode {
+				return err
+			}
+		}
+	}
+	return nil
 }
