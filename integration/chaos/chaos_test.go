@@ -46,9 +46,10 @@ const (
 	blackholeShort = "blackhole-short" // cut the holder off for less than the session timeout
 	blackholeLong  = "blackhole-long"  // cut the holder off for longer than the session timeout
 	clientKill     = "client-kill"     // SIGKILL the holder's process, start a replacement
+	loseReplies    = "lose-replies"    // requests reach the server, replies are lost, the connection resets
 )
 
-var faultKinds = []string{leaderKill, followerStop, expireHolder, blackholeShort, blackholeLong, clientKill}
+var faultKinds = []string{leaderKill, followerStop, expireHolder, blackholeShort, blackholeLong, clientKill, loseReplies}
 
 // run is one chaos run.
 type run struct {
@@ -214,6 +215,8 @@ func (r *run) inject(t *testing.T, kind string) {
 		r.log.Add(chaos.Fault, kind, p.id, target, d)
 		time.Sleep(d)
 		p.heal()
+	case loseReplies:
+		r.loseReplies(t, kind)
 	case clientKill:
 		p, target := r.holderOrAny(t)
 		p.killed = true
@@ -228,6 +231,60 @@ func (r *run) inject(t *testing.T, kind string) {
 	if !r.waitAcquired(t, healed, recoveryBound) {
 		t.Logf("no acquisition within %v after %s healed", recoveryBound, kind)
 	}
+}
+
+// loseReplies makes the holder (or any client) lose the server's replies
+// after 0-2 more have passed, for a random hold, then resets its
+// connection (ZOOKEEPER-1262: a create can succeed while its reply is
+// lost); the session survives. Half the time the client's reconnections
+// lose every reply after the handshake too, once through each server, so
+// that what it sends right after reconnecting (the search for a node whose
+// create reply was lost) fails as well.
+func (r *run) loseReplies(t *testing.T, kind string) {
+	p, target := r.holderOrAny(t)
+	pass := r.rng.IntN(3)
+	// Shorter than go-zookeeper's read timeout (2/3 of the session
+	// timeout), so that the proxy's reset ends the connection.
+	hold := r.between(sessionTimeout/16, sessionTimeout/4)
+	again := r.rng.IntN(2) == 0
+	var armed []<-chan struct{}
+	if again {
+		for _, px := range p.proxies {
+			armed = append(armed, px.LoseRepliesOnNextConn(1, hold))
+		}
+	}
+	var lost []<-chan struct{}
+	for _, px := range p.proxies {
+		lost = append(lost, px.LoseRepliesAfter(pass, hold))
+	}
+	r.log.Add(chaos.Fault, kind, p.id, target, "pass", pass, "hold", hold, "again", again)
+	// An idle client pings every third of its session timeout, so the
+	// replies to pass come within a session timeout.
+	if !allClosed(lost, hold+2*sessionTimeout) {
+		for _, px := range p.proxies {
+			px.LoseReplies(0) // replies still passing: lose them now
+		}
+		allClosed(lost, 5*time.Second)
+	}
+	allClosed(armed, time.Duration(len(armed)+1)*(hold+sessionTimeout))
+	for _, px := range p.proxies {
+		px.Disarm() // the servers the client did not reconnect to
+	}
+}
+
+// allClosed waits until every channel of chs is closed, for at most d in
+// all.
+func allClosed(chs []<-chan struct{}, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for _, ch := range chs {
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		}
+	}
+	return true
 }
 
 func errText(err error) string {

@@ -4,7 +4,8 @@
 // faults at random from a printed seed — leader SIGKILL and restart,
 // follower SIGSTOP/SIGCONT, forced expiry of the holder's session, proxy
 // blackholes shorter and longer than the session timeout, SIGKILL of a
-// client process.
+// client process, and lost replies (requests reach the server, the replies
+// are lost and the connection resets, sometimes on the reconnection too).
 //
 // Every client appends one line per event to a shared O_APPEND log, stamped
 // with CLOCK_MONOTONIC (one clock for every process of the machine). Check

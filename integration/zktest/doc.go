@@ -21,5 +21,6 @@
 //
 // Faults: [Cluster.Kill], [Cluster.Restart], [Cluster.Stop] and [Cluster.Cont] act on
 // server processes; [ExpireSession] with a [SessionCapture] expires a client's session
-// from the server side; [Proxy] black-holes, delays or resets TCP traffic.
+// from the server side; [Proxy] black-holes, delays or resets TCP traffic, or lets
+// requests through while it loses the server's replies, then resets the connection.
 package zktest

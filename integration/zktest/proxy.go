@@ -10,11 +10,12 @@ import (
 
 // Proxy is a TCP proxy on 127.0.0.1 in front of one loopback target, for injecting
 // network faults between a client and one server: silence ([Proxy.Blackhole]),
-// latency ([Proxy.SetDelay]) and connection resets ([Proxy.ResetAll]). Point a client
-// at [Proxy.Addr] instead of the server. Bytes are never dropped or reordered: during
-// a blackhole they wait in the proxy (and, beyond a small buffer, in the kernel), as
-// TCP retransmission would deliver them after a healed partition. Methods are safe
-// for concurrent use.
+// latency ([Proxy.SetDelay]), connection resets ([Proxy.ResetAll]) and lost replies
+// ([Proxy.LoseReplies], [Proxy.LoseRepliesAfter], [Proxy.LoseRepliesOnNextConn]).
+// Point a client at [Proxy.Addr] instead of the server. Bytes are never reordered,
+// and never dropped except by a reply loss: during a blackhole they wait in the proxy
+// (and, beyond a small buffer, in the kernel), as TCP retransmission would deliver
+// them after a healed partition. Methods are safe for concurrent use.
 type Proxy struct {
 	target string
 	ln     net.Listener
@@ -25,6 +26,7 @@ type Proxy struct {
 	open   chan struct{} // closed while traffic flows; replaced by Blackhole
 	delay  time.Duration
 	conns  map[*proxyConn]struct{}
+	armed  []*armedLoss // reply losses waiting for the next connections, in order
 	closed bool
 }
 
@@ -115,6 +117,94 @@ func (p *Proxy) ResetAll() {
 	}
 }
 
+// LoseReplies makes every live connection lose the server's replies, the fault of
+// ZOOKEEPER-1262 (a request that succeeds on the server while its reply is lost):
+// from the call on, what the server sends is withheld from the client and never
+// delivered, while the client's requests still reach the server; hold later the
+// connection is reset, as by [Proxy.ResetAll]. A ZooKeeper client then reconnects
+// and resumes its session, whose ephemeral nodes survive; a hold shorter than the
+// client's read timeout (two thirds of the session timeout in go-zookeeper) makes the
+// proxy's reset, not the client, end the connection. Connections accepted after the
+// call are not affected (see [Proxy.LoseRepliesOnNextConn]); a connection already
+// losing its replies keeps its reset time.
+//
+// The returned channel is closed once every connection hit has ended (reset, closed
+// by either side, or by [Proxy.Close]); at once when there was none.
+func (p *Proxy) LoseReplies(hold time.Duration) <-chan struct{} {
+	return p.LoseRepliesAfter(0, hold)
+}
+
+// LoseRepliesAfter is [Proxy.LoseReplies] that first lets n more replies through on
+// each live connection. A reply is a ZooKeeper frame (a 4-byte big-endian length,
+// then that many bytes), counted when its last byte is delivered: a frame partly
+// delivered at the call counts as one. The loss, and the hold before the reset,
+// begin once the n-th reply has been delivered; a connection that never gets that
+// far loses nothing, and its channel closes only when it ends. An n below zero counts
+// as zero. A call on a connection still passing the replies of an earlier call
+// replaces that count.
+func (p *Proxy) LoseRepliesAfter(n int, hold time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		close(done)
+		return done
+	}
+	hit := make([]*proxyConn, 0, len(p.conns))
+	for c := range p.conns {
+		if c.setLoss(max(n, 0), hold) {
+			p.resetAfter(c, hold)
+		}
+		hit = append(hit, c)
+	}
+	p.wg.Add(1) // under p.mu, before Close can wait
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		for _, c := range hit {
+			<-c.dead
+		}
+		close(done)
+	}()
+	return done
+}
+
+// LoseRepliesOnNextConn arms a reply loss for the next connection the proxy accepts,
+// whichever client makes it: its first n replies pass (the first being the server's
+// reply to the client's connect request), then it loses its replies as with
+// [Proxy.LoseRepliesAfter] and is reset hold later. With n = 1 every request a
+// client sends after it reconnected loses its reply: arm it before a fault that makes
+// the client reconnect. Calls queue up, each arming the next connection not yet
+// armed; [Proxy.LoseReplies] and [Proxy.LoseRepliesAfter] do not touch them.
+//
+// The returned channel is closed once that connection has ended, or by
+// [Proxy.Disarm] or [Proxy.Close] if none came.
+func (p *Proxy) LoseRepliesOnNextConn(n int, hold time.Duration) <-chan struct{} {
+	a := &armedLoss{n: max(n, 0), hold: hold, done: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		close(a.done)
+	} else {
+		p.armed = append(p.armed, a)
+	}
+	return a.done
+}
+
+// Disarm cancels the reply losses armed by [Proxy.LoseRepliesOnNextConn] that no
+// connection has taken yet, closing their channels, and returns how many there were.
+// Losses already set on a connection go on.
+func (p *Proxy) Disarm() int {
+	p.mu.Lock()
+	armed := p.armed
+	p.armed = nil
+	p.mu.Unlock()
+	for _, a := range armed {
+		close(a.done)
+	}
+	return len(armed)
+}
+
 // Conns returns the number of live client connections.
 func (p *Proxy) Conns() int {
 	p.mu.Lock()
@@ -136,6 +226,7 @@ func (p *Proxy) Close() error {
 		cs = append(cs, c)
 	}
 	p.mu.Unlock()
+	p.Disarm()
 	close(p.done)
 	err := p.ln.Close()
 	for _, c := range cs {
@@ -171,11 +262,116 @@ func (p *Proxy) acceptLoop() {
 	}
 }
 
+// resetAfter resets c d after the call, unless it ends before. The caller holds
+// p.mu with the proxy open, or runs on a goroutine p.wg counts.
+func (p *Proxy) resetAfter(c *proxyConn, d time.Duration) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.reset()
+		case <-c.dead:
+		}
+	}()
+}
+
+// armedLoss is a reply loss waiting for the next connection (LoseRepliesOnNextConn).
+type armedLoss struct {
+	n    int
+	hold time.Duration
+	done chan struct{} // closed when its connection has ended, or by Disarm or Close
+}
+
 // proxyConn is one client connection and its connection to the target.
 type proxyConn struct {
 	client, server *net.TCPConn
 	dead           chan struct{}
 	once           sync.Once
+
+	mu     sync.Mutex
+	pass   int           // replies still to deliver before the loss starts (when lose)
+	hold   time.Duration // from the start of the loss to the reset
+	lose   bool          // a reply loss is set
+	losing bool          // the server's bytes are withheld
+	frames frameCounter  // the server's frames delivered so far
+}
+
+// setLoss sets a loss of the server's replies after n more (LoseRepliesAfter). It
+// returns true when the loss starts now: the caller then schedules the reset.
+func (c *proxyConn) setLoss(n int, hold time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.losing {
+		return false
+	}
+	c.lose, c.pass, c.hold = true, n, hold
+	c.losing = n == 0
+	return c.losing
+}
+
+// admit returns the part of data, bytes from the server, that the client may
+// have: all of it, unless a reply loss starts inside it or has started. When the
+// loss starts in this call, start is true and hold is its time to the reset.
+func (c *proxyConn) admit(data []byte) (out []byte, start bool, hold time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.losing {
+		return nil, false, 0
+	}
+	i := 0
+	for i < len(data) && (!c.lose || c.pass > 0) {
+		n, end := c.frames.next(data[i:])
+		i += n
+		if end && c.lose {
+			c.pass--
+		}
+	}
+	if !c.lose || c.pass > 0 {
+		return data, false, 0
+	}
+	c.losing = true
+	return data[:i], true, c.hold
+}
+
+func (c *proxyConn) isLosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.losing
+}
+
+// frameCounter follows the frames of a ZooKeeper byte stream: each a 4-byte
+// big-endian length, then that many bytes.
+type frameCounter struct {
+	hdr  int    // bytes of the current frame's length read (0-4)
+	size uint32 // the length, as read so far
+	left int64  // bytes of the frame's body still to come, once its length is read
+}
+
+// next consumes data up to the end of the current frame at most. It returns the
+// bytes it took and whether the frame ended there.
+func (f *frameCounter) next(data []byte) (int, bool) {
+	i := 0
+	for ; f.hdr < 4; f.hdr++ {
+		if i == len(data) {
+			return i, false
+		}
+		f.size = f.size<<8 | uint32(data[i])
+		i++
+		if f.hdr == 3 {
+			f.left = max(int64(int32(f.size)), 0)
+		}
+	}
+	take := min(int64(len(data)-i), f.left)
+	i += int(take)
+	f.left -= take
+	if f.left > 0 {
+		return i, false
+	}
+	f.hdr, f.size = 0, 0
+	return i, true
 }
 
 func (c *proxyConn) kill() {
@@ -213,22 +409,34 @@ func (p *Proxy) handle(client *net.TCPConn) {
 		return
 	}
 	p.conns[c] = struct{}{}
+	var armed *armedLoss
+	if len(p.armed) > 0 {
+		armed = p.armed[0]
+		p.armed = p.armed[1:]
+		if c.setLoss(armed.n, armed.hold) {
+			p.resetAfter(c, armed.hold)
+		}
+	}
 	p.mu.Unlock()
 
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.pipe(c, c.client, c.server) }()
-	go func() { defer wg.Done(); p.pipe(c, c.server, c.client) }()
+	go func() { defer wg.Done(); p.pipe(c, c.client, c.server, false) }()
+	go func() { defer wg.Done(); p.pipe(c, c.server, c.client, true) }()
 	wg.Wait()
 	c.kill()
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
+	if armed != nil {
+		close(armed.done)
+	}
 }
 
-// pipe forwards src to dst until src ends, honouring the blackhole gate and the delay;
-// it half-closes dst when src reaches EOF, and kills the pair on a write error.
-func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn) {
+// pipe forwards src to dst until src ends, honouring the blackhole gate and the delay,
+// and, for the server's replies, a reply loss; it half-closes dst when src reaches EOF
+// (unless the replies are being lost), and kills the pair on a write error.
+func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn, replies bool) {
 	ch := make(chan chunk, 64)
 	var rwg sync.WaitGroup
 	rwg.Add(1)
@@ -260,8 +468,9 @@ func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn) {
 			return
 		}
 		if !ok {
-			// src ended: pass the close on once the gate is open.
-			if !p.waitOpen(c) {
+			// src ended: pass the close on once the gate is open; a connection
+			// losing its replies waits for its reset instead.
+			if !p.waitOpen(c) || replies && c.isLosing() {
 				return
 			}
 			_ = dst.CloseWrite()
@@ -281,7 +490,18 @@ func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn) {
 				}
 			}
 		}
-		if _, err := dst.Write(ck.data); err != nil {
+		data := ck.data
+		if replies {
+			var start bool
+			var hold time.Duration
+			if data, start, hold = c.admit(data); start {
+				p.resetAfter(c, hold)
+			}
+			if len(data) == 0 {
+				continue
+			}
+		}
+		if _, err := dst.Write(data); err != nil {
 			c.kill()
 			return
 		}

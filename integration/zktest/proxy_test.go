@@ -160,3 +160,271 @@ func TestServersBackend_AttachesAndRefusesLifecycle(t *testing.T) {
 	_, err := conn.Create("/attached", nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 }
+
+// recordingEcho is an echo server on 127.0.0.1 that also hands every chunk it
+// receives to got, so that a test can see requests reach the server.
+func recordingEcho(t *testing.T) (addr string, got <-chan []byte) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ch := make(chan []byte, 64)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						select {
+						case ch <- append([]byte(nil), buf[:n]...):
+						default:
+						}
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String(), ch
+}
+
+// frame returns body as a ZooKeeper frame: its 4-byte big-endian length, then body.
+func frame(body string) []byte {
+	n := len(body)
+	return append([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, body...)
+}
+
+// readUntilError reads c until an error and returns what came and the error.
+func readUntilError(t *testing.T, c net.Conn, within time.Duration) ([]byte, error) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(within)))
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			return got, err
+		}
+	}
+}
+
+func closedWithin(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func TestProxy_LoseRepliesPassesRequestsWithholdsRepliesThenResets(t *testing.T) {
+	t.Run("fault", func(t *testing.T) {
+		addr, got := recordingEcho(t)
+		p := zktest.NewProxy(t, addr)
+		c, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.Write(frame("before"))
+		require.NoError(t, err)
+		buf := make([]byte, len(frame("before")))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		<-got
+
+		const hold = 300 * time.Millisecond
+		t0 := time.Now()
+		done := p.LoseReplies(hold)
+		_, err = c.Write(frame("lost"))
+		require.NoError(t, err)
+		select {
+		case b := <-got:
+			require.Equal(t, frame("lost"), b, "the request reaches the server")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the request never reached the server")
+		}
+		b, err := readUntilError(t, c, 5*time.Second)
+		require.Empty(t, b, "no byte of the reply is delivered")
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+		require.GreaterOrEqual(t, time.Since(t0), hold, "reset only after the hold")
+		require.True(t, closedWithin(done, 5*time.Second), "the loss's channel closes once its connection ended")
+		require.Eventually(t, func() bool { return p.Conns() == 0 }, 5*time.Second, 10*time.Millisecond)
+
+		// New connections are not affected.
+		c2, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer c2.Close()
+		_, err = c2.Write(frame("after"))
+		require.NoError(t, err)
+		buf = make([]byte, len(frame("after")))
+		_, err = io.ReadFull(c2, buf)
+		require.NoError(t, err)
+		require.True(t, closedWithin(p.LoseReplies(0), 5*time.Second), "a zero hold resets at once")
+		_, err = c2.Read(buf)
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestProxy_LoseRepliesAfterCountsZooKeeperFrames(t *testing.T) {
+	t.Run("fault", func(t *testing.T) {
+		p := zktest.NewProxy(t, echoServer(t))
+		c, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer c.Close()
+		first, second, third := frame("first"), frame(""), frame("third")
+
+		// The first frame's length arrives alone, before the call: the frame
+		// cut by the call counts as one of the two to pass.
+		_, err = c.Write(first[:3])
+		require.NoError(t, err)
+		buf := make([]byte, 3)
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		done := p.LoseRepliesAfter(2, 100*time.Millisecond)
+
+		rest := append(append(append([]byte(nil), first[3:]...), second...), third...)
+		_, err = c.Write(rest)
+		require.NoError(t, err)
+		b, err := readUntilError(t, c, 5*time.Second)
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+		want := append(append([]byte(nil), first[3:]...), second...)
+		require.Equal(t, want, b, "exactly the rest of the first frame and the (empty) second one pass")
+		require.True(t, closedWithin(done, 5*time.Second))
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestProxy_LoseRepliesOnNextConnHitsOnlyTheNextConnection(t *testing.T) {
+	t.Run("fault", func(t *testing.T) {
+		p := zktest.NewProxy(t, echoServer(t))
+		live, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer live.Close()
+		roundTrip := func(c net.Conn, msg []byte) {
+			t.Helper()
+			_, err := c.Write(msg)
+			require.NoError(t, err)
+			buf := make([]byte, len(msg))
+			_, err = io.ReadFull(c, buf)
+			require.NoError(t, err)
+			require.Equal(t, msg, buf)
+		}
+		roundTrip(live, frame("live"))
+
+		done := p.LoseRepliesOnNextConn(1, 50*time.Millisecond)
+		roundTrip(live, frame("still live"))
+		next, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer next.Close()
+		roundTrip(next, frame("handshake")) // the first reply passes
+		_, err = next.Write(frame("request"))
+		require.NoError(t, err)
+		b, err := readUntilError(t, next, 5*time.Second)
+		require.Empty(t, b)
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+		require.True(t, closedWithin(done, 5*time.Second))
+
+		roundTrip(live, frame("live after"))
+		after, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer after.Close()
+		roundTrip(after, frame("one"))
+		roundTrip(after, frame("two")) // armed once: the connection after is spared
+
+		// Disarm cancels an arming no connection took.
+		disarmed := p.LoseRepliesOnNextConn(0, time.Second)
+		require.Equal(t, 1, p.Disarm())
+		require.True(t, closedWithin(disarmed, time.Second))
+		spared, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer spared.Close()
+		roundTrip(spared, frame("spared"))
+
+		// An arming no connection took ends with the proxy.
+		unused := p.LoseRepliesOnNextConn(0, time.Second)
+		require.NoError(t, p.Close())
+		require.True(t, closedWithin(unused, time.Second))
+		require.True(t, closedWithin(p.LoseReplies(time.Second), time.Second), "a closed proxy has nothing to hit")
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestProxy_LostCreateReplyStillCreatesTheNodeAndTheSessionSurvives(t *testing.T) {
+	c := zktest.Start(t)
+	obs := c.Observer(t)
+	p := zktest.NewProxy(t, c.Servers()[0])
+	// The proxy twice: go-zookeeper pauses a second before it tries the first
+	// server of its list again, and flushes the requests queued meanwhile.
+	conn, ev := connect(t, []string{p.Addr(), p.Addr()}, 8*time.Second, nil)
+	sid := conn.SessionID()
+	acl := zk.WorldACL(zk.PermAll)
+
+	n := ev.len()
+	done := p.LoseReplies(300 * time.Millisecond)
+	_, err := conn.Create("/lost-reply", nil, zk.FlagEphemeral, acl)
+	require.ErrorIs(t, err, zk.ErrConnectionClosed, "the reply is lost with the connection")
+	require.True(t, closedWithin(done, 5*time.Second))
+	ev.waitState(t, n, zk.StateHasSession, 10*time.Second)
+	require.Equal(t, sid, conn.SessionID(), "the session survives the reset")
+	ok, st, err := obs.Exists("/lost-reply")
+	require.NoError(t, err)
+	require.True(t, ok, "the create reached the server")
+	require.Equal(t, sid, st.EphemeralOwner)
+
+	// The requests sent right after the reconnection lose their replies too.
+	n = ev.len()
+	next := p.LoseRepliesOnNextConn(1, 300*time.Millisecond)
+	p.LoseReplies(300 * time.Millisecond)
+	_, err = conn.Create("/lost-reply-2", nil, zk.FlagEphemeral, acl)
+	require.ErrorIs(t, err, zk.ErrConnectionClosed)
+	_, err = conn.Create("/lost-reply-3", nil, zk.FlagEphemeral, acl)
+	require.ErrorIs(t, err, zk.ErrConnectionClosed, "sent on the next connection, whose replies are lost too")
+	require.True(t, closedWithin(next, 5*time.Second))
+	ok, _, err = conn.Exists("/lost-reply-3")
+	require.NoError(t, err)
+	require.True(t, ok, "both creates reached the server")
+	ok, _, err = conn.Exists("/lost-reply-2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, sid, conn.SessionID())
+	require.GreaterOrEqual(t, countState(ev.since(n), zk.StateHasSession), 2, "two reconnections")
+}
+
+func countState(states []zk.State, s zk.State) int {
+	n := 0
+	for _, x := range states {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
