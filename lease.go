@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -362,17 +361,6 @@ func (h *hold) release(ctx context.Context) error {
 	}
 	h.s.deleteEventually(h.node.path, h.node.gen.id)
 	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, h.s.rel(h.node.path), err)
-}
-
-// abs maps a recipe path to its absolute ZooKeeper path.
-func (s *Session) abs(p string) string { return s.cfg.namespace + p }
-
-// rel maps an absolute ZooKeeper path back under the namespace.
-func (s *Session) rel(p string) string {
-	if s.cfg.namespace == "" {
-		return p
-	}
-	return strings.TrimPrefix(p, s.cfg.namespace)
 }
 
 // selfWatchGrace is how long a hold goes before its monitor starts
