@@ -70,6 +70,22 @@ func (l *Lease) Err() error {
 	}
 }
 
+// Context returns a copy of parent that is cancelled when the lease ends
+// (when Done closes), when parent is done, or when the returned cancel
+// function is called, whichever happens first. If the lease ends first,
+// context.Cause of the returned context is the lease's Err: an error
+// matching ErrLockLost and its cause, or ErrReleased. Work that must stop
+// when ownership ends can run under this context instead of watching Done.
+// Calling cancel releases the resources associated with the context; call
+// it as soon as the work under it completes. Context panics if parent is nil.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sig := l.sig()
+	unhook := sig.onFire(func() { cancel(sig.err) }) // runs on the loss: must not block
+	context.AfterFunc(ctx, unhook) // however ctx ends, the hook goes
+	return ctx, func() { cancel(nil) }
+}
+
 // Token returns the fencing token of this ownership, a ZooKeeper zxid. On
 // one recipe path, a lease's token is above that of every lease granted
 // on the path before it, across the whole ensemble and even after the
