@@ -82,7 +82,7 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 	ctx, cancel := context.WithCancelCause(parent)
 	sig := l.sig()
 	unhook := sig.onFire(func() { cancel(sig.err) }) // runs on the loss: must not block
-	context.AfterFunc(ctx, unhook) // however ctx ends, the hook goes
+	context.AfterFunc(ctx, unhook)                   // however ctx ends, the hook goes
 	return ctx, func() { cancel(nil) }
 }
 
