@@ -20,8 +20,8 @@ func servers() []string {
 	return []string{"127.0.0.1:2181"}
 }
 
-// A critical section guarded across processes: whoever holds the lease
-// watches Done and stops the moment ownership is lost.
+// A critical section guarded across processes: the work runs under the
+// lease's context, which ends the moment ownership is lost.
 func ExampleMutex() {
 	ctx := context.Background()
 	session, err := zkrecipes.Connect(ctx, servers(), zkrecipes.WithSessionTimeout(10*time.Second))
@@ -37,12 +37,8 @@ func ExampleMutex() {
 	}
 	defer lease.Release(context.Background())
 
-	work, stop := context.WithCancel(ctx)
+	work, stop := lease.Context(ctx) // lost or released: work ends, context.Cause(work) says why
 	defer stop()
-	go func() {
-		<-lease.Done() // lost or released: stop working
-		stop()
-	}()
 	generateReport(work, lease.Token())
 }
 
