@@ -337,18 +337,11 @@ func (s *Session) removeNode(n ownNode) {
 	}
 }
 
-// A Session runs every request that must not block its caller (a send, a
-// call whose context can end, a background clean-up) on a goroutine the
-// Session counts. Starting a goroutine per request is cheap, but each new
-// goroutine's stack starts small and is grown, frame by frame copied, in
-// go-zookeeper's request path: in a contended acquisition that cost as much
-// CPU as the rest of the recipe. A goroutine that finishes its task waits
-// for the next one instead, until the Session closes; at most maxIdle
-// wait at a time, the rest end.
-//
-// Tasks are the Session's own code (requests, clean-ups), never a user's
-// callback: a worker's goroutine id, which reentrancy is keyed on, carries
-// over from one task to the next.
+// Request workers: a Session runs every request that must not block its
+// caller on a goroutine it counts, kept for the next task once done (a new
+// goroutine's stack growth was as costly as the recipe; docs/design.md).
+// Tasks are the Session's own code, never a user's callback: a worker's
+// goroutine id, which reentrancy is keyed on, carries over between tasks.
 
 // maxIdleWorkers bounds the goroutines of one Session that wait for a task.
 const maxIdleWorkers = 16
