@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// SessionOption configures Connect and NewSession.
+// SessionOption configures Connect and NewSession. An impossible value
+// makes them fail with ErrInvalidArgument (ErrInvalidPath for a namespace).
 type SessionOption func(*sessionConfig)
 
 type sessionConfig struct {

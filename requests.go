@@ -8,10 +8,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The ZooKeeper operations recipes issue. Each one honours ctx: it returns
-// ctx's error as soon as ctx ends, while the request itself (go-zookeeper
-// cannot cancel one) finishes on a worker goroutine the Session waits for
-// in Close. Each is reported to the Tracer.
+// The requests recipes issue. Each returns ctx's error as soon as ctx ends,
+// while the request (go-zookeeper cannot cancel one) finishes on a worker
+// that Close waits for. Each is reported to the Tracer.
 
 // call runs fn as operation op on path. When ctx ends first, the result
 // is handed to abandon (if non-nil) when it arrives, so that a create whose
@@ -84,12 +83,9 @@ type reply[T any] struct {
 	err error
 }
 
-// send runs fn as operation op on path on a worker of the Session, which the Session waits for in Close, and returns the
-// channel its reply arrives on. The channel is buffered: a caller may stop
-// waiting (see await). Requests sent together travel in one round trip, in
-// no particular order; send suits reads whose order does not matter, at
-// one worker per request where call, with a context that can end, takes
-// one besides the caller's.
+// send runs fn as operation op on path on a worker and returns the
+// buffered channel its reply arrives on (a caller may stop waiting). Sent
+// requests run in no particular order: send suits independent reads.
 func send[T any](s *Session, op, path string, fn func() (T, error)) <-chan reply[T] {
 	ch := make(chan reply[T], 1)
 	if !s.spawn(func() {
@@ -415,8 +411,8 @@ func ctxUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// spawn runs fn on a goroutine the Session waits for in Close (a worker). It reports false, and does not run fn, when the Session
-// is closed.
+// spawn runs fn on a worker, which Close waits for. It reports false, and
+// does not run fn, when the Session is closed.
 func (s *Session) spawn(fn func()) bool {
 	s.opsMu.RLock()
 	defer s.opsMu.RUnlock()
