@@ -46,6 +46,29 @@ func generateReport(ctx context.Context, fencingToken int64) {
 	fmt.Println("report written with token", fencingToken > 0, ctx.Err() == nil)
 }
 
+// Work that must stop when ownership ends runs under the lease's context;
+// context.Cause tells a loss (matching ErrLockLost) from a release.
+func ExampleLease_Context() {
+	ctx := context.Background()
+	session, err := zkrecipes.Connect(ctx, servers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer session.Close()
+	lease, err := zkrecipes.NewMutex(session, "/locks/nightly-report").Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Release(context.Background())
+
+	work, stop := lease.Context(ctx)
+	defer stop()
+	generateReport(work, lease.Token())
+	if err := context.Cause(work); errors.Is(err, zkrecipes.ErrLockLost) {
+		log.Printf("lock lost during the report: %v", err)
+	}
+}
+
 // TryAcquire gives up at once when someone else holds the lock.
 func ExampleMutex_TryAcquire() {
 	ctx := context.Background()
