@@ -21,14 +21,8 @@ const (
 )
 
 // ACL is one ZooKeeper access-control entry: the permissions granted to an
-// identity (Scheme and ID).
-//
-// ACLs are per node and not inherited: deleting a node, or creating one,
-// needs the permission on its parent, so a recipe's nodes are only as
-// protected as the parents they live under (the recipes create missing
-// parents with the Session's ACL). Whoever may create under a recipe's
-// path may queue, and hold the lock. See SECURITY.md for what ACLs do and
-// do not protect here.
+// identity (Scheme and ID). ACLs are per node and not inherited: whoever may
+// create under a recipe's path may queue and hold the lock (SECURITY.md).
 type ACL struct {
 	Perms  Perm
 	Scheme string // "world", "auth", "digest", "ip", ...

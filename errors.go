@@ -13,14 +13,11 @@ import (
 // with detail (the path, the cause from ZooKeeper) before they reach you.
 var (
 	// ErrInvalidPath reports a recipe path or namespace that ZooKeeper would
-	// reject or that a recipe must not use: empty, relative, with a trailing
-	// slash, an empty, "." or ".." segment, a control character, or inside
-	// the reserved /zookeeper tree. It is returned before any ZooKeeper call.
+	// reject or a recipe must not use (see PathError), before any call.
 	ErrInvalidPath = errors.New("zkrecipes: invalid path")
 
-	// ErrInvalidArgument reports an argument that can never work, such as a
-	// zero or negative duration or count, or a nil option value. It is
-	// returned before any ZooKeeper call.
+	// ErrInvalidArgument reports an argument that can never work (a nil
+	// value, a zero or negative duration or count), before any call.
 	ErrInvalidArgument = errors.New("zkrecipes: invalid argument")
 
 	// ErrNilSession is returned by every method of a recipe built on a nil
@@ -32,43 +29,34 @@ var (
 	ErrClosed = errors.New("zkrecipes: session closed")
 
 	// ErrSessionExpired means the ZooKeeper session ended: the server expired
-	// it, or the client was cut off for longer than the session timeout. Every
-	// ephemeral node of that session is gone or about to be, so every lock it
-	// held is lost.
+	// it, or the client was cut off for the whole session timeout. Everything
+	// it held is lost.
 	ErrSessionExpired = errors.New("zkrecipes: zookeeper session expired")
 
-	// ErrSessionChanged means the connection came back under a different
-	// ZooKeeper session id than the one ownership was granted under: the old
-	// session, and everything it held, is gone.
+	// ErrSessionChanged means the connection came back under another
+	// ZooKeeper session than the one ownership was granted under.
 	ErrSessionChanged = errors.New("zkrecipes: zookeeper session replaced by a new one")
 
-	// ErrSuspended means the connection to ZooKeeper was lost while the
-	// session may still be alive. Under the default connection-loss policy
-	// (LoseOnSuspended) ownership is considered lost from that moment,
-	// because another client may be granted it once the server expires the
-	// session.
+	// ErrSuspended means the connection was lost while the session may
+	// still be alive: under LoseOnSuspended (the default) ownership ends then.
 	ErrSuspended = errors.New("zkrecipes: connection to zookeeper suspended; ownership in doubt")
 
-	// ErrNodeDeleted means a recipe's own node was deleted by someone else
-	// (an operator, or a client with the rights to do so) while it was held
-	// or queued.
+	// ErrNodeDeleted means a recipe's own node was deleted by another
+	// client while it was held or queued.
 	ErrNodeDeleted = errors.New("zkrecipes: own node deleted by another client")
 
 	// ErrLockLost is matched by the Err of every lease whose ownership was
-	// lost or put in doubt, whatever the cause; errors.Is also matches the
-	// specific cause (ErrSuspended, ErrSessionExpired, ErrSessionChanged,
-	// ErrNodeDeleted or ErrClosed).
+	// lost or put in doubt; errors.Is also matches the cause (ErrSuspended,
+	// ErrSessionExpired, ErrSessionChanged, ErrNodeDeleted or ErrClosed).
 	ErrLockLost = errors.New("zkrecipes: ownership lost")
 
 	// ErrReleased is the Err of a lease after its holder released it, and is
 	// returned by a second Release of the same lease.
 	ErrReleased = errors.New("zkrecipes: lease released")
 
-	// ErrReleaseDeferred is returned by Release when the delete of the lease
-	// node could not be confirmed (the connection was down or ctx ended).
-	// The lease is released locally, and the node is deleted in the
-	// background as soon as the connection allows, or vanishes with the
-	// session.
+	// ErrReleaseDeferred is returned by Release when the delete could not be
+	// confirmed (the connection was down or ctx ended): the lease is released,
+	// and its node deleted in the background or ended with the session.
 	ErrReleaseDeferred = errors.New("zkrecipes: release not yet confirmed by zookeeper; deleting in the background")
 
 	// ErrLocked is returned by TryAcquire when another owner holds the lock.
@@ -77,31 +65,25 @@ var (
 	// ErrRetriesExhausted wraps the last error when the retry policy gave up.
 	ErrRetriesExhausted = errors.New("zkrecipes: retry policy gave up")
 
-	// ErrRecipeConflict is returned when a path holds nodes of another recipe
-	// type (say, semaphore leases under a mutex path), which would make the
-	// two recipes wait on each other forever.
+	// ErrRecipeConflict is returned when a path holds nodes of another
+	// recipe type, on which the two would wait for each other forever.
 	ErrRecipeConflict = errors.New("zkrecipes: path is used by another recipe type")
 
 	// ErrNoLeader is returned by Election.Leader when nobody campaigns on
 	// the election's path.
 	ErrNoLeader = errors.New("zkrecipes: no leader")
 
-	// ErrBadCount is returned by a Semaphore whose shared count node (see
-	// WithSharedCount) does not hold a 4-byte big-endian integer, the format
-	// of Curator's SharedCount.
+	// ErrBadCount is returned by a Semaphore whose WithSharedCount node does
+	// not hold a 4-byte big-endian integer (Curator's SharedCount format).
 	ErrBadCount = errors.New("zkrecipes: shared count node does not hold a 4-byte big-endian count")
 
-	// ErrUpgrade is returned by a read-write lock when a goroutine that holds
-	// the read lock asks for the write lock: that can never be granted.
+	// ErrUpgrade is returned when a holder of a read lock asks for the write
+	// lock, which could never be granted.
 	ErrUpgrade = errors.New("zkrecipes: read lock holder cannot take the write lock")
 
-	// ErrDataTooLarge is returned by every method of a recipe whose node
-	// data (WithNodeData, WithLeaseData, WithParticipantID) would make the
-	// request creating its nodes larger than the Session's limit
-	// (WithMaxRequestSize). It is returned before any ZooKeeper call: nothing
-	// is sent that a server would answer by closing the connection, which
-	// would put every lease of the Session in doubt. The error is a
-	// *DataTooLargeError.
+	// ErrDataTooLarge is returned, before any call, by every method of a
+	// recipe whose node data would make its create larger than the Session's
+	// WithMaxRequestSize. The error is a *DataTooLargeError.
 	ErrDataTooLarge = errors.New("zkrecipes: node data too large")
 )
 
@@ -127,8 +109,9 @@ func (e *connLostError) Error() string {
 func (e *connLostError) Unwrap() error        { return e.cause }
 func (e *connLostError) Is(target error) bool { return target == zk.ErrConnectionClosed }
 
-// PathError reports a path that failed validation, with the reason. It
-// matches ErrInvalidPath.
+// PathError reports a path that failed validation (empty, relative, a
+// trailing slash, an empty, "." or ".." segment, a control character, or
+// inside /zookeeper). It matches ErrInvalidPath.
 type PathError struct {
 	Path   string // the path as given
 	Reason string // what is wrong with it

@@ -20,8 +20,8 @@ func servers() []string {
 	return []string{"127.0.0.1:2181"}
 }
 
-// A critical section guarded across processes: whoever holds the lease
-// watches Done and stops the moment ownership is lost.
+// A critical section guarded across processes: the work runs under the
+// lease's context, which ends the moment ownership is lost.
 func ExampleMutex() {
 	ctx := context.Background()
 	session, err := zkrecipes.Connect(ctx, servers(), zkrecipes.WithSessionTimeout(10*time.Second))
@@ -37,17 +37,36 @@ func ExampleMutex() {
 	}
 	defer lease.Release(context.Background())
 
-	work, stop := context.WithCancel(ctx)
+	work, stop := lease.Context(ctx) // lost or released: work ends, context.Cause(work) says why
 	defer stop()
-	go func() {
-		<-lease.Done() // lost or released: stop working
-		stop()
-	}()
 	generateReport(work, lease.Token())
 }
 
 func generateReport(ctx context.Context, fencingToken int64) {
 	fmt.Println("report written with token", fencingToken > 0, ctx.Err() == nil)
+}
+
+// Work that must stop when ownership ends runs under the lease's context;
+// context.Cause tells a loss (matching ErrLockLost) from a release.
+func ExampleLease_Context() {
+	ctx := context.Background()
+	session, err := zkrecipes.Connect(ctx, servers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer session.Close()
+	lease, err := zkrecipes.NewMutex(session, "/locks/nightly-report").Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Release(context.Background())
+
+	work, stop := lease.Context(ctx)
+	defer stop()
+	generateReport(work, lease.Token())
+	if err := context.Cause(work); errors.Is(err, zkrecipes.ErrLockLost) {
+		log.Printf("lock lost during the report: %v", err)
+	}
 }
 
 // TryAcquire gives up at once when someone else holds the lock.

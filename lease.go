@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,24 +11,17 @@ import (
 
 // Lease is proof of ownership returned by every acquisition: of a lock, a
 // semaphore permit or leadership. Like a context.Context, Done closes and
-// Err says why when ownership ends, whether the holder released it or lost
-// it. Ownership can be lost at any moment (the connection drops, the
-// session expires, an operator deletes the node): a holder must watch Done
-// and, for any resource it writes, guard the write with Token or Check.
-// A loss of the session (under the Session's LossPolicy) ends the lease at
-// once. The deletion of its node by someone else ends it once the lease
-// is 10 ms old at the latest: a hold starts watching that deletion 10 ms
-// after the grant (a lock held for less costs no goroutine, and a lock or
-// leadership granted with nobody else queued no request beyond create,
-// list and delete), and a deletion before then is reported then.
+// Err says why when ownership ends, released or lost. Ownership can be lost
+// at any moment (the connection drops, the session expires, an operator
+// deletes the node): a holder must stop when Done closes (or run its work
+// under Context) and guard every write to the resource it protects with
+// Token or Check. A loss of the session, under the Session's LossPolicy,
+// ends the lease at once; the deletion of its node by another client ends
+// it shortly after.
 //
-// The handle is the capability: any goroutine that has the Lease may
-// release it, not only the one that acquired it. A Lease is safe for
-// concurrent use.
-//
-// A MultiLock returns a composite lease over the leases of its members
-// (see Members): it ends when any member ends, and Token, Path and Check
-// are those of its newest member.
+// Any goroutine that has the Lease may release it. A Lease is safe for
+// concurrent use. A MultiLock's composite lease (see Members) ends when any
+// member ends; its Token, Path and Check are those of its newest member.
 type Lease struct {
 	h *hold
 	g *group // instead of h, for a composite lease
@@ -39,8 +31,7 @@ type Lease struct {
 }
 
 // Done returns a channel that is closed when ownership ends: lost, or
-// released (for a reentrant lock, when the last of its leases on that
-// goroutine is released).
+// released (for a reentrant lock, when its last lease is released).
 func (l *Lease) Done() <-chan struct{} { return l.sig().done }
 
 func (l *Lease) sig() *signal {
@@ -53,9 +44,8 @@ func (l *Lease) sig() *signal {
 // Err returns nil while the lease is held. After Done closes it returns
 // ErrReleased if this lease was released, or an error matching ErrLockLost
 // and its cause (ErrSuspended, ErrSessionExpired, ErrSessionChanged,
-// ErrNodeDeleted, ErrClosed) if ownership was lost. As with a context, once
-// Err returns a non-nil error it keeps returning that error: a lease lost
-// and then released still reports the loss.
+// ErrNodeDeleted, ErrClosed) if ownership was lost. Once non-nil, Err keeps
+// returning the same error: a lease lost and then released reports the loss.
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -71,33 +61,33 @@ func (l *Lease) Err() error {
 	}
 }
 
+// Context returns a copy of parent that is cancelled when the lease ends
+// (Done closes), when parent is done, or when cancel is called, whichever
+// happens first. If the lease ends first, context.Cause of the returned
+// context is the lease's Err (matching ErrLockLost and its cause, or
+// ErrReleased). Call cancel once the work under it completes, as with
+// context.WithCancel. Context panics if parent is nil.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sig := l.sig()
+	unhook := sig.onFire(func() { cancel(sig.err) }) // runs on the loss: must not block
+	context.AfterFunc(ctx, unhook)                   // however ctx ends, the hook goes
+	return ctx, func() { cancel(nil) }
+}
+
 // Token returns the fencing token of this ownership, a ZooKeeper zxid. On
-// one recipe path, a lease's token is above that of every lease granted
-// on the path before it, across the whole ensemble and even after the
-// path's container parent was deleted and created again (which restarts
-// the sequence numbers in node names), with two exceptions among an
-// RWMutex's read leases:
+// one recipe path, a lease's token is above that of every lease granted on
+// the path before it, across the whole ensemble and across re-creations of
+// the path, with two exceptions among an RWMutex's read leases: a read
+// lease taken by downgrading a write lease has that write lease's token,
+// and two read leases with no write lease granted between them are not
+// ordered. It is normally, not always, the creation zxid of its node.
 //
-//   - A read lease taken by downgrading a write lease has that write
-//     lease's token: it continues the same ownership. Every lease granted
-//     after it has a higher token.
-//   - Of two other read leases with no write lease granted between them,
-//     either may have the higher token, whichever was granted first:
-//     readers are not fenced from each other.
-//
-// Hand the token to the resource you protect. Where one owner at a time
-// writes (a Mutex, a write lock, leadership), have the resource reject
-// any token lower than the highest it has seen. Under an RWMutex, have it
-// also keep the highest token of a write lease: it rejects a write
-// lease's token lower than the highest of all, and a read lease's token
-// lower than the highest of a write lease. Either way it never refuses a
-// current holder, and refuses a former one once it has seen the token of
-// a later lease that excludes it.
-//
-// The token is normally the creation zxid (czxid) of the lease's node, as
-// Participants reports it. A lease granted on the listing sent right
-// behind its create may have that listing's later zxid instead, and a
-// downgraded read lease has its write lease's token, older than its node.
+// Hand the token to the resource you protect and have it reject any token
+// lower than the highest it has seen (under an RWMutex: a write token
+// lower than the highest of all, a read token lower than the highest write
+// token). It then never refuses a current holder, and refuses a former one
+// once it has seen the token of a later lease that excludes it.
 func (l *Lease) Token() int64 { return l.top().token }
 
 // Path returns the path of the lease's node, relative to the Session's
@@ -112,9 +102,9 @@ func (l *Lease) top() *hold {
 	return l.h
 }
 
-// Members returns the member leases of a composite lease (a MultiLock's),
-// in acquisition order, for their own Token and Check; nil for any other
-// lease. Releasing a member on its own ends the composite lease as lost.
+// Members returns the member leases of a MultiLock's composite lease, in
+// acquisition order; nil for any other lease. Releasing a member on its
+// own ends the composite lease as lost.
 func (l *Lease) Members() []*Lease {
 	if l.g == nil {
 		return nil
@@ -123,25 +113,22 @@ func (l *Lease) Members() []*Lease {
 }
 
 // Check returns a ZooKeeper check operation that succeeds only while the
-// lease's node exists, that is while ownership has not ended on the
-// server. Put it first in a Multi on the Session's Conn to make a write
-// conditional on still holding the lease:
+// lease's node exists on the server. Put it first in a Multi on the
+// Session's Conn to make a write conditional on still holding the lease:
 //
 //	_, err := session.Conn().Multi(lease.Check(), &zk.SetDataRequest{...})
 func (l *Lease) Check() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.top().node.path, Version: -1}
 }
 
-// Release gives up ownership. For a reentrant lock it only decrements the
-// hold count until the last lease of the holding goroutine is released;
-// then it deletes the node. It returns nil once ZooKeeper confirmed the
-// delete; ErrReleaseDeferred if the delete could not be confirmed before
-// ctx ended or the connection dropped (the lease is released anyway, and
-// the node deleted in the background as soon as possible); the loss error
-// (matching ErrLockLost) if ownership had already been lost; and
-// ErrReleased if this lease was already released; ErrInvalidArgument, and
-// the lease stays held, for a nil ctx. A composite lease
-// releases its members in reverse order and returns their errors joined.
+// Release gives up ownership; for a reentrant lock, only once the holder's
+// last lease is released. It returns nil once ZooKeeper confirmed the
+// delete; ErrReleaseDeferred if it could not be confirmed before ctx ended
+// or the connection dropped (the lease is released anyway and its node
+// deleted in the background); the loss (matching ErrLockLost) if ownership
+// was already lost; ErrReleased for a second Release; and
+// ErrInvalidArgument, the lease still held, for a nil ctx. A composite
+// lease releases its members in reverse order and joins their errors.
 func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArg("nil context")
@@ -364,22 +351,7 @@ func (h *hold) release(ctx context.Context) error {
 	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, h.s.rel(h.node.path), err)
 }
 
-// abs maps a recipe path to its absolute ZooKeeper path.
-func (s *Session) abs(p string) string { return s.cfg.namespace + p }
-
-// rel maps an absolute ZooKeeper path back under the namespace.
-func (s *Session) rel(p string) string {
-	if s.cfg.namespace == "" {
-		return p
-	}
-	return strings.TrimPrefix(p, s.cfg.namespace)
-}
-
 // selfWatchGrace is how long a hold goes before its monitor starts
-// watching its node's deletion (and, for a hold granted without reading
-// its node, see listingToken, sets that watch). A lock held for less than
-// that, the common case, costs no goroutine, and the uncontended one no
-// request beyond create, list and delete; a deletion during the grace is
-// reported as soon as the monitor starts (the watch set while waiting has
-// fired, or the read that sets it finds the node gone).
+// watching its node's deletion: a shorter hold costs no goroutine and no
+// request (docs/design.md, "Watching one's own node late").
 var selfWatchGrace = 10 * time.Millisecond // a var for tests only

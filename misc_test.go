@@ -2,7 +2,6 @@ package zkrecipes
 
 import (
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,23 +19,6 @@ func TestProtectedNamesUseCanonicalUUIDs(t *testing.T) {
 	name := protectedName("0f1e2d3c-aaaa-4bbb-8ccc-123456789abc", "lock-")
 	assert.Equal(t, "_c_0f1e2d3c-aaaa-4bbb-8ccc-123456789abc-lock-", name)
 	assert.Len(t, name, len("_c_")+36+len("-lock-"))
-}
-
-func TestGoroutineIDsAreStableAndDistinct(t *testing.T) {
-	me := goid()
-	assert.Equal(t, me, goid())
-	var wg sync.WaitGroup
-	ids := make([]int64, 8)
-	for i := range ids {
-		wg.Add(1)
-		go func() { defer wg.Done(); ids[i] = goid() }()
-	}
-	wg.Wait()
-	seen := map[int64]bool{me: true}
-	for _, id := range ids {
-		assert.False(t, seen[id])
-		seen[id] = true
-	}
 }
 
 func TestConnStateNames(t *testing.T) {

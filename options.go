@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// SessionOption configures Connect and NewSession.
+// SessionOption configures Connect and NewSession. An impossible value
+// makes them fail with ErrInvalidArgument (ErrInvalidPath for a namespace).
 type SessionOption func(*sessionConfig)
 
 type sessionConfig struct {
@@ -68,10 +69,9 @@ func WithRetryPolicy(p RetryPolicy) SessionOption {
 	}
 }
 
-// WithNamespace roots every recipe path under ns (like Curator's
-// namespace, a client-side chroot): with namespace "app", a mutex on
-// "/locks/a" uses "/app/locks/a". Paths reported back (Lease.Path,
-// participants) are relative to the namespace. Default: none.
+// WithNamespace roots every recipe path under ns, like Curator's namespace:
+// with "app", a mutex on "/locks/a" uses "/app/locks/a". Paths reported back
+// are relative to it. Default: none.
 func WithNamespace(ns string) SessionOption {
 	return func(c *sessionConfig) {
 		abs, err := normalizeNamespace(ns)
@@ -159,23 +159,13 @@ func WithDialer(dial func(network, address string, timeout time.Duration) (net.C
 }
 
 // WithMaxRequestSize sets the largest request, in bytes, that may create a
-// recipe's node. A recipe whose node data (WithNodeData, WithLeaseData,
-// WithParticipantID) would make it larger fails at once with
-// ErrDataTooLarge, before anything is sent: a ZooKeeper server closes
-// the connection of a client whose request exceeds its jute.maxbuffer,
-// which puts every lease of the Session in doubt. Raise it only for
-// servers that all run with a larger jute.maxbuffer, to at most that.
-//
-// A create counts its node data, its full path (namespace, protected
-// prefix and sequence suffix included), 12 bytes plus the scheme and id of
-// each ACL entry (WithACL; an "auth" entry counts as the digest identity
-// of each WithDigestAuth credential), and 128 bytes for the headers of the
-// request and of the transaction the server logs and forwards for it. A
-// create within the default limit is never refused by a server at
-// ZooKeeper's default jute.maxbuffer.
-//
-// Default 1048575, ZooKeeper's default jute.maxbuffer. go-zookeeper sends
-// no request above 1572860 bytes: a larger limit counts as 1572860.
+// recipe's node (its data, full path, ACL and headers; see docs/design.md).
+// A recipe whose node data would exceed it fails with ErrDataTooLarge
+// before anything is sent; a server would instead close the connection,
+// putting every lease of the Session in doubt. Raise it only for servers
+// that all run with a larger jute.maxbuffer, to at most that. Default
+// 1048575, ZooKeeper's default jute.maxbuffer; at most 1572860, the most
+// go-zookeeper sends.
 func WithMaxRequestSize(n int) SessionOption {
 	return func(c *sessionConfig) {
 		if n <= 0 {

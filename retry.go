@@ -13,10 +13,8 @@ import (
 )
 
 // BackOff paces retries: NextBackOff returns how long to wait before the
-// next attempt, or Stop to give up; Reset starts over. It is the method set
-// of github.com/cenkalti/backoff/v4's BackOff, so any of that package's
-// policies can be used without this package pinning its version in your
-// module.
+// next attempt, or Stop to give up; Reset starts over. Any
+// github.com/cenkalti/backoff/v4 BackOff satisfies it.
 type BackOff interface {
 	NextBackOff() time.Duration
 	Reset()
@@ -112,8 +110,7 @@ func (u *untilElapsed) NextBackOff() time.Duration {
 func (u *untilElapsed) Reset() { u.start = time.Time{} }
 
 // badPolicy is what a policy constructor given impossible arguments
-// returns: WithRetryPolicy reports its error, so a zero or negative
-// duration is refused before any ZooKeeper call instead of spinning.
+// returns: WithRetryPolicy reports its error.
 type badPolicy struct{ err error }
 
 func (badPolicy) NextBackOff() time.Duration { return Stop }
@@ -139,15 +136,11 @@ func validatePolicy(p RetryPolicy) error {
 	return nil
 }
 
-// connLost turns the error of a request that could not be written into
-// the lost connection it is. go-zookeeper hands such a request the write's
-// own error (the peer reset the connection, a broken pipe, a write
-// deadline, a connection already closed) and closes the connection, while
-// every other request of that connection fails with zk.ErrConnectionClosed.
-// Both mean the same: the connection is gone, and the request may or may
-// not have reached the server. Any other error is returned as it is, a
-// context's deadline too (it has the methods of a net.Error, but says
-// nothing of the connection).
+// connLost turns the error of a request that could not be written (a
+// reset, a broken pipe, a write deadline: go-zookeeper hands it the write's
+// own error) into what it means: zk.ErrConnectionClosed, the request may or
+// may not have reached the server. Other errors, a context's deadline
+// included, pass through.
 func connLost(err error) error {
 	if err == nil || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -160,11 +153,9 @@ func connLost(err error) error {
 	return err
 }
 
-// isRetryable tells whether an error from ZooKeeper may succeed when the
-// same request is sent again on the same session: a lost connection or no
-// reachable server. Session expiry is not: whatever was tied to the session
-// is gone and must be redone knowingly. Bad arguments, NoNode, NodeExists,
-// auth and ACL errors are not.
+// isRetryable tells whether a request may succeed when sent again on the
+// same session: after a lost connection or no reachable server, not after
+// an expiry (what was tied to the session must be redone knowingly).
 func isRetryable(err error) bool {
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
 		errors.Is(err, zk.ErrSessionMoved)

@@ -227,181 +227,6 @@ func (s *Session) awaitFirst(ctx context.Context) error {
 	}
 }
 
-// enqueue is the client's event callback: it never blocks. Only session
-// events are queued; node events reach their watchers directly.
-func (s *Session) enqueue(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	s.qmu.Lock()
-	s.queue = append(s.queue, ev)
-	s.qmu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *Session) drain() {
-	defer s.wg.Done()
-	for {
-		select {
-		case <-s.wake:
-		case <-s.closedCh:
-			return
-		}
-		s.qmu.Lock()
-		batch := s.queue
-		s.queue = nil
-		s.qmu.Unlock()
-		for _, ev := range batch {
-			if ev.Type == zk.EventSession {
-				s.onSessionEvent(ev)
-			}
-		}
-	}
-}
-
-func (s *Session) onSessionEvent(ev zk.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	switch ev.State {
-	case zk.StateHasSession:
-		id := s.conn.SessionID()
-		s.stopSuspendTimer()
-		switch {
-		case s.state == StateConnecting:
-			s.gen = &generation{id: id, signal: newSignal()}
-			s.epoch = newSignal()
-			s.setState(StateConnected, id, nil)
-			close(s.ready)
-		case id == s.gen.id && !s.gen.fired():
-			if s.state == StateSuspended {
-				s.epoch = newSignal()
-				s.setState(StateReconnected, id, nil)
-				close(s.ready)
-			}
-		default:
-			// The client is back under another session id, or under the
-			// same one after this Session presumed it lost: everything
-			// granted under the old generation has ended.
-			if !s.gen.fired() {
-				s.loseLocked(ErrSessionChanged)
-			}
-			s.gen = &generation{id: id, signal: newSignal()}
-			s.epoch = newSignal()
-			s.setState(StateReconnected, id, nil)
-			close(s.ready)
-		}
-	case zk.StateDisconnected:
-		if s.state.connected() {
-			if s.cfg.policy == LoseOnSuspended {
-				s.epoch.fire(lost(ErrSuspended))
-			}
-			s.ready = make(chan struct{})
-			s.setState(StateSuspended, s.gen.id, nil)
-			gen := s.gen
-			s.suspendT = time.AfterFunc(s.grantedTimeout(), func() { s.presumeLost(gen) })
-		}
-	case zk.StateExpired:
-		if !s.gen.fired() && s.state != StateConnecting {
-			s.loseLocked(ErrSessionExpired)
-		}
-	case zk.StateAuthFailed:
-		s.cfg.log.Error("zkrecipes: zookeeper authentication failed", "session", fmt.Sprintf("0x%x", s.gen.id))
-		if !s.gen.fired() && s.state != StateConnecting {
-			s.loseLocked(fmt.Errorf("%w: authentication failed", ErrSessionExpired))
-		}
-	}
-}
-
-// presumeLost ends a generation whose connection has been down for the
-// whole session timeout: the server has expired it by now, or will before
-// this client can tell.
-func (s *Session) presumeLost(gen *generation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || s.gen != gen || gen.fired() || s.state != StateSuspended {
-		return
-	}
-	s.loseLocked(fmt.Errorf("%w: disconnected for the whole session timeout (%v)", ErrSessionExpired, s.grantedTimeout()))
-}
-
-func (s *Session) loseLocked(cause error) {
-	err := lost(cause)
-	s.epoch.fire(err)
-	s.gen.fire(err)
-	if s.state.connected() {
-		s.ready = make(chan struct{})
-	}
-	s.stopSuspendTimer()
-	s.setState(StateLost, s.gen.id, cause)
-}
-
-func (s *Session) stopSuspendTimer() {
-	if s.suspendT != nil {
-		s.suspendT.Stop()
-		s.suspendT = nil
-	}
-}
-
-func (s *Session) setState(st ConnState, id int64, err error) {
-	s.state = st
-	ch := StateChange{State: st, SessionID: id, Err: err, At: time.Now()}
-	lvl := slog.LevelInfo
-	if st == StateLost || st == StateSuspended {
-		lvl = slog.LevelWarn
-	}
-	s.cfg.log.Log(context.Background(), lvl, "zkrecipes: connection state", "state", st.String(), "session", fmt.Sprintf("0x%x", id), "err", err)
-	for sub := range s.subs {
-		sub.push(ch)
-	}
-}
-
-// State returns the current connection state.
-func (s *Session) State() ConnState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state
-}
-
-// SessionID returns the id of the current ZooKeeper session (0 before the
-// first one).
-func (s *Session) SessionID() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen.id
-}
-
-// Done returns a channel that is closed when the ZooKeeper session current
-// at the time of the call is lost (expired, replaced by a new session id,
-// presumed expired) or the Session is closed. The Session itself goes on
-// under a new ZooKeeper session; call Done again to watch that one.
-func (s *Session) Done() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen.done
-}
-
-// Err returns nil while the current ZooKeeper session lives. After it is
-// lost and before a new one is established, Err says why (it matches
-// ErrLockLost and ErrSessionExpired or ErrSessionChanged); after Close it
-// returns ErrClosed.
-func (s *Session) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if s.gen.fired() {
-		return s.gen.err
-	}
-	return nil
-}
-
 // Namespace returns the absolute namespace prefix ("" for none).
 func (s *Session) Namespace() string { return s.cfg.namespace }
 
@@ -512,41 +337,20 @@ func (s *Session) deleteOwned() {
 	})
 }
 
-// current returns the current generation and ownership epoch.
-func (s *Session) current() (*generation, *signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen, s.epoch
-}
-
-// awaitConnected waits until the Session is connected and returns the
-// current generation. It fails with ErrClosed or ctx's error.
-func (s *Session) awaitConnected(ctx context.Context) (*generation, *signal, error) {
-	for {
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			return nil, nil, ErrClosed
-		}
-		if s.state.connected() {
-			g, e := s.gen, s.epoch
-			s.mu.Unlock()
-			return g, e, nil
-		}
-		ready := s.ready
-		s.mu.Unlock()
-		select {
-		case <-ready:
-		case <-s.closedCh:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
-	}
-}
-
 // zkLogger routes go-zookeeper's messages to slog at Debug level.
 type zkLogger struct{ l *slog.Logger }
 
 func (z zkLogger) Printf(format string, args ...any) {
 	z.l.Debug("zk: " + fmt.Sprintf(format, args...))
+}
+
+// abs maps a recipe path to its absolute ZooKeeper path.
+func (s *Session) abs(p string) string { return s.cfg.namespace + p }
+
+// rel maps an absolute ZooKeeper path back under the namespace.
+func (s *Session) rel(p string) string {
+	if s.cfg.namespace == "" {
+		return p
+	}
+	return strings.TrimPrefix(p, s.cfg.namespace)
 }

@@ -54,11 +54,13 @@ func main() {
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
 			fmt.Printf("job %d: started (%d of %d slots in use, token %d)\n", j, n, slots, lease.Token())
+			work, stop := lease.Context(ctx) // ends if the slot is lost
 			select {
 			case <-time.After(500 * time.Millisecond): // the work
-			case <-lease.Done(): // the slot was lost: stop working
-				fmt.Printf("job %d: slot lost: %v\n", j, lease.Err())
+			case <-work.Done(): // the slot was lost: stop working
+				fmt.Printf("job %d: slot lost: %v\n", j, context.Cause(work))
 			}
+			stop()
 			running.Add(-1)
 			fmt.Printf("job %d: done\n", j)
 			if err := lease.Release(ctx); err != nil {

@@ -2,13 +2,11 @@ package zkrecipes
 
 import "time"
 
-// Tracer observes every ZooKeeper operation a Session's recipes issue, in
-// the spirit of Curator's TracerDriver: an adapter for a metrics or tracing
-// system can live in its own module. TraceOp is called after the reply
-// (or failure), on the goroutine that issued the operation or on one the
-// Session keeps for its requests; it must be safe for concurrent use, must
-// not block, and must not use the Session's recipes (a lock acquired there
-// would belong to a goroutine the Session goes on reusing).
+// Tracer observes every ZooKeeper operation a Session's recipes issue, like
+// Curator's TracerDriver. TraceOp is called after each reply or failure,
+// from any goroutine: it must be safe for concurrent use, must not block,
+// and must not use the Session's recipes (a lock taken there would belong
+// to a goroutine the Session reuses).
 type Tracer interface {
 	TraceOp(TraceEvent)
 }

@@ -8,10 +8,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The ZooKeeper operations recipes issue. Each one honours ctx: it returns
-// ctx's error as soon as ctx ends, while the request itself (go-zookeeper
-// cannot cancel one) finishes on a worker goroutine the Session waits for
-// in Close. Each is reported to the Tracer.
+// The requests recipes issue. Each returns ctx's error as soon as ctx ends,
+// while the request (go-zookeeper cannot cancel one) finishes on a worker
+// that Close waits for. Each is reported to the Tracer.
 
 // call runs fn as operation op on path. When ctx ends first, the result
 // is handed to abandon (if non-nil) when it arrives, so that a create whose
@@ -84,13 +83,9 @@ type reply[T any] struct {
 	err error
 }
 
-// send runs fn as operation op on path on a worker of the Session (see
-// workers.go), which the Session waits for in Close, and returns the
-// channel its reply arrives on. The channel is buffered: a caller may stop
-// waiting (see await). Requests sent together travel in one round trip, in
-// no particular order; send suits reads whose order does not matter, at
-// one worker per request where call, with a context that can end, takes
-// one besides the caller's.
+// send runs fn as operation op on path on a worker and returns the
+// buffered channel its reply arrives on (a caller may stop waiting). Sent
+// requests run in no particular order: send suits independent reads.
 func send[T any](s *Session, op, path string, fn func() (T, error)) <-chan reply[T] {
 	ch := make(chan reply[T], 1)
 	if !s.spawn(func() {
@@ -336,4 +331,94 @@ func (s *Session) removeNode(n ownNode) {
 	if err := s.delete(ctx, n.path); err != nil && err != zk.ErrNoNode {
 		s.deleteEventually(n.path, n.gen.id)
 	}
+}
+
+// Request workers: a Session runs every request that must not block its
+// caller on a goroutine it counts, kept for the next task once done (a new
+// goroutine's stack growth was as costly as the recipe; docs/design.md).
+// Tasks are the Session's own code, never a user's callback: a worker's
+// goroutine id, which reentrancy is keyed on, carries over between tasks.
+
+// maxIdleWorkers bounds the goroutines of one Session that wait for a task.
+const maxIdleWorkers = 16
+
+// workers hands tasks to idle worker goroutines.
+type workers struct {
+	tasks chan func() // unbuffered: a send succeeds only into a waiting worker
+	idle  atomic.Int32
+}
+
+// startLocked runs fn on an idle worker, or on a new one. The caller holds
+// s.opsMu (read) and has seen the Session open, so Close waits for it.
+func (s *Session) startLocked(fn func()) {
+	select {
+	case s.workers.tasks <- fn:
+		return
+	default:
+	}
+	s.wg.Add(1)
+	go s.work(fn)
+}
+
+// work runs fn, then the tasks handed to it, until the Session closes or
+// enough other workers wait.
+func (s *Session) work(fn func()) {
+	defer s.wg.Done()
+	for {
+		fn()
+		fn = nil // nothing of the last task stays reachable while idle
+		if s.workers.idle.Add(1) > maxIdleWorkers {
+			s.workers.idle.Add(-1)
+			return
+		}
+		select {
+		case fn = <-s.workers.tasks:
+			s.workers.idle.Add(-1)
+		case <-s.closedCh:
+			s.workers.idle.Add(-1)
+			return
+		}
+	}
+}
+
+// goBackground runs fn on a goroutine that Close waits for, with a context
+// that ends when the Session closes (and after timeout, if it is
+// positive). After Close it does nothing.
+func (s *Session) goBackground(timeout time.Duration, fn func(ctx context.Context)) {
+	s.spawn(func() {
+		ctx, cancel := ctxUntil(s.closedCh)
+		defer cancel()
+		if timeout > 0 {
+			var c2 context.CancelFunc
+			ctx, c2 = context.WithTimeout(ctx, timeout)
+			defer c2()
+		}
+		fn(ctx)
+	})
+}
+
+// ctxUntil returns a context that ends when stop closes or cancel is
+// called, whichever is first.
+func ctxUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// spawn runs fn on a worker, which Close waits for. It reports false, and
+// does not run fn, when the Session is closed.
+func (s *Session) spawn(fn func()) bool {
+	s.opsMu.RLock()
+	defer s.opsMu.RUnlock()
+	if s.isClosed() {
+		return false
+	}
+	s.startLocked(fn)
+	return true
 }
