@@ -132,12 +132,12 @@ func NewElection(s *Session, path string, opts ...ElectionOption) *Election {
 	// it.
 	// A latch releases with a plain delete (see queue.noMark): a data
 	// change would make Curator's LeaderLatch stop watching.
-	e.q = queue{s: s, dir: s.abs(path), name: "latch-", markers: latchMarkers, kind: kindLatch,
-		pred: maxLeasesPredicate(1), fast: true, noMark: true}
+	e.q = queue{s: s, dir: s.abs(path), driver: driver{name: "latch-", markers: latchMarkers, kind: kindLatch,
+		pred: maxLeasesPredicate(1), fast: true, noMark: true}}
 	if e.cfg.layout == SelectorLayout {
 		// Curator's LeaderSelector is an InterProcessMutex, whose waiters
 		// re-read on any event: the marked release is safe there.
-		e.q.name, e.q.markers, e.q.kind, e.q.noMark = "lock-", mutexMarkers, kindMutex, false
+		e.q.driver = mutexDriver(true)
 	}
 	e.err = s.checkNodeData(path, []byte(e.cfg.id), protectedNode(e.q.dir, e.q.name))
 	return e

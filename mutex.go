@@ -46,8 +46,7 @@ func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
 		m.err = checkRecipe(s, path)
 	}
 	if m.err == nil {
-		m.q = queue{s: s, dir: s.abs(path), name: "lock-", markers: mutexMarkers, kind: kindMutex,
-			pred: maxLeasesPredicate(1), fast: m.cfg.fast}
+		m.q = queue{s: s, dir: s.abs(path), driver: mutexDriver(m.cfg.fast)}
 		m.err = s.checkNodeData(path, m.cfg.data(), protectedNode(m.q.dir, m.q.name))
 	}
 	return m
@@ -94,6 +93,12 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, m.err
 	}
 	return m.s.participants(ctx, m.q.dir, m.q.markers, firstHolds(1))
+}
+
+// mutexDriver runs the queue as Curator's InterProcessMutex: nodes named
+// "lock-", held by the first node, each waiter watching the one before it.
+func mutexDriver(fast bool) driver {
+	return driver{name: "lock-", markers: mutexMarkers, kind: kindMutex, pred: maxLeasesPredicate(1), fast: fast}
 }
 
 // checkRecipe validates what every recipe constructor gets.

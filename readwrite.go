@@ -67,8 +67,8 @@ func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
 	}
 	if rw.err == nil {
 		dir := s.abs(path)
-		rw.wq = queue{s: s, dir: dir, name: writeName, markers: rwMarkers, kind: kindReadWrite, pred: maxLeasesPredicate(1)}
-		rw.rq = queue{s: s, dir: dir, name: readName, markers: rwMarkers, kind: kindReadWrite, pred: readPredicate}
+		rw.wq = queue{s: s, dir: dir, driver: driver{name: writeName, markers: rwMarkers, kind: kindReadWrite, pred: maxLeasesPredicate(1)}}
+		rw.rq = queue{s: s, dir: dir, driver: driver{name: readName, markers: rwMarkers, kind: kindReadWrite, pred: readPredicate}}
 		rw.err = s.checkNodeData(path, rw.cfg.data(), protectedNode(dir, writeName))
 	}
 	return rw

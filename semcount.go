@@ -90,7 +90,6 @@ func (sem *Semaphore) maximum(ctx context.Context, node ownNode) (int, <-chan zk
 		}
 	}
 	c.mu.Unlock()
-	lq := queue{s: sem.s, dir: c.path}
 	for {
 		data, _, w, err := sem.s.getW(ctx, c.path)
 		if err == zk.ErrNoNode {
@@ -100,7 +99,7 @@ func (sem *Semaphore) maximum(ctx context.Context, node ownNode) (int, <-chan zk
 			}
 		}
 		if err != nil {
-			if err = lq.classify(ctx, node, err); err != nil {
+			if err = sem.s.classify(ctx, node, c.path, err); err != nil {
 				return 0, nil, err
 			}
 			continue
