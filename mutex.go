@@ -108,3 +108,6 @@ func checkRecipe(s *Session, path string) error {
 	}
 	return validatePath(path)
 }
+
+// configErr returns what NewMutex found wrong (see MultiLock).
+func (m *Mutex) configErr() error { return m.err }

@@ -213,3 +213,6 @@ func readPredicate(nodes []queueNode, self int) (bool, int) {
 	}
 	return true, -1
 }
+
+// configErr returns what NewRWMutex found wrong (see MultiLock).
+func (l *RWLock) configErr() error { return l.rw.err }

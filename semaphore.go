@@ -45,6 +45,60 @@ type Semaphore struct {
 	count  *countCache
 }
 
+// SemaphoreOption configures NewSemaphore: WithSharedCount, or a
+// LockOption (WithNodeData sets the data of the lease nodes and of the
+// semaphore's mutex nodes; WithFastHandoff applies to its mutex).
+type SemaphoreOption interface{ applySemaphore(*semConfig) }
+
+// semOption is a SemaphoreOption that only a Semaphore takes.
+type semOption func(*semConfig)
+
+func (o semOption) applySemaphore(c *semConfig) { o(c) }
+
+// applySemaphore applies a lock option to the semaphore's nodes and mutex.
+func (o LockOption) applySemaphore(c *semConfig) {
+	if o == nil {
+		c.err = cmp.Or(c.err, invalidArg("nil SemaphoreOption"))
+		return
+	}
+	o(&c.lock)
+}
+
+type semConfig struct {
+	lock      lockConfig // node data of leases and mutex nodes; fast handoff of the mutex
+	countPath string
+	err       error
+}
+
+func buildSemConfig(opts []SemaphoreOption) (semConfig, error) {
+	c := semConfig{lock: lockConfig{fast: true}}
+	for _, o := range opts {
+		if o == nil {
+			return c, invalidArg("nil SemaphoreOption")
+		}
+		o.applySemaphore(&c)
+	}
+	return c, cmp.Or(c.err, c.lock.err)
+}
+
+// WithSharedCount makes the semaphore read its maximum from the node at
+// countPath (relative to the Session's namespace) instead of using a fixed
+// one: a 4-byte big-endian integer, the format of Curator's SharedCount, so
+// a Curator SharedCount and this semaphore can share it. Any client may
+// change the count at runtime; waiters see the change at once. The node is
+// created (persistent, its parents as containers) with the maximum given
+// to NewSemaphore when it does not exist. A node that does not hold 4
+// bytes makes Acquire fail with ErrBadCount. Default: a fixed maximum.
+func WithSharedCount(countPath string) SemaphoreOption {
+	return semOption(func(c *semConfig) {
+		if countPath == "" {
+			c.err = invalidArg("empty shared count path")
+			return
+		}
+		c.countPath = countPath
+	})
+}
+
 // Names under a semaphore's path, as Curator's InterProcessSemaphoreV2
 // writes them.
 const (
