@@ -19,14 +19,13 @@ import (
 //
 // Campaign returns a Lease like every other acquisition: Done closes the
 // moment leadership is lost or in doubt (from SUSPENDED on, under the
-// default LoseOnSuspended policy), and Token, the creation zxid of the
-// participant's node, is the leadership epoch: it strictly increases from
-// one leader to the next, so a resource that rejects writes with an epoch
-// lower than the highest it has seen cannot be written by a deposed leader.
-// A participant declares leadership only after reading its own node back
-// and checking that it belongs to the current ZooKeeper session
+// default LoseOnSuspended policy), and Token is the leadership epoch: it
+// strictly increases from one leader to the next, so a resource that
+// rejects writes with an epoch lower than the highest it has seen cannot be
+// written by a deposed leader. A participant declares leadership only once
+// its node is confirmed to belong to its current ZooKeeper session
 // (CURATOR-696), and, when its session survives a connection loss
-// (LoseOnLost), checks again after every RECONNECTED.
+// (LoseOnLost), confirms it again after every RECONNECTED.
 //
 // An Election is one participant: Campaign calls on it are serialised, and
 // Campaign while it leads returns the current Lease. Observe, Leader and

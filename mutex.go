@@ -8,16 +8,12 @@ import (
 // path, wire-compatible with Curator's InterProcessMutex: a Curator process
 // and a Go process using the same path exclude each other.
 //
-// Each contender creates an EPHEMERAL_SEQUENTIAL node
-// P/_c_<uuid>-lock-<seq>; the first in sequence order holds the lock, and
-// every other watches only the node just before it, so a release wakes
-// exactly one waiter. An uncontended acquisition and release costs three
-// requests in two round trips: the listing of the children travels right
-// behind the create (a Session made by Connect sees the create leave),
-// then the delete. The lock is reentrant per goroutine, as Curator's is
-// per thread: a goroutine that holds it acquires again without any
-// ZooKeeper call, and the node is deleted when the last of its leases is
-// released.
+// Contenders hold the lock one at a time, in the order they queued, and a
+// release wakes only the next in line. The lock is reentrant per goroutine,
+// as Curator's is per thread: a goroutine that holds it acquires again at
+// once, and the lock is released when the last of its leases is. The nodes
+// are Curator's (P/_c_<uuid>-lock-<seq>, see docs/compatibility.md); how
+// the queue works is in docs/design.md.
 //
 // Nodes named by kazoo's Lock (<hex>__lock__<seq>) are treated as
 // contenders too, so kazoo clients cannot be overtaken; kazoo in turn

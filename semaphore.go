@@ -16,17 +16,10 @@ import (
 // with Curator's InterProcessSemaphoreV2, so Curator and Go processes can
 // share one semaphore.
 //
-// The layout is Curator's: P/locks holds a mutex (nodes
-// _c_<uuid>-lock-<seq>) and P/leases the leases (nodes
-// _c_<uuid>-lease-<seq>, EPHEMERAL_SEQUENTIAL). To acquire, a client takes
-// the mutex, creates its lease nodes, lists P/leases with a watch until
-// the number of leases is within the maximum, and releases the mutex. A
-// lease is held while its node exists.
-//
-// Herds: only the holder of P/locks watches P/leases; every other waiter
-// waits in the mutex's queue, watching one node. So a returned lease wakes
-// at most one client per process holding the mutex, as in Curator, which
-// also sets its children watch only while it holds the mutex.
+// Waiters are served in the order they arrive, and a returned lease wakes
+// only the first of them. A lease is held until it is released or lost (see
+// Lease). The layout is Curator's (P/locks, a mutex; P/leases, the leases);
+// the mechanism is in docs/design.md.
 //
 // The maximum is fixed, or read from a shared count node (WithSharedCount)
 // that any client may change at runtime, in the format of Curator's
@@ -155,11 +148,9 @@ func (sem *Semaphore) Path() string { return sem.path }
 // It is all-or-nothing: it returns n leases, each with its own node, Done,
 // Err, Token and Release (like Curator's collection of leases, so that
 // they can be returned one by one), oldest first (tokens ascending), or an
-// error and none. The n lease nodes are created together while the
-// semaphore's mutex is held (their creates leave at once: one round trip
-// for all), so two clients that each want several leases never hold part
-// of what they want while waiting for the rest (Curator's acquire(n) takes
-// one lease at a time and can leave them so).
+// error and none: two clients that each want several leases never hold
+// part of what they want while waiting for the rest (Curator's acquire(n)
+// takes one lease at a time and can leave them so).
 //
 // With a fixed maximum, n above it fails at once with ErrInvalidArgument.
 // When the session expires while waiting, acquisition starts over on the
