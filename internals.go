@@ -143,7 +143,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 // enqueue creates the caller's node with the children listed right behind
 // the create (see pipeline.go), or else right after it.
 func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
-	node, l, fresh, err := q.s.createListed(ctx, q.dir, q.name, data, plainList)
+	node, l, fresh, err := q.create(ctx, data, plainList)
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			return nil, &startOver{err}
@@ -161,6 +161,13 @@ func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
 		}
 	}
 	return c, nil
+}
+
+// create creates a protected node in the queue, with the children listed
+// right behind the create (see pipeline.go): fresh when that listing gives
+// the node's token (listingToken). Without that listing, l.kids is nil.
+func (q *queue) create(ctx context.Context, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
+	return q.s.createListed(ctx, q.dir, q.name, data, list)
 }
 
 // sorted sorts the last listing, and fails when another recipe shares the

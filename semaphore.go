@@ -264,7 +264,7 @@ type leaseSelf struct {
 }
 
 // create creates the pass's lease nodes. A single lease is created with
-// the leases listed right behind it (see createListed). Under the
+// the leases listed right behind it (see queue.create). Under the
 // semaphore's mutex no other lease is created meanwhile, so that listing
 // normally gives the lease's token too (listingToken), and the lease's node
 // need not be read.
@@ -274,7 +274,7 @@ func (p *semPass) create(ctx context.Context, n int) error {
 	if n == 1 {
 		var nd ownNode
 		var l listing
-		nd, l, p.fresh, err = sem.s.createListed(ctx, sem.leases.dir, sem.leases.name, sem.cfg.lock.data(), watchList)
+		nd, l, p.fresh, err = sem.leases.create(ctx, sem.cfg.lock.data(), watchList)
 		if err == nil {
 			p.nodes = append(p.nodes, nd)
 			if l.kids != nil {
