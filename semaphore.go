@@ -392,7 +392,7 @@ func (p *semPass) wait(ctx context.Context, try bool, lockHold *hold) ([]*Lease,
 			if try {
 				return nil, fmt.Errorf("%w: %s: %d leases held, maximum %d", ErrLocked, sem.path, len(kids)-len(p.nodes), max)
 			}
-			if relist, err = sem.wait(ctx, node, lockHold, kidsW, countW); err != nil {
+			if relist, err = sem.awaitChange(ctx, node, lockHold, kidsW, countW); err != nil {
 				return nil, err
 			}
 		}
@@ -454,9 +454,9 @@ func (sem *Semaphore) createLeases(ctx context.Context, n int) ([]ownNode, error
 	return nodes, first
 }
 
-// wait waits for a change of the leases (relist true) or of the shared
+// awaitChange waits for a change of the leases (relist true) or of the shared
 // count (relist false).
-func (sem *Semaphore) wait(ctx context.Context, node ownNode, lockHold *hold, kidsW, countW <-chan zk.Event) (bool, error) {
+func (sem *Semaphore) awaitChange(ctx context.Context, node ownNode, lockHold *hold, kidsW, countW <-chan zk.Event) (bool, error) {
 	lq := &sem.leases
 	select {
 	case ev := <-kidsW:
