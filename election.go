@@ -19,14 +19,13 @@ import (
 //
 // Campaign returns a Lease like every other acquisition: Done closes the
 // moment leadership is lost or in doubt (from SUSPENDED on, under the
-// default LoseOnSuspended policy), and Token, the creation zxid of the
-// participant's node, is the leadership epoch: it strictly increases from
-// one leader to the next, so a resource that rejects writes with an epoch
-// lower than the highest it has seen cannot be written by a deposed leader.
-// A participant declares leadership only after reading its own node back
-// and checking that it belongs to the current ZooKeeper session
+// default LoseOnSuspended policy), and Token is the leadership epoch: it
+// strictly increases from one leader to the next, so a resource that
+// rejects writes with an epoch lower than the highest it has seen cannot be
+// written by a deposed leader. A participant declares leadership only once
+// its node is confirmed to belong to its current ZooKeeper session
 // (CURATOR-696), and, when its session survives a connection loss
-// (LoseOnLost), checks again after every RECONNECTED.
+// (LoseOnLost), confirms it again after every RECONNECTED.
 //
 // An Election is one participant: Campaign calls on it are serialised, and
 // Campaign while it leads returns the current Lease. Observe, Leader and
@@ -132,12 +131,12 @@ func NewElection(s *Session, path string, opts ...ElectionOption) *Election {
 	// it.
 	// A latch releases with a plain delete (see queue.noMark): a data
 	// change would make Curator's LeaderLatch stop watching.
-	e.q = queue{s: s, dir: s.abs(path), name: "latch-", markers: latchMarkers, kind: kindLatch,
-		pred: maxLeasesPredicate(1), fast: true, noMark: true}
+	e.q = queue{s: s, dir: s.abs(path), driver: driver{name: "latch-", markers: latchMarkers, kind: kindLatch,
+		pred: maxLeasesPredicate(1), fast: true, noMark: true}}
 	if e.cfg.layout == SelectorLayout {
 		// Curator's LeaderSelector is an InterProcessMutex, whose waiters
 		// re-read on any event: the marked release is safe there.
-		e.q.name, e.q.markers, e.q.kind, e.q.noMark = "lock-", mutexMarkers, kindMutex, false
+		e.q.driver = mutexDriver(true)
 	}
 	e.err = s.checkNodeData(path, []byte(e.cfg.id), protectedNode(e.q.dir, e.q.name))
 	return e

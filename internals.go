@@ -4,20 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
 // The shared queue every lock recipe runs on (Curator's LockInternals):
 // create a protected EPHEMERAL_SEQUENTIAL node, list and sort the children,
-// let the recipe's predicate say "held" or "watch that node", watch it with
+// let the recipe's driver say "held" or "watch that node", watch it with
 // getData, and clean up on every failure path.
+//
+// Three optimisations sit beside the loop, each behind one call:
+// createListed (pipeline.go) lists the children right behind the create;
+// the late self-watch (selfwatch.go) reads the own node only when needed;
+// the handoff (handoff.go) lets a waiter take the lock on a notification
+// without listing again.
 
-// queue describes one recipe's queue under dir.
+// queue is one recipe's queue under dir, run by its driver.
 type queue struct {
-	s       *Session
-	dir     string   // absolute path of the recipe
+	s   *Session
+	dir string // absolute path of the recipe
+	driver
+}
+
+// driver is what a recipe tells the shared queue (Curator's
+// LockInternalsDriver): how its nodes are named and sorted, when a node
+// holds, and which handoff its peers allow.
+type driver struct {
 	name    string   // node name after the protected prefix: "lock-", "__WRIT__", ...
 	markers []string // sort markers
 	kind    string   // recipe kind, to detect another recipe on the path
@@ -25,9 +37,9 @@ type queue struct {
 	// fast lets a waiter trust its first listing when every node is
 	// sequential: nodes created later sort above it, so when the watched
 	// node goes, the next one to watch (or the grant) is known without
-	// listing the children again.
+	// listing the children again (see handoff.go).
 	fast bool
-	// noMark turns off the marked release (mark.go) for recipes whose
+	// noMark turns off the marked release (handoff.go) for recipes whose
 	// foreign waiters cannot take a data change on the node they watch:
 	// Curator's LeaderLatch acts on NodeDeleted only and does not set its
 	// watch again, so a data change would leave it waiting forever.
@@ -51,239 +63,163 @@ func (e *startOver) Is(target error) bool { return target == errStartOver }
 // failure path its node is deleted before it returns (or, when the
 // connection is down, in the background).
 func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
-	bo := q.s.cfg.retry()
+	return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
+		return q.attempt(ctx, data, try, onEnd)
+	})
+}
+
+// retryStartOver runs attempt until it ends other than in a startOver,
+// backing off between attempts under the Session's retry policy.
+func retryStartOver[T any](ctx context.Context, s *Session, what, name string, attempt func() (T, error)) (T, error) {
+	bo := s.cfg.retry()
 	for {
-		h, err := q.attempt(ctx, data, try, onEnd)
+		v, err := attempt()
 		if err == nil || !errors.Is(err, errStartOver) {
-			return h, err
+			return v, err
 		}
-		q.s.cfg.log.Info("zkrecipes: acquisition starts over", "path", q.dir, "err", err)
+		s.cfg.log.Info("zkrecipes: "+name+" starts over", "path", what, "err", err)
+		var zero T
 		d := bo.NextBackOff()
 		if d == Stop {
-			return nil, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, q.s.rel(q.dir), errors.Unwrap(err))
+			return zero, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, what, errors.Unwrap(err))
 		}
 		if err := sleepCtx(ctx, d); err != nil {
+			return zero, err
+		}
+	}
+}
+
+// contender is one pass's own node and what the queue knows of it.
+type contender struct {
+	node   ownNode
+	own    string    // the node's name
+	kids   []string  // the children at the last listing
+	parent *zk.Stat  // the parent's Stat at the first listing
+	self   selfWatch // the node's Stat, token and deletion watch
+	waited bool      // some node was ahead of it
+}
+
+// attempt is one pass: one node, one session.
+func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()) (h *hold, err error) {
+	c, err := q.enqueue(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		c.self.stopLate()
+		if h == nil {
+			q.s.removeNode(c.node)
+		}
+	}()
+	for {
+		nodes, err := q.sorted(c)
+		if err != nil {
+			return nil, err
+		}
+		fast := q.fast && allSequential(nodes)
+		for relist := false; !relist; {
+			held, watch := q.pred(nodes, indexOf(nodes, c.own))
+			if held {
+				return q.take(ctx, c, onEnd)
+			}
+			if try {
+				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
+			}
+			c.waited = true
+			// Only a node with others cached ahead of it needs its release
+			// told apart from a plain deletion.
+			marked, err := q.waitFor(ctx, c, joinPath(q.dir, nodes[watch].name), fast && watch > 0)
+			if err != nil {
+				return nil, err
+			}
+			nodes, relist = q.next(nodes, watch, c.own, fast, marked)
+		}
+		if c.kids, err = q.list(ctx, c.node); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// attempt is one pass: one node, one session.
-func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
-	// The children are listed right behind the create (see pipeline.go).
-	node, l, fresh, err := q.s.createListed(ctx, q.dir, q.name, data, plainList)
-	kids, parent := l.kids, l.parent
+// enqueue creates the caller's node with the children listed right behind
+// the create (see pipeline.go), or else right after it.
+func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
+	node, l, fresh, err := q.create(ctx, data, plainList)
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			return nil, &startOver{err}
 		}
 		return nil, err
 	}
-	own := baseName(node.path)
-	granted, waited := false, false
-	var self selfWatch
-	defer func() {
-		self.stopLate()
-		if !granted {
-			q.s.removeNode(node)
-		}
-	}()
-
-	// The own node's Stat (fencing token, owner) and deletion watch, read
-	// only when needed: not when the listing right behind the create gives
-	// the token (listingToken); else beside the first watch when
-	// the node waits, before the grant when others were in the listing.
-	// Without the listing behind the create, the queue lists now.
+	c := &contender{node: node, own: baseName(node.path), kids: l.kids, parent: l.parent}
 	if fresh {
-		self.token = listingToken(parent)
+		c.self.token = listingToken(l.parent)
 	}
-	if kids == nil {
-		if kids, parent, err = q.listStat(ctx, node); err != nil {
+	if c.kids == nil {
+		if c.kids, c.parent, err = q.listStat(ctx, node); err != nil {
+			q.s.removeNode(node)
 			return nil, err
 		}
 	}
-	if err := self.checkOwner(node); err != nil {
+	return c, nil
+}
+
+// create creates a protected node in the queue, with the children listed
+// right behind the create (see pipeline.go): fresh when that listing gives
+// the node's token (listingToken). Without that listing, l.kids is nil.
+func (q *queue) create(ctx context.Context, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
+	return q.s.createListed(ctx, q.dir, q.name, data, list)
+}
+
+// sorted sorts the last listing, and fails when another recipe shares the
+// path or the caller's node is gone.
+func (q *queue) sorted(c *contender) ([]queueNode, error) {
+	nodes := sortNodes(c.kids, q.markers)
+	if k := conflictingKind(nodes, q.kind); k != "" {
+		return nil, fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, q.s.rel(q.dir), k, q.kind)
+	}
+	if indexOf(nodes, c.own) < 0 {
+		return nil, &startOver{lost(ErrNodeDeleted)}
+	}
+	return nodes, nil
+}
+
+// take makes the caller the holder: it settles the node's fencing token,
+// confirms the session still stands (grant) and returns the hold.
+func (q *queue) take(ctx context.Context, c *contender, onEnd func()) (*hold, error) {
+	token, err := q.token(ctx, c)
+	if err != nil {
 		return nil, err
 	}
-
-	for {
-		nodes := sortNodes(kids, q.markers)
-		if k := conflictingKind(nodes, q.kind); k != "" {
-			return nil, fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, q.s.rel(q.dir), k, q.kind)
-		}
-		idx := indexOf(nodes, own)
-		if idx < 0 {
-			return nil, &startOver{lost(ErrNodeDeleted)}
-		}
-		fast := q.fast && allSequential(nodes)
-		relist := false
-		for !relist {
-			held, watch := q.pred(nodes, idx)
-			if held {
-				var token int64
-				if err := q.awaitLate(ctx, node, &self); err != nil {
-					return nil, err
-				}
-				switch {
-				case self.stat != nil:
-					token = self.stat.Czxid
-				case self.tokenKnown():
-					token = self.token
-				case !waited && len(kids) == 1:
-					token = listingToken(parent)
-				default:
-					if err := q.readSelf(ctx, node, &self); err != nil {
-						return nil, err
-					}
-					token = self.stat.Czxid
-				}
-				epoch, err := q.grant(ctx, node)
-				if err != nil {
-					return nil, err
-				}
-				granted = true
-				h := newHold(q.s, node, token, self.w, epoch, onEnd)
-				// Only a holder that waited can have a waiter behind it
-				// that still lists nodes ahead of it (see mark.go).
-				h.markedRelease = waited && q.fast && !q.noMark
-				return h, nil
-			}
-			if try {
-				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
-			}
-			waited = true
-			// Only a node with others cached ahead of it needs its release
-			// told apart from a plain deletion.
-			marked, err := q.waitFor(ctx, node, joinPath(q.dir, nodes[watch].name), fast && watch > 0, &self)
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case !fast:
-				relist = true
-			case marked:
-				// The watched node was released by its holder (see
-				// releaseMarked): every node ahead of it was gone already,
-				// for good.
-				nodes = nodes[watch+1:]
-			default:
-				nodes = append(nodes[:watch:watch], nodes[watch+1:]...)
-				// Nodes still cached ahead of ours were not seen to go
-				// (the deleted node was cancelled or expired while it
-				// waited, or never marked its grant): one listing settles
-				// where the queue stands.
-				if held, _ := q.pred(nodes, indexOf(nodes, own)); !held {
-					relist = true
-				}
-			}
-			idx = indexOf(nodes, own)
-		}
-		if kids, err = q.list(ctx, node); err != nil {
-			return nil, err
-		}
+	epoch, err := q.grant(ctx, c.node)
+	if err != nil {
+		return nil, err
 	}
+	h := newHold(q.s, c.node, token, c.self.w, epoch, onEnd)
+	// Only a holder that waited can have a waiter behind it that still
+	// lists nodes ahead of it (see handoff.go).
+	h.markedRelease = c.waited && q.fast && !q.noMark
+	return h, nil
 }
 
-// selfWatch is what a queued node knows of itself: its Stat, once read,
-// and the watch that fires on its deletion.
-type selfWatch struct {
-	stat *zk.Stat
-	w    <-chan zk.Event
-	// token is the node's fencing token when known without reading the
-	// node (listingToken), 0 otherwise (a pzxid taken after the node's
-	// create is never 0). Such a node sets its deletion watch only once it
-	// has waited selfWatchGrace (late), as a hold does once it has lasted
-	// that long: the read sent then arrives on pending.
-	token   int64
-	late    *time.Timer
-	pending <-chan reply[watched]
-}
-
-// tokenKnown reports whether the listing gave the node's token.
-func (sw *selfWatch) tokenKnown() bool { return sw.token != 0 }
-
-// lateC is the channel of the late timer, nil before it is armed.
-func (sw *selfWatch) lateC() <-chan time.Time {
-	if sw.late == nil {
-		return nil
+// token is the fencing token of a node about to hold: its czxid when read,
+// else the one its listing gave (see listingToken); the node is read now
+// when neither is known.
+func (q *queue) token(ctx context.Context, c *contender) (int64, error) {
+	if err := q.awaitLate(ctx, c.node, &c.self); err != nil {
+		return 0, err
 	}
-	return sw.late.C
-}
-
-// stopLate stops the late timer.
-func (sw *selfWatch) stopLate() {
-	if sw.late != nil {
-		sw.late.Stop()
+	switch {
+	case c.self.stat != nil:
+		return c.self.stat.Czxid, nil
+	case c.self.tokenKnown():
+		return c.self.token, nil
+	case !c.waited && len(c.kids) == 1:
+		return listingToken(c.parent), nil
 	}
-}
-
-// checkOwner starts over when the node turns out to belong to another
-// session than the one that created it.
-func (sw *selfWatch) checkOwner(node ownNode) error {
-	if sw.stat != nil && sw.stat.EphemeralOwner != node.gen.id {
-		return &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(node.path), sw.stat.EphemeralOwner)}
+	if err := q.readSelf(ctx, c.node, &c.self); err != nil {
+		return 0, err
 	}
-	return nil
-}
-
-// listingToken is the fencing token of a node granted without reading it,
-// taken from the listing sent right behind its create: the parent's pzxid
-// at that listing. It serves in two cases.
-//
-//   - Alone: the node was the only child in that listing. Its create set
-//     pzxid to its czxid, so the two are equal unless a child created after
-//     it was deleted again, or one created before it was deleted, before
-//     the listing. pzxid is above every token of an earlier owner (their
-//     nodes were deleted before the listing, at or below pzxid) and below
-//     every token of a later one (their nodes are created after the
-//     listing, above pzxid).
-//   - Fresh: no child was created between its create and the listing
-//     (noneCreatedSince), whoever else is in it. pzxid is its czxid unless a
-//     child was deleted in between. It is above every token of an earlier
-//     owner (their nodes were created before this one, and their tokens are
-//     their czxid, or the pzxid of a listing made before this node's
-//     create) and below every token of a later one (their nodes are created
-//     after the listing, above pzxid, and a token is never below its node's
-//     czxid).
-//
-// Semaphore leases take it in the fresh case too: the earlier and later
-// leases are those created before and after it.
-//
-// Lease.Token documents this.
-func listingToken(parent *zk.Stat) int64 { return parent.Pzxid }
-
-// awaitLate waits for the own node's late read, if one is on its way, so
-// that a holder starts with the watch it set: the node is found gone, or
-// the read stands.
-func (q *queue) awaitLate(ctx context.Context, node ownNode, self *selfWatch) error {
-	for self.pending != nil {
-		select {
-		case r := <-self.pending:
-			if err := q.takeLate(ctx, node, self, r); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
-// takeLate takes the reply to the own node's late read: it keeps the
-// node's Stat and deletion watch, sends the read again after a connection
-// loss under the same session, or says why the queue gives up or starts
-// over (the node is gone, say).
-func (q *queue) takeLate(ctx context.Context, node ownNode, self *selfWatch, r reply[watched]) error {
-	self.pending = nil
-	if r.err != nil {
-		if err := q.classify(ctx, node, r.err); err != nil {
-			return err
-		}
-		self.pending = q.s.watchDeletionAsync(node.path)
-		return nil
-	}
-	self.stat, self.w = r.v.stat, r.v.w
-	return self.checkOwner(node)
+	return c.self.stat.Czxid, nil
 }
 
 // readSelf reads the own node and sets its deletion watch, retrying
@@ -329,185 +265,133 @@ func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
 	}
 }
 
-// waitFor waits until target is gone. marked tells that it went in a
-// holder's marked release (see mark.go): its data changed, and it was
-// deleted before a read of it sent on that change could find it. A data
-// change after which target is still there was someone else's (Curator's
-// Revoker writes into the node it revokes): the wait goes on. With
-// wantMark (the fast handoff) target is watched twice, its data and its
-// deletion (a children watch, which a data change does not consume), so
-// that the marked release is taken on its notifications alone. A target
-// already gone sets no watch.
-func (q *queue) waitFor(ctx context.Context, node ownNode, target string, wantMark bool, self *selfWatch) (marked bool, err error) {
+// waitFor waits until target is gone. marked tells that it went in its
+// holder's marked release (see handoff.go). With wantMark target is
+// watched for that mark; a target already gone sets no watch.
+func (q *queue) waitFor(ctx context.Context, c *contender, target string, wantMark bool) (marked bool, err error) {
 	for {
-		var dataW, delW <-chan zk.Event
-		var err error
-		if self.stat == nil && !self.tokenKnown() {
-			// The own node is read beside the first watch: the queue
-			// waits anyway, so that read adds no round trip.
-			if err := ctx.Err(); err != nil {
-				return false, err
-			}
-			q.s.gather(1 + targetRequests(wantMark))
-			sc := q.s.watchDeletionAsync(node.path)
-			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
-			r, rerr := await(ctx, sc)
-			if rerr != nil {
-				if rerr = q.classify(ctx, node, rerr); rerr != nil {
-					return false, rerr
-				}
-				continue
-			}
-			self.stat, self.w = r.stat, r.w
-			if err := self.checkOwner(node); err != nil {
-				return false, err
-			}
-		} else {
-			if self.w == nil && self.late == nil && self.pending == nil {
-				self.late = time.NewTimer(selfWatchGrace)
-			}
-			q.s.gather(targetRequests(wantMark))
-			dataW, delW, err = q.watchTarget(ctx, target, wantMark)
-		}
+		t, err := q.watch(ctx, c, target, wantMark)
 		if err == zk.ErrNoNode {
 			return false, nil
 		}
 		if err != nil {
-			if err = q.classify(ctx, node, err); err != nil {
+			if err = q.classify(ctx, c.node, err); err != nil {
 				return false, err
 			}
 			continue
 		}
-		marked, done, err := q.waitRelease(ctx, node, target, dataW, delW, self)
+		marked, done, err := q.waitRelease(ctx, c, t)
 		if err != nil || done {
 			return marked, err
 		}
 	}
 }
 
-// targetRequests is the number of requests watchTarget sends.
-func targetRequests(wantMark bool) int {
-	if wantMark {
-		return 2
-	}
-	return 1
+// targetWatch is a waiter's watch on the node it waits for: a getData
+// watch, or with the mark wanted, the verdict of watchMarked.
+type targetWatch struct {
+	data   <-chan zk.Event
+	marked <-chan released
+	stop   func()
 }
 
-// watchTarget sets the watches a waiter needs on target, in one round
-// trip: its data and its deletion (a children watch, which a data change
-// does not consume) with wantMark, its data alone otherwise.
-func (q *queue) watchTarget(ctx context.Context, target string, wantMark bool) (dataW, delW <-chan zk.Event, err error) {
+// watch sets the waiter's watch on target. The first time, unless its
+// token is known, the own node is read beside it (see selfwatch.go): the
+// queue waits anyway, so that read adds no round trip. An error reading
+// the own node is returned as is, a missing own node as ErrNodeDeleted.
+func (q *queue) watch(ctx context.Context, c *contender, target string, wantMark bool) (targetWatch, error) {
+	reqs := 1
+	if wantMark {
+		reqs = markRequests
+	}
+	if c.self.known() {
+		c.self.armLate()
+		q.s.gather(reqs)
+		return q.watchTarget(ctx, target, wantMark)
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return targetWatch{}, err
 	}
-	dc := q.s.getWAsync(target)
-	if wantMark {
-		del, derr := await(ctx, q.s.watchDeletionAsync(target))
-		d, err := await(ctx, dc)
-		return d.w, del.w, firstErr(derr, err)
+	q.s.gather(1 + reqs)
+	sc := q.s.watchDeletionAsync(c.node.path)
+	t, err := q.watchTarget(ctx, target, wantMark)
+	r, rerr := await(ctx, sc)
+	if rerr == nil {
+		c.self.stat, c.self.w = r.stat, r.w
+		rerr = c.self.checkOwner(c.node)
+	} else if rerr == zk.ErrNoNode {
+		rerr = lost(ErrNodeDeleted)
 	}
-	d, err := await(ctx, dc)
-	return d.w, nil, err
+	if rerr != nil {
+		t.stop()
+		return targetWatch{}, rerr
+	}
+	return t, err
 }
 
-// waitRelease waits on target's watches: done when target is gone (marked
-// as above); not done when the watches must be set again.
-func (q *queue) waitRelease(ctx context.Context, node ownNode, target string, dataW, delW <-chan zk.Event, self *selfWatch) (marked, done bool, err error) {
-	changed := false                 // target's data changed and it has not been seen since
-	var checkLater <-chan time.Time  // when to read target after that change
-	var timer *time.Timer            // behind checkLater
-	var verify <-chan reply[watched] // the read sent then
-	deleted := func(ev zk.Event) bool { return ev.Type == zk.EventNodeDeleted }
+// watchTarget sets the watch a waiter needs on target: its data, or with
+// wantMark the watches of a marked release (watchMarked).
+func (q *queue) watchTarget(ctx context.Context, target string, wantMark bool) (targetWatch, error) {
+	if err := ctx.Err(); err != nil {
+		return targetWatch{stop: func() {}}, err
+	}
+	if wantMark {
+		return q.s.watchMarked(ctx, target)
+	}
+	d, err := await(ctx, q.s.getWAsync(target))
+	return targetWatch{data: d.w, stop: func() {}}, err
+}
+
+// waitRelease waits on target's watch: done when target is gone (marked
+// as above); not done when the watch must be set again.
+func (q *queue) waitRelease(ctx context.Context, c *contender, t targetWatch) (marked, done bool, err error) {
+	defer t.stop()
 	for {
 		select {
-		case ev := <-delW:
-			if !deleted(ev) {
-				return false, false, q.classify(ctx, node, ev.Err)
-			}
-			// A data change of the same transaction was delivered first.
-			select {
-			case dv := <-dataW:
-				changed = changed || dv.Type == zk.EventNodeDataChanged
-			default:
-			}
-			return changed, true, nil
-		case ev := <-dataW:
-			dataW = nil
+		case ev := <-t.data:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
-				if delW == nil || !changed {
-					return changed, true, nil
-				}
-			case zk.EventNodeDataChanged:
-				if delW == nil {
-					return false, false, nil // no mark wanted: watch again
-				}
-				changed = true
-				select {
-				case dv := <-delW:
-					if deleted(dv) {
-						return true, true, nil // deleted in the same breath
-					}
-					return false, false, q.classify(ctx, node, dv.Err)
-				default:
-				}
-				// The deletion of a marked release follows its data
-				// change in the same breath, but go-zookeeper hands the
-				// two notifications over one at a time: give the second
-				// markGrace to arrive before reading target to learn
-				// whether the change was someone else's.
-				if timer == nil {
-					timer = time.NewTimer(markGrace)
-					defer timer.Stop()
-				} else {
-					timer.Reset(markGrace)
-				}
-				checkLater = timer.C
+				return false, true, nil
 			case zk.EventNotWatching:
-				return false, false, q.classify(ctx, node, ev.Err)
-			default:
-				return false, false, nil
+				return false, false, q.classify(ctx, c.node, ev.Err)
 			}
-		case <-checkLater:
-			checkLater = nil
-			verify = q.s.getWAsync(target)
-		case r := <-verify:
-			verify = nil
-			switch {
-			case r.err == zk.ErrNoNode:
-				return changed, true, nil
-			case r.err != nil:
-				if err := q.classify(ctx, node, r.err); err != nil {
-					return false, false, err
-				}
-				return false, false, nil
+			return false, false, nil // changed: watch again
+		case r := <-t.marked:
+			if r.fail {
+				return false, false, q.classify(ctx, c.node, r.err)
 			}
-			changed, dataW = false, r.v.w // still there: that change was no release
-		case <-self.lateC():
-			// Waited selfWatchGrace with the token known: set the watch
-			// on the own node's deletion now.
-			self.late = nil
-			self.pending = q.s.watchDeletionAsync(node.path)
-		case r := <-self.pending:
-			if err := q.takeLate(ctx, node, self, r); err != nil {
+			return r.marked, r.done, nil
+		case <-c.self.lateC():
+			c.self.sendLate(q.s, c.node)
+		case r := <-c.self.pending:
+			if err := q.takeLate(ctx, c.node, &c.self, r); err != nil {
 				return false, false, err
 			}
-		case ev := <-self.w:
-			switch ev.Type {
-			case zk.EventNodeDeleted:
-				return false, false, q.classify(ctx, node, lost(ErrNodeDeleted))
-			case zk.EventNotWatching:
-				return false, false, q.classify(ctx, node, ev.Err)
+		case ev := <-c.self.w:
+			if leave, err := q.selfEvent(ctx, c, ev); leave {
+				return false, false, err
 			}
-			if _, self.w, err = q.s.watchDeletion(ctx, node.path); err != nil {
-				return false, false, q.classify(ctx, node, err)
-			}
-		case <-node.gen.done:
-			return false, false, &startOver{node.gen.err}
+		case <-c.node.gen.done:
+			return false, false, &startOver{c.node.gen.err}
 		case <-ctx.Done():
 			return false, false, ctx.Err()
 		}
 	}
+}
+
+// selfEvent takes a notification on the own node while waiting: its
+// deletion ends the wait; any other change sets the watch again.
+func (q *queue) selfEvent(ctx context.Context, c *contender, ev zk.Event) (leave bool, err error) {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		return true, q.classify(ctx, c.node, lost(ErrNodeDeleted))
+	case zk.EventNotWatching:
+		return true, q.classify(ctx, c.node, ev.Err)
+	}
+	if _, c.self.w, err = q.s.watchDeletion(ctx, c.node.path); err != nil {
+		return true, q.classify(ctx, c.node, err)
+	}
+	return false, nil
 }
 
 // grant confirms that the caller's session still stands before it is told
@@ -533,6 +417,12 @@ func (q *queue) grant(ctx context.Context, node ownNode) (*signal, error) {
 // after the connection came back under the same session, a startOver when
 // the node's session or node is gone, or the error to return.
 func (q *queue) classify(ctx context.Context, node ownNode, err error) error {
+	return q.s.classify(ctx, node, q.dir, err)
+}
+
+// classify is queue.classify for a failure on the path dir (its error
+// names dir) tied to node's session.
+func (s *Session) classify(ctx context.Context, node ownNode, dir string, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -543,7 +433,7 @@ func (q *queue) classify(ctx context.Context, node ownNode, err error) error {
 	case errors.Is(err, zk.ErrSessionExpired) || node.gen.fired():
 		return &startOver{lost(ErrSessionExpired)}
 	case isRetryable(err):
-		gen, _, werr := q.s.awaitConnected(ctx)
+		gen, _, werr := s.awaitConnected(ctx)
 		if werr != nil {
 			return werr
 		}
@@ -552,7 +442,7 @@ func (q *queue) classify(ctx context.Context, node ownNode, err error) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("zkrecipes: %s: %w", q.s.rel(q.dir), err)
+	return fmt.Errorf("zkrecipes: %s: %w", s.rel(dir), err)
 }
 
 func firstErr(errs ...error) error {

@@ -35,7 +35,8 @@ func (c lockConfig) data() []byte {
 }
 
 // WithNodeData sets the data stored in each contender's node, which
-// Participants reports and operators see. Data that makes a node's create
+// Participants reports and operators see (for a Semaphore: each lease node
+// and each node of its mutex). Data that makes a node's create
 // request larger than the Session's limit (WithMaxRequestSize: a little
 // under 1 MiB by default) makes every method of the recipe fail with
 // ErrDataTooLarge. Default: this host's address as text, as Curator

@@ -61,10 +61,7 @@ func NewMultiLock(locks ...Locker) *MultiLock {
 // what their constructor found wrong (bad path, nil session, bad option).
 type validated interface{ configErr() error }
 
-func (m *Mutex) configErr() error          { return m.err }
-func (l *RWLock) configErr() error         { return l.rw.err }
-func (m *SemaphoreMutex) configErr() error { return m.sem.err }
-func (m *MultiLock) configErr() error      { return m.err }
+func (m *MultiLock) configErr() error { return m.err }
 
 // isNilPointer reports a nil pointer inside a non-nil interface, such as
 // a (*Mutex)(nil) passed as a Locker.

@@ -8,16 +8,12 @@ import (
 // path, wire-compatible with Curator's InterProcessMutex: a Curator process
 // and a Go process using the same path exclude each other.
 //
-// Each contender creates an EPHEMERAL_SEQUENTIAL node
-// P/_c_<uuid>-lock-<seq>; the first in sequence order holds the lock, and
-// every other watches only the node just before it, so a release wakes
-// exactly one waiter. An uncontended acquisition and release costs three
-// requests in two round trips: the listing of the children travels right
-// behind the create (a Session made by Connect sees the create leave),
-// then the delete. The lock is reentrant per goroutine, as Curator's is
-// per thread: a goroutine that holds it acquires again without any
-// ZooKeeper call, and the node is deleted when the last of its leases is
-// released.
+// Contenders hold the lock one at a time, in the order they queued, and a
+// release wakes only the next in line. The lock is reentrant per goroutine,
+// as Curator's is per thread: a goroutine that holds it acquires again at
+// once, and the lock is released when the last of its leases is. The nodes
+// are Curator's (P/_c_<uuid>-lock-<seq>, see docs/compatibility.md); how
+// the queue works is in docs/design.md.
 //
 // Nodes named by kazoo's Lock (<hex>__lock__<seq>) are treated as
 // contenders too, so kazoo clients cannot be overtaken; kazoo in turn
@@ -46,8 +42,7 @@ func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
 		m.err = checkRecipe(s, path)
 	}
 	if m.err == nil {
-		m.q = queue{s: s, dir: s.abs(path), name: "lock-", markers: mutexMarkers, kind: kindMutex,
-			pred: maxLeasesPredicate(1), fast: m.cfg.fast}
+		m.q = queue{s: s, dir: s.abs(path), driver: mutexDriver(m.cfg.fast)}
 		m.err = s.checkNodeData(path, m.cfg.data(), protectedNode(m.q.dir, m.q.name))
 	}
 	return m
@@ -96,6 +91,12 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	return m.s.participants(ctx, m.q.dir, m.q.markers, firstHolds(1))
 }
 
+// mutexDriver runs the queue as Curator's InterProcessMutex: nodes named
+// "lock-", held by the first node, each waiter watching the one before it.
+func mutexDriver(fast bool) driver {
+	return driver{name: "lock-", markers: mutexMarkers, kind: kindMutex, pred: maxLeasesPredicate(1), fast: fast}
+}
+
 // checkRecipe validates what every recipe constructor gets.
 func checkRecipe(s *Session, path string) error {
 	if s == nil {
@@ -103,3 +104,6 @@ func checkRecipe(s *Session, path string) error {
 	}
 	return validatePath(path)
 }
+
+// configErr returns what NewMutex found wrong (see MultiLock).
+func (m *Mutex) configErr() error { return m.err }

@@ -19,29 +19,20 @@ const (
 // wire-compatible with Curator's InterProcessReadWriteLock: a writer
 // excludes every other holder; readers share the lock with each other.
 //
-// Contenders create EPHEMERAL_SEQUENTIAL nodes P/_c_<uuid>-__WRIT__<seq>
-// and P/_c_<uuid>-__READ__<seq>, sorted by sequence. A writer holds when
-// its node is first of all and otherwise watches the node just before it.
-// A reader holds when no writer's node sorts before its own, and otherwise
-// watches the nearest writer ahead of it (Curator's reader watches the
-// first writer of the queue; the nearest one wakes fewer readers and, like
-// Curator's choice, only ever points at an older node, so waits cannot form
-// a cycle: the reader/writer deadlock of kazoo #649 cannot happen).
+// Contenders are served in the order they queued: a writer holds once every
+// contender queued before it is gone; a reader holds once no writer queued
+// before it remains, so a waiting writer is not overtaken by later readers.
+// Readers and writers cannot deadlock one another (kazoo #649).
 //
 // Both sides are reentrant per goroutine. A goroutine that holds the write
 // lock may take the read lock (a downgrade) and then release the write
-// lock: its read node is created non-sequential, named with the writer's
-// sequence number, so it sorts at the writer's place and no waiting writer
-// slips in between (CURATOR-276, fixed that way in Curator 5.5 by
-// CURATOR-621); the read lease has the write lease's token (see
-// Lease.Token). A goroutine that holds only the read lock and asks for the
-// write lock gets ErrUpgrade at once: that wait could never end (Curator
-// waits forever).
-//
-// Curator 5.4 peers stay safe beside a downgraded read node: their writers
-// list the children again after every wake-up and so see it. This package's
-// writers do the same (the fast handoff of Mutex is never used here,
-// because such nodes sort below nodes created earlier).
+// lock: no waiting writer gets in between (CURATOR-276), and the read lease
+// has the write lease's token (see Lease.Token). A goroutine that holds
+// only the read lock and asks for the write lock gets ErrUpgrade at once:
+// that wait could never end (Curator waits forever). Curator 5.4 peers stay
+// safe beside a downgraded read lock. The nodes are Curator's
+// (P/_c_<uuid>-__WRIT__<seq>, P/_c_<uuid>-__READ__<seq>); the mechanism is
+// in docs/design.md.
 //
 // NewRWMutex does no I/O. An RWMutex is safe for concurrent use.
 type RWMutex struct {
@@ -67,8 +58,8 @@ func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
 	}
 	if rw.err == nil {
 		dir := s.abs(path)
-		rw.wq = queue{s: s, dir: dir, name: writeName, markers: rwMarkers, kind: kindReadWrite, pred: maxLeasesPredicate(1)}
-		rw.rq = queue{s: s, dir: dir, name: readName, markers: rwMarkers, kind: kindReadWrite, pred: readPredicate}
+		rw.wq = queue{s: s, dir: dir, driver: driver{name: writeName, markers: rwMarkers, kind: kindReadWrite, pred: maxLeasesPredicate(1)}}
+		rw.rq = queue{s: s, dir: dir, driver: driver{name: readName, markers: rwMarkers, kind: kindReadWrite, pred: readPredicate}}
 		rw.err = s.checkNodeData(path, rw.cfg.data(), protectedNode(dir, writeName))
 	}
 	return rw
@@ -213,3 +204,6 @@ func readPredicate(nodes []queueNode, self int) (bool, int) {
 	}
 	return true, -1
 }
+
+// configErr returns what NewRWMutex found wrong (see MultiLock).
+func (l *RWLock) configErr() error { return l.rw.err }

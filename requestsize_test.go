@@ -176,14 +176,14 @@ var dataRecipes = map[string]recipeWithData{
 		}}
 	},
 	"Semaphore": func(s *Session, n int) built {
-		sem := NewSemaphore(s, "/locks/a", 3, WithLeaseData(make([]byte, n)))
+		sem := NewSemaphore(s, "/locks/a", 3, WithNodeData(make([]byte, n)))
 		return built{sem.err, map[string]func(context.Context) error{
 			"Acquire":    func(ctx context.Context) error { _, err := sem.Acquire(ctx, 2); return err },
 			"TryAcquire": func(ctx context.Context) error { _, err := sem.TryAcquire(ctx, 1); return err },
 		}}
 	},
 	"Semaphore with a shared count": func(s *Session, n int) built {
-		sem := NewSemaphore(s, "/locks/a", 3, WithLeaseData(make([]byte, n)), WithSharedCount("/counts/a"))
+		sem := NewSemaphore(s, "/locks/a", 3, WithNodeData(make([]byte, n)), WithSharedCount("/counts/a"))
 		return built{sem.err, map[string]func(context.Context) error{
 			"Acquire": func(ctx context.Context) error { _, err := sem.Acquire(ctx, 1); return err },
 		}}

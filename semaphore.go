@@ -16,17 +16,10 @@ import (
 // with Curator's InterProcessSemaphoreV2, so Curator and Go processes can
 // share one semaphore.
 //
-// The layout is Curator's: P/locks holds a mutex (nodes
-// _c_<uuid>-lock-<seq>) and P/leases the leases (nodes
-// _c_<uuid>-lease-<seq>, EPHEMERAL_SEQUENTIAL). To acquire, a client takes
-// the mutex, creates its lease nodes, lists P/leases with a watch until
-// the number of leases is within the maximum, and releases the mutex. A
-// lease is held while its node exists.
-//
-// Herds: only the holder of P/locks watches P/leases; every other waiter
-// waits in the mutex's queue, watching one node. So a returned lease wakes
-// at most one client per process holding the mutex, as in Curator, which
-// also sets its children watch only while it holds the mutex.
+// Waiters are served in the order they arrive, and a returned lease wakes
+// only the first of them. A lease is held until it is released or lost (see
+// Lease). The layout is Curator's (P/locks, a mutex; P/leases, the leases);
+// the mechanism is in docs/design.md.
 //
 // The maximum is fixed, or read from a shared count node (WithSharedCount)
 // that any client may change at runtime, in the format of Curator's
@@ -40,9 +33,63 @@ type Semaphore struct {
 	max    int
 	err    error
 	cfg    semConfig
-	lock   queue  // the mutex under P/locks
-	leases string // absolute path of P/leases
+	lock   queue // the mutex under P/locks
+	leases queue // the lease nodes under P/leases
 	count  *countCache
+}
+
+// SemaphoreOption configures NewSemaphore: WithSharedCount, or a
+// LockOption (WithNodeData sets the data of the lease nodes and of the
+// semaphore's mutex nodes; WithFastHandoff applies to its mutex).
+type SemaphoreOption interface{ applySemaphore(*semConfig) }
+
+// semOption is a SemaphoreOption that only a Semaphore takes.
+type semOption func(*semConfig)
+
+func (o semOption) applySemaphore(c *semConfig) { o(c) }
+
+// applySemaphore applies a lock option to the semaphore's nodes and mutex.
+func (o LockOption) applySemaphore(c *semConfig) {
+	if o == nil {
+		c.err = cmp.Or(c.err, invalidArg("nil SemaphoreOption"))
+		return
+	}
+	o(&c.lock)
+}
+
+type semConfig struct {
+	lock      lockConfig // node data of leases and mutex nodes; fast handoff of the mutex
+	countPath string
+	err       error
+}
+
+func buildSemConfig(opts []SemaphoreOption) (semConfig, error) {
+	c := semConfig{lock: lockConfig{fast: true}}
+	for _, o := range opts {
+		if o == nil {
+			return c, invalidArg("nil SemaphoreOption")
+		}
+		o.applySemaphore(&c)
+	}
+	return c, cmp.Or(c.err, c.lock.err)
+}
+
+// WithSharedCount makes the semaphore read its maximum from the node at
+// countPath (relative to the Session's namespace) instead of using a fixed
+// one: a 4-byte big-endian integer, the format of Curator's SharedCount, so
+// a Curator SharedCount and this semaphore can share it. Any client may
+// change the count at runtime; waiters see the change at once. The node is
+// created (persistent, its parents as containers) with the maximum given
+// to NewSemaphore when it does not exist. A node that does not hold 4
+// bytes makes Acquire fail with ErrBadCount. Default: a fixed maximum.
+func WithSharedCount(countPath string) SemaphoreOption {
+	return semOption(func(c *semConfig) {
+		if countPath == "" {
+			c.err = invalidArg("empty shared count path")
+			return
+		}
+		c.countPath = countPath
+	})
 }
 
 // Names under a semaphore's path, as Curator's InterProcessSemaphoreV2
@@ -72,9 +119,8 @@ func NewSemaphore(s *Session, path string, max int, opts ...SemaphoreOption) *Se
 	}
 	if sem.err == nil {
 		dir := s.abs(path)
-		sem.lock = queue{s: s, dir: joinPath(dir, semLocks), name: "lock-", markers: mutexMarkers, kind: kindMutex,
-			pred: maxLeasesPredicate(1), fast: sem.cfg.lock.fast}
-		sem.leases = joinPath(dir, semLeases)
+		sem.lock = queue{s: s, dir: joinPath(dir, semLocks), driver: mutexDriver(sem.cfg.lock.fast)}
+		sem.leases = queue{s: s, dir: joinPath(dir, semLeases), driver: driver{name: semLeaseName, kind: kindSemaphore}}
 		if sem.cfg.countPath != "" {
 			sem.count = &countCache{path: s.abs(sem.cfg.countPath), seed: int32(max)}
 		}
@@ -88,7 +134,7 @@ func NewSemaphore(s *Session, path string, max int, opts ...SemaphoreOption) *Se
 // shared count node.
 func (sem *Semaphore) checkData() error {
 	err := sem.s.checkNodeData(sem.path, sem.cfg.lock.data(),
-		protectedNode(sem.lock.dir, sem.lock.name), protectedNode(sem.leases, semLeaseName))
+		protectedNode(sem.lock.dir, sem.lock.name), protectedNode(sem.leases.dir, semLeaseName))
 	if err == nil && sem.count != nil {
 		err = sem.s.checkNodeData(sem.cfg.countPath, make([]byte, 4), sem.count.path)
 	}
@@ -102,11 +148,9 @@ func (sem *Semaphore) Path() string { return sem.path }
 // It is all-or-nothing: it returns n leases, each with its own node, Done,
 // Err, Token and Release (like Curator's collection of leases, so that
 // they can be returned one by one), oldest first (tokens ascending), or an
-// error and none. The n lease nodes are created together while the
-// semaphore's mutex is held (their creates leave at once: one round trip
-// for all), so two clients that each want several leases never hold part
-// of what they want while waiting for the rest (Curator's acquire(n) takes
-// one lease at a time and can leave them so).
+// error and none: two clients that each want several leases never hold
+// part of what they want while waiting for the rest (Curator's acquire(n)
+// takes one lease at a time and can leave them so).
 //
 // With a fixed maximum, n above it fails at once with ErrInvalidArgument.
 // When the session expires while waiting, acquisition starts over on the
@@ -137,215 +181,245 @@ func (sem *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, e
 	if n < 1 || (sem.count == nil && n > sem.max) {
 		return nil, invalidArg("cannot acquire %d leases of a semaphore of %d", n, sem.max)
 	}
-	bo := sem.s.cfg.retry()
-	for {
-		leases, err := sem.attempt(ctx, n, try)
-		if err == nil || !errors.Is(err, errStartOver) {
-			return leases, err
-		}
-		sem.s.cfg.log.Info("zkrecipes: semaphore acquisition starts over", "path", sem.leases, "err", err)
-		d := bo.NextBackOff()
-		if d == Stop {
-			return nil, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, sem.path, errors.Unwrap(err))
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return nil, err
-		}
-	}
+	return retryStartOver(ctx, sem.s, sem.path, "semaphore acquisition", func() ([]*Lease, error) {
+		return sem.attempt(ctx, n, try)
+	})
 }
 
-// attempt is one pass: take the mutex, create n lease nodes, wait until
-// they fit, release the mutex.
-func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) ([]*Lease, error) {
+// attempt is one pass (Curator's InterProcessSemaphoreV2): take the mutex,
+// create n lease nodes, wait until they fit, release the mutex.
+func (sem *Semaphore) attempt(ctx context.Context, n int, try bool) (leases []*Lease, err error) {
 	lockHold, err := sem.lock.acquire(ctx, sem.cfg.lock.data(), try, func() {})
 	if err != nil {
 		return nil, err
 	}
-	granted := false
+	defer func() { sem.unlock(lockHold, leases != nil) }()
+	p := &semPass{sem: sem}
 	defer func() {
-		if granted {
-			// The leases are ours: release the mutex without making the
-			// caller wait for the reply.
-			sem.s.goBackground(cleanupTimeout, func(ctx context.Context) { _ = lockHold.release(ctx) })
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		_ = lockHold.release(rctx)
-	}()
-
-	lq := queue{s: sem.s, dir: sem.leases}
-	var nodes []ownNode
-	defer func() {
-		if !granted {
-			for _, nd := range nodes {
+		if leases == nil {
+			for _, nd := range p.nodes {
 				sem.s.removeNode(nd)
 			}
 		}
 	}()
-	// The semaphore's own path is listed beside the creates: nodes of
-	// another recipe there (a mutex's, say) mean two recipes share it.
-	// Every return waits for that read, so none is left behind.
-	type pathListing struct {
-		kids []string
-		err  error
+	p.parent = sem.listPath(ctx)
+	defer p.parent() // never leave a read behind
+	if err := p.create(ctx, n); err != nil {
+		return nil, err
 	}
-	parentC := make(chan pathListing, 1)
+	p.readSelves(ctx)
+	defer p.check() // never leave a read behind
+	return p.wait(ctx, try, lockHold)
+}
+
+// unlock releases the semaphore's mutex. Once the leases are granted it
+// does so without making the caller wait for the reply.
+func (sem *Semaphore) unlock(lockHold *hold, granted bool) {
+	if granted {
+		sem.s.goBackground(cleanupTimeout, func(ctx context.Context) { _ = lockHold.release(ctx) })
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	_ = lockHold.release(rctx)
+}
+
+// pathListing is the listing of the semaphore's own path.
+type pathListing struct {
+	kids []string
+	err  error
+}
+
+// listPath lists the semaphore's own path beside the creates: nodes of
+// another recipe there (a mutex's, say) mean two recipes share it. The
+// function it returns waits for that listing.
+func (sem *Semaphore) listPath(ctx context.Context) func() pathListing {
+	c := make(chan pathListing, 1)
 	go func() {
 		kids, err := sem.s.children(ctx, sem.s.abs(sem.path))
-		parentC <- pathListing{kids, err}
+		c <- pathListing{kids, err}
 	}()
-	parent := sync.OnceValue(func() pathListing { return <-parentC })
-	defer parent()
-	// A single lease is created with the leases listed right behind it
-	// (see createListed). Under the semaphore's mutex no other lease is
-	// created meanwhile, so that listing normally gives the lease's token
-	// too (listingToken), and the lease's node need not be read.
-	var first *listing // the leases listed right behind the create
-	fresh := false     // that listing gave the lease's token
+	return sync.OnceValue(func() pathListing { return <-c })
+}
+
+// semPass is one pass's lease nodes and what it knows of them.
+type semPass struct {
+	sem     *Semaphore
+	nodes   []ownNode
+	first   *listing // the leases listed right behind a single create
+	fresh   bool     // that listing gave the lease's token
+	parent  func() pathListing
+	selves  []chan leaseSelf
+	tokens  []int64
+	selfWs  []<-chan zk.Event
+	checked bool
+}
+
+// leaseSelf is what the read of a lease node found.
+type leaseSelf struct {
+	st    *zk.Stat // nil with the token from the listing
+	token int64
+	w     <-chan zk.Event
+	err   error
+}
+
+// create creates the pass's lease nodes. A single lease is created with
+// the leases listed right behind it (see queue.create). Under the
+// semaphore's mutex no other lease is created meanwhile, so that listing
+// normally gives the lease's token too (listingToken), and the lease's node
+// need not be read.
+func (p *semPass) create(ctx context.Context, n int) error {
+	sem := p.sem
+	var err error
 	if n == 1 {
 		var nd ownNode
 		var l listing
-		nd, l, fresh, err = sem.s.createListed(ctx, sem.leases, semLeaseName, sem.cfg.lock.data(), watchList)
+		nd, l, p.fresh, err = sem.leases.create(ctx, sem.cfg.lock.data(), watchList)
 		if err == nil {
-			nodes = append(nodes, nd)
+			p.nodes = append(p.nodes, nd)
 			if l.kids != nil {
-				first = &l
+				p.first = &l
 			}
 		}
 	} else {
-		nodes, err = sem.createLeases(ctx, n) // on error, the deferred clean-up removes the nodes made
+		p.nodes, err = sem.createLeases(ctx, n) // on error, the caller removes the nodes made
 	}
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
-			return nil, &startOver{err}
+			return &startOver{err}
 		}
-		return nil, err
+		return err
 	}
-	for _, nd := range nodes[1:] {
-		if nd.gen != nodes[0].gen {
-			return nil, &startOver{lost(ErrSessionChanged)}
+	for _, nd := range p.nodes[1:] {
+		if nd.gen != p.nodes[0].gen {
+			return &startOver{lost(ErrSessionChanged)}
 		}
 	}
-	node := nodes[0]
-	// Beside the first listing of the leases, in the same round trip: each
-	// own node, whose czxid is the lease's token, whose owner check rejects
-	// a node adopted from an older session, and whose deletion watch
-	// reports the node's loss once held; not a lease whose token the
-	// listing behind its create gave (its hold sets that watch later).
-	type self struct {
-		st    *zk.Stat // nil with the token from the listing
-		token int64
-		w     <-chan zk.Event
-		err   error
-	}
-	selves := make([]chan self, n)
-	for i, nd := range nodes {
-		selves[i] = make(chan self, 1)
-		if fresh { // first holds the lease's only node
-			selves[i] <- self{token: listingToken(first.parent)}
+	return nil
+}
+
+// readSelves reads each lease node beside the first listing of the leases,
+// in the same round trip: its czxid is the lease's token, its owner check
+// rejects a node adopted from an older session, and its deletion watch
+// reports the node's loss once held. A lease whose token the listing
+// behind its create gave is not read (its hold sets that watch later).
+func (p *semPass) readSelves(ctx context.Context) {
+	n := len(p.nodes)
+	p.selves, p.tokens, p.selfWs = make([]chan leaseSelf, n), make([]int64, n), make([]<-chan zk.Event, n)
+	for i, nd := range p.nodes {
+		p.selves[i] = make(chan leaseSelf, 1)
+		if p.fresh { // first holds the lease's only node
+			p.selves[i] <- leaseSelf{token: listingToken(p.first.parent)}
 			continue
 		}
 		go func() {
 			for {
-				st, w, err := sem.s.watchDeletion(ctx, nd.path)
+				st, w, err := p.sem.s.watchDeletion(ctx, nd.path)
 				if err != nil {
-					if err = lq.classify(ctx, nd, err); err == nil {
+					if err = p.sem.leases.classify(ctx, nd, err); err == nil {
 						continue
 					}
 				}
-				selves[i] <- self{st: st, w: w, err: err}
+				p.selves[i] <- leaseSelf{st: st, w: w, err: err}
 				return
 			}
 		}()
 	}
-	tokens := make([]int64, n)
-	selfWs := make([]<-chan zk.Event, n)
-	checked := false
-	check := func() error {
-		if checked {
-			return nil
-		}
-		checked = true
-		var bad error
-		for i, nd := range nodes {
-			r := <-selves[i]
-			switch {
-			case r.err != nil:
-				bad = cmp.Or(bad, r.err)
-			case r.st == nil:
-				tokens[i] = r.token
-			case r.st.EphemeralOwner != nd.gen.id:
-				bad = cmp.Or(bad, error(&startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), r.st.EphemeralOwner)}))
-			default:
-				tokens[i], selfWs[i] = r.st.Czxid, r.w
-			}
-		}
-		p := parent()
-		if bad != nil {
-			return bad
-		}
-		if p.err == nil {
-			if k := conflictingKind(sortNodes(p.kids, mutexMarkers), kindSemaphore); k != "" {
-				return fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, sem.path, k, kindSemaphore)
-			}
-		}
+}
+
+// check takes the reads of readSelves and listPath, once: the first
+// failure, a node of another session, or another recipe on the path.
+func (p *semPass) check() error {
+	if p.checked {
 		return nil
 	}
-	defer check() // never leave a read behind
-
-	for {
-		var kids []string
-		var kidsW <-chan zk.Event
-		var err error
-		if first != nil {
-			kids, kidsW, first = first.kids, first.w, nil
-		} else {
-			kids, kidsW, err = sem.s.childrenW(ctx, sem.leases)
+	p.checked = true
+	var bad error
+	for i, nd := range p.nodes {
+		r := <-p.selves[i]
+		switch {
+		case r.err != nil:
+			bad = cmp.Or(bad, r.err)
+		case r.st == nil:
+			p.tokens[i] = r.token
+		case r.st.EphemeralOwner != nd.gen.id:
+			bad = cmp.Or(bad, error(&startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(nd.path), r.st.EphemeralOwner)}))
+		default:
+			p.tokens[i], p.selfWs[i] = r.st.Czxid, r.w
 		}
-		if cerr := check(); cerr != nil {
+	}
+	pl := p.parent()
+	if bad != nil {
+		return bad
+	}
+	if pl.err == nil {
+		if k := conflictingKind(sortNodes(pl.kids, mutexMarkers), kindSemaphore); k != "" {
+			return fmt.Errorf("%w: %s holds %s nodes; this is a %s", ErrRecipeConflict, p.sem.path, k, kindSemaphore)
+		}
+	}
+	return nil
+}
+
+// wait is the semaphore's wait, its predicate the count of leases: it
+// lists the leases with a watch until they are within the maximum, then
+// confirms the session (grant) and returns the leases.
+func (p *semPass) wait(ctx context.Context, try bool, lockHold *hold) ([]*Lease, error) {
+	sem, node := p.sem, p.nodes[0]
+	for {
+		kids, kidsW, err := p.listLeases(ctx)
+		if cerr := p.check(); cerr != nil {
 			return nil, cerr
 		}
 		if err != nil {
-			if err = lq.classify(ctx, node, err); err != nil {
+			if err = sem.leases.classify(ctx, node, err); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		for _, nd := range nodes {
+		for _, nd := range p.nodes {
 			if !slices.Contains(kids, baseName(nd.path)) {
 				return nil, &startOver{lost(ErrNodeDeleted)}
 			}
 		}
-		for {
+		for relist := false; !relist; {
 			max, countW, err := sem.maximum(ctx, node)
 			if err != nil {
 				return nil, err
 			}
 			if len(kids) <= max {
-				epoch, err := lq.grant(ctx, node)
-				if err != nil {
-					return nil, err
-				}
-				granted = true
-				leases := make([]*Lease, n)
-				for i, nd := range nodes {
-					leases[i] = &Lease{h: newHold(sem.s, nd, tokens[i], selfWs[i], epoch, func() {})}
-				}
-				return leases, nil
+				return p.grant(ctx)
 			}
 			if try {
-				return nil, fmt.Errorf("%w: %s: %d leases held, maximum %d", ErrLocked, sem.path, len(kids)-n, max)
+				return nil, fmt.Errorf("%w: %s: %d leases held, maximum %d", ErrLocked, sem.path, len(kids)-len(p.nodes), max)
 			}
-			relist, err := sem.wait(ctx, node, lockHold, kidsW, countW)
-			if err != nil {
+			if relist, err = sem.awaitChange(ctx, node, lockHold, kidsW, countW); err != nil {
 				return nil, err
-			}
-			if relist {
-				break
 			}
 		}
 	}
+}
+
+// listLeases lists the leases with a watch, or takes the listing made
+// right behind the create.
+func (p *semPass) listLeases(ctx context.Context) ([]string, <-chan zk.Event, error) {
+	if l := p.first; l != nil {
+		p.first = nil
+		return l.kids, l.w, nil
+	}
+	return p.sem.s.childrenW(ctx, p.sem.leases.dir)
+}
+
+// grant confirms the session still stands and returns the leases.
+func (p *semPass) grant(ctx context.Context) ([]*Lease, error) {
+	epoch, err := p.sem.leases.grant(ctx, p.nodes[0])
+	if err != nil {
+		return nil, err
+	}
+	leases := make([]*Lease, len(p.nodes))
+	for i, nd := range p.nodes {
+		leases[i] = &Lease{h: newHold(p.sem.s, nd, p.tokens[i], p.selfWs[i], epoch, func() {})}
+	}
+	return leases, nil
 }
 
 // createLeases creates n lease nodes at once: their creates leave
@@ -360,7 +434,7 @@ func (sem *Semaphore) createLeases(ctx context.Context, n int) ([]ownNode, error
 	res := make(chan created, n)
 	for range n {
 		go func() {
-			nd, err := sem.s.createProtected(ctx, sem.leases, semLeaseName, sem.cfg.lock.data())
+			nd, err := sem.s.createProtected(ctx, sem.leases.dir, semLeaseName, sem.cfg.lock.data())
 			res <- created{nd, err}
 		}()
 	}
@@ -380,10 +454,10 @@ func (sem *Semaphore) createLeases(ctx context.Context, n int) ([]ownNode, error
 	return nodes, first
 }
 
-// wait waits for a change of the leases (relist true) or of the shared
+// awaitChange waits for a change of the leases (relist true) or of the shared
 // count (relist false).
-func (sem *Semaphore) wait(ctx context.Context, node ownNode, lockHold *hold, kidsW, countW <-chan zk.Event) (bool, error) {
-	lq := queue{s: sem.s, dir: sem.leases}
+func (sem *Semaphore) awaitChange(ctx context.Context, node ownNode, lockHold *hold, kidsW, countW <-chan zk.Event) (bool, error) {
+	lq := &sem.leases
 	select {
 	case ev := <-kidsW:
 		if ev.Type == zk.EventNotWatching {

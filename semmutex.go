@@ -55,3 +55,6 @@ func first(leases []*Lease, err error) (*Lease, error) {
 	}
 	return leases[0], nil
 }
+
+// configErr returns what NewSemaphoreMutex found wrong (see MultiLock).
+func (m *SemaphoreMutex) configErr() error { return m.sem.err }

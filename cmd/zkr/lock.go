@@ -99,7 +99,7 @@ func newLocker(s *zkrecipes.Session, path string, n int, data string) locker {
 	}
 	var opts []zkrecipes.SemaphoreOption
 	if data != "" {
-		opts = append(opts, zkrecipes.WithLeaseData([]byte(data)))
+		opts = append(opts, zkrecipes.WithNodeData([]byte(data)))
 	}
 	sem := zkrecipes.NewSemaphore(s, path, n, opts...)
 	return func(ctx context.Context) (*zkrecipes.Lease, error) {

@@ -40,7 +40,7 @@ func main() {
 			log.Fatal(err)
 		}
 		defer s.Close()
-		sem := zkrecipes.NewSemaphore(s, path, slots, zkrecipes.WithLeaseData([]byte(fmt.Sprintf("job %d", j))))
+		sem := zkrecipes.NewSemaphore(s, path, slots, zkrecipes.WithNodeData([]byte(fmt.Sprintf("job %d", j))))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

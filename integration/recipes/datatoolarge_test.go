@@ -107,11 +107,11 @@ func TestDataTooLarge_SemaphoreFailsAtOnceAndDisturbsNoLease(t *testing.T) {
 	b := newBystander(t)
 	path := testPath(t)
 	for _, n := range tooLarge {
-		sem := zr.NewSemaphore(b.cl.Session, path, 3, zr.WithLeaseData(make([]byte, n)))
+		sem := zr.NewSemaphore(b.cl.Session, path, 3, zr.WithNodeData(make([]byte, n)))
 		b.refuses(t, "Acquire(1)", func(ctx context.Context) error { _, err := sem.Acquire(ctx, 1); return err })
 		b.refuses(t, "Acquire(2)", func(ctx context.Context) error { _, err := sem.Acquire(ctx, 2); return err })
 		b.refuses(t, "TryAcquire(1)", func(ctx context.Context) error { _, err := sem.TryAcquire(ctx, 1); return err })
-		counted := zr.NewSemaphore(b.cl.Session, path, 3, zr.WithLeaseData(make([]byte, n)), zr.WithSharedCount(path+"/count"))
+		counted := zr.NewSemaphore(b.cl.Session, path, 3, zr.WithNodeData(make([]byte, n)), zr.WithSharedCount(path+"/count"))
 		b.refuses(t, "Acquire with a shared count", func(ctx context.Context) error { _, err := counted.Acquire(ctx, 1); return err })
 		sm := zr.NewSemaphoreMutex(b.cl.Session, path, zr.WithNodeData(make([]byte, n)))
 		b.refuses(t, "SemaphoreMutex.Acquire", func(ctx context.Context) error { _, err := sm.Acquire(ctx); return err })
@@ -227,7 +227,7 @@ func TestDataTooLarge_RaisedLimitWithALargerJuteMaxbuffer(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	assert.Equal(t, data, ps[0].Data)
-	ls, err := zr.NewSemaphore(big.Session, path+"-sem", 2, zr.WithLeaseData(data)).Acquire(ctx, 2)
+	ls, err := zr.NewSemaphore(big.Session, path+"-sem", 2, zr.WithNodeData(data)).Acquire(ctx, 2)
 	require.NoError(t, err)
 	for _, x := range ls {
 		require.NoError(t, x.Release(ctx))

@@ -126,7 +126,7 @@ func TestMutex_OneReleaseWakesOneWaiter(t *testing.T) {
 
 	// A release notifies its successor alone (one notification, or two
 	// when the successor watches both the data and the deletion of a
-	// holder that releases with the mark; see mark.go), and the releaser's
+	// holder that releases with the mark; see handoff.go), and the releaser's
 	// own deletion watch (which reports an operator's delete). The first
 	// holder never waited and deletes plainly; the next one waited.
 	release := func(l *zr.Lease, wantChanged, wantDeleted int64) *zr.Lease {
@@ -217,7 +217,7 @@ func TestMutex_CheckMakesAWriteConditionalOnHolding(t *testing.T) {
 
 // Draining a queue costs each waiter one listing of the children, however
 // long the queue: a holder's release tells the waiter behind it that it
-// was the holder's (see mark.go), so the waiter needs no second listing.
+// was the holder's (see handoff.go), so the waiter needs no second listing.
 func TestMutex_QueueDrainListsTheChildrenOncePerWaiter(t *testing.T) {
 	c := server(t)
 	path := testPath(t)

@@ -1,5 +1,8 @@
 package zkrecipes
 
+// The shared count that sets a semaphore's maximum (WithSharedCount), in
+// the format of Curator's SharedCount.
+
 import (
 	"context"
 	"encoding/binary"
@@ -9,53 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 )
-
-// SemaphoreOption configures NewSemaphore.
-type SemaphoreOption func(*semConfig)
-
-type semConfig struct {
-	lock      lockConfig // node data of leases and mutex nodes; fast handoff of the mutex
-	countPath string
-	err       error
-}
-
-func buildSemConfig(opts []SemaphoreOption) (semConfig, error) {
-	c := semConfig{lock: lockConfig{fast: true}}
-	for _, o := range opts {
-		if o == nil {
-			return c, invalidArg("nil SemaphoreOption")
-		}
-		o(&c)
-	}
-	return c, c.err
-}
-
-// WithLeaseData sets the data stored in each lease node (and in the
-// semaphore's mutex nodes). Data that makes a node's create request larger
-// than the Session's limit (WithMaxRequestSize: a little under 1 MiB by
-// default) makes every method of the Semaphore fail with ErrDataTooLarge.
-// Default: this host's address as text, as Curator writes.
-func WithLeaseData(data []byte) SemaphoreOption {
-	return func(c *semConfig) { WithNodeData(data)(&c.lock) }
-}
-
-// WithSharedCount makes the semaphore read its maximum from the node at
-// countPath (relative to the Session's namespace) instead of using a fixed
-// one: a 4-byte big-endian integer, the format of Curator's SharedCount, so
-// a Curator SharedCount and this semaphore can share it. Any client may
-// change the count at runtime; waiters see the change at once. The node is
-// created (persistent, its parents as containers) with the maximum given
-// to NewSemaphore when it does not exist. A node that does not hold 4
-// bytes makes Acquire fail with ErrBadCount. Default: a fixed maximum.
-func WithSharedCount(countPath string) SemaphoreOption {
-	return func(c *semConfig) {
-		if countPath == "" {
-			c.err = invalidArg("empty shared count path")
-			return
-		}
-		c.countPath = countPath
-	}
-}
 
 // countCache keeps the last value read from a shared count node with its
 // pending data watch, so that successive acquisitions do not pile up
@@ -90,7 +46,6 @@ func (sem *Semaphore) maximum(ctx context.Context, node ownNode) (int, <-chan zk
 		}
 	}
 	c.mu.Unlock()
-	lq := queue{s: sem.s, dir: c.path}
 	for {
 		data, _, w, err := sem.s.getW(ctx, c.path)
 		if err == zk.ErrNoNode {
@@ -100,7 +55,7 @@ func (sem *Semaphore) maximum(ctx context.Context, node ownNode) (int, <-chan zk
 			}
 		}
 		if err != nil {
-			if err = lq.classify(ctx, node, err); err != nil {
+			if err = sem.s.classify(ctx, node, c.path, err); err != nil {
 				return 0, nil, err
 			}
 			continue
