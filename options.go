@@ -20,8 +20,8 @@ type sessionConfig struct {
 	log       *slog.Logger
 	tracer    Tracer
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
-	maxReq    int  // request size limit (see requestsize.go); 0 means the default
-	noWire    bool // WithWireLayer(false)
+	maxReq    int // request size limit (see requestsize.go); 0 means the default
+	noWire    bool
 	err       error
 }
 
