@@ -76,6 +76,11 @@ func (c *writerCheck) Write(p []byte) (int, error) {
 		}
 	}
 	c.mu.Unlock()
+	if first && c.bound > 0 { // the handshake: one whole ConnectRequest
+		if len(p) < 4 || int(binary.BigEndian.Uint32(p[0:4]))+4 != len(p) {
+			c.problem(fmt.Sprintf("a handshake write of %d bytes is not one whole ConnectRequest", len(p)))
+		}
+	}
 	if !first { // the handshake is a ConnectRequest, not a request frame
 		op, err := parseFrame(p)
 		c.mu.Lock()
