@@ -9,8 +9,8 @@ deps:
 lint:
 	scripts/lint.sh
 
-# deps, lint, unit tests, integration tests (Java backend), Docker backend tests,
-# then a summary.
+# deps, lint, unit tests, integration tests (Java backend), the contract suite
+# with the wire layer off, Docker backend tests, then a summary.
 test:
 	scripts/test.sh
 

@@ -10,6 +10,14 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
+)
+
+// Request opcodes the tests look for on the wire.
+const (
+	opCreate     = 1
+	opCreate2    = 15
+	opSetWatches = 101
 )
 
 // frameOps splits what one Write carried into request frames and returns
@@ -57,8 +65,8 @@ func TestZKWaiterSendsItsOwnReadAndBothWatchesInOneWrite(t *testing.T) {
 func testWaiterWrites(t *testing.T, interpose bool) {
 	// However late a loaded machine runs the third request, the first two
 	// wait for it (restored after the Sessions' cleanups, which run first).
-	t.Cleanup(func(d time.Duration) func() { return func() { gatherWait = d } }(gatherWait))
-	gatherWait = time.Hour
+	t.Cleanup(func(d time.Duration) func() { return func() { wire.GatherWait = d } }(wire.GatherWait))
+	wire.GatherWait = time.Hour
 	dir := "/zkt/gather-" + newUUID()
 	ctx, l0, ahead, secondGot := holdAndQueue(t, dir)
 	raw := zkRaw(t)

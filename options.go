@@ -22,6 +22,7 @@ type sessionConfig struct {
 	tracer    Tracer
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	maxReq    int // request size limit (see requestsize.go); 0 means the default
+	noWire    bool
 	err       error
 }
 
@@ -174,4 +175,25 @@ func WithMaxRequestSize(n int) SessionOption {
 		}
 		c.maxReq = min(n, clientMaxRequest)
 	}
+}
+
+// WithWireLayer turns the wire layer of Connect's connections on or off.
+// The layer sits between go-zookeeper and the TCP connection: it reads the
+// session timeout the server granted, lets a lock's first listing leave
+// right behind its create, writes a waiter's requests together, and, when
+// a session resumes on a new connection, holds replies back until the
+// watches are re-set. It relies on how go-zookeeper writes its requests,
+// which a test checks against the version this module requires.
+//
+// Turned off, Connect's connections are plain, as NewSession's: the
+// Session presumes its session lost after the timeout it asked for, not
+// the one granted (a server granting less may expire it first); an
+// uncontended acquisition takes one more round trip, a waiter's requests
+// are written one by one; and after a reconnection go-zookeeper may read a
+// reply before it re-sets its watches, which can lose the notification of a
+// change made while it was cut off (go-zookeeper/zk#35). Turn it off to
+// rule it out when diagnosing, or with a go-zookeeper it does not fit.
+// Default true (on). NewSession ignores it.
+func WithWireLayer(on bool) SessionOption {
+	return func(c *sessionConfig) { c.noWire = !on }
 }

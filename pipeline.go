@@ -2,10 +2,7 @@ package zkrecipes
 
 import (
 	"context"
-	"encoding/binary"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -13,89 +10,15 @@ import (
 // A queue's first listing need not wait for the reply to its create:
 // ZooKeeper executes one session's requests in the order they arrive, so a
 // getChildren sent after the create reaches the wire lists the children as
-// the create left them. go-zookeeper's calls block until their reply and
-// queue their requests from whichever goroutine gets there first, so the
-// Session's connection tells when a create's frame is being written
-// (sentNotifier), and the listing is queued on another goroutine only then:
-// go-zookeeper's one writing goroutine writes it after the create's frame.
+// the create left them. The wire layer tells when a create's frame is being
+// written (wire.Layer.Expect), and the listing is queued on another
+// goroutine only then: go-zookeeper's one writing goroutine writes it after
+// the create's frame.
 //
 // Whether a listing came after the create is not taken on trust: it is used
 // only when it holds the node the create made, which exists from that
 // create on. Any other outcome (the create failed, was retried, or went
 // over a connection that broke) falls back to listing after the create.
-
-// sentNotifier reports that the create request for a path has been
-// written to a Session's connection.
-type sentNotifier struct {
-	waiting atomic.Int32 // entries in paths; Write skips the lock at 0
-	mu      sync.Mutex
-	paths   map[string]*sentCreate
-}
-
-// sentCreate is told when a create request is written.
-type sentCreate struct {
-	done chan struct{} // closed as the first frame of the create is written
-	sid  int64         // the session of the connection it went over; set before done closes
-}
-
-func newSentNotifier() *sentNotifier {
-	return &sentNotifier{paths: make(map[string]*sentCreate)}
-}
-
-// expect returns what is told once a create request for path is written,
-// and a function that forgets path (call it once the create is over,
-// whether or not done closed).
-func (n *sentNotifier) expect(path string) (*sentCreate, func()) {
-	sc := &sentCreate{done: make(chan struct{})}
-	n.mu.Lock()
-	n.paths[path] = sc
-	n.waiting.Add(1)
-	n.mu.Unlock()
-	return sc, func() {
-		n.mu.Lock()
-		if c, ok := n.paths[path]; ok && c == sc {
-			delete(n.paths, path)
-			n.waiting.Add(-1)
-		}
-		n.mu.Unlock()
-	}
-}
-
-// The opcodes of the requests that create a node: create, create2,
-// createContainer, createTTL.
-const (
-	opCreate          = 1
-	opCreate2         = 15
-	opCreateContainer = 19
-	opCreateTTL       = 21
-)
-
-// wrote is told of every request frame as it is written to a connection
-// of session sid after the handshake: length, xid, opcode, then (for a
-// create) the path.
-func (n *sentNotifier) wrote(frame []byte, sid int64) {
-	if n.waiting.Load() == 0 || len(frame) < 16 {
-		return
-	}
-	switch binary.BigEndian.Uint32(frame[8:12]) {
-	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
-	default:
-		return
-	}
-	l := int(int32(binary.BigEndian.Uint32(frame[12:16])))
-	if l < 0 || l > len(frame)-16 {
-		return
-	}
-	path := frame[16 : 16+l]
-	n.mu.Lock()
-	if sc, ok := n.paths[string(path)]; ok {
-		sc.sid = sid
-		close(sc.done)
-		delete(n.paths, string(path))
-		n.waiting.Add(-1)
-	}
-	n.mu.Unlock()
-}
 
 // listing is the reply to a getChildren with the parent's Stat (and the
 // children watch, when the listing set one).
@@ -131,11 +54,11 @@ func watchList(s *Session, ctx context.Context, dir string) listing {
 func (s *Session) createListed(ctx context.Context, dir, name string, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
 	uuid := newUUID()
 	flags := int32(zk.FlagEphemeral | zk.FlagSequence)
-	if s.sent == nil {
+	if s.wire == nil {
 		node, err = s.createProtectedMode(ctx, dir, uuid, name, data, flags)
 		return node, listing{}, false, err
 	}
-	sent, forget := s.sent.expect(joinPath(dir, protectedName(uuid, name)))
+	sent, forget := s.wire.Expect(joinPath(dir, protectedName(uuid, name)))
 	stop := make(chan struct{})
 	lc := make(chan listing, 1)
 	// The listing is not cancelled with ctx: it is one request, which the
@@ -143,11 +66,11 @@ func (s *Session) createListed(ctx context.Context, dir, name string, data []byt
 	bg := context.WithoutCancel(ctx)
 	if !s.spawn(func() {
 		select {
-		case <-sent.done:
+		case <-sent.Done():
 		case <-stop:
 		}
 		select {
-		case <-sent.done: // (if stop came too, the create's reply came first)
+		case <-sent.Done(): // (if stop came too, the create's reply came first)
 			lc <- list(s, bg, dir)
 		default: // never written: nothing to list behind
 			lc <- listing{}
@@ -167,9 +90,9 @@ func (s *Session) createListed(ctx context.Context, dir, name string, data []byt
 		return node, listing{}, false, err
 	}
 	// The listing holds the node, so the create's reply came before the
-	// listing's, over the connection its frame went out on (sent.done has
-	// closed: read sid only then).
-	fresh = sent.sid == node.gen.id && noneCreatedSince(l.parent, baseName(node.path))
+	// listing's, over the connection its frame went out on (sent.Done() has
+	// closed: read its session only then).
+	fresh = sent.SessionID() == node.gen.id && noneCreatedSince(l.parent, baseName(node.path))
 	return node, l, fresh, nil
 }
 

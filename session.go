@@ -7,10 +7,10 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // Session owns one connection to a ZooKeeper ensemble and tracks its
@@ -32,11 +32,9 @@ type Session struct {
 	conn     *zk.Conn
 	ownsConn bool
 	cfg      sessionConfig
-	granted  atomic.Int64              // session timeout granted by the server, in ms (Connect only)
-	sent     *sentNotifier             // told of the creates written (Connect only; see pipeline.go)
-	wire     atomic.Pointer[sniffConn] // the current connection (Connect only; see gather.go)
-	owned    sync.Map                  // path -> struct{}: ephemeral nodes this Session created and has not deleted
-	drops    sync.Map                  // path -> struct{}: paths created only to be watched, deleted on Close if still unused
+	wire     *wire.Layer // Connect's connections (nil: NewSession, or WithWireLayer(false); see internal/wire)
+	owned    sync.Map    // path -> struct{}: ephemeral nodes this Session created and has not deleted
+	drops    sync.Map    // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -81,14 +79,17 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	s := newSession(cfg)
 	s.ownsConn = true
-	s.sent = newSentNotifier()
 	dial := cfg.dialer
 	if dial == nil {
 		dial = net.DialTimeout
 	}
+	if !cfg.noWire {
+		s.wire = wire.New()
+		dial = s.wire.Dialer(dial)
+	}
 	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.enqueue),
 		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false),
-		zk.WithDialer(zk.Dialer(negotiatingDialer(dial, &s.granted, s.sent, &s.wire))))
+		zk.WithDialer(zk.Dialer(dial)))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}
@@ -354,3 +355,17 @@ func (s *Session) rel(p string) string {
 	}
 	return strings.TrimPrefix(p, s.cfg.namespace)
 }
+
+// grantedTimeout returns the session timeout the server granted, or the
+// one asked for when the Session cannot tell (NewSession, the wire layer
+// off) or before any server answered.
+func (s *Session) grantedTimeout() time.Duration {
+	if d := s.wire.Granted(); d > 0 {
+		return d
+	}
+	return s.cfg.timeout
+}
+
+// gather asks the Session's current connection to write the next n request
+// frames together. Without the wire layer, it does nothing.
+func (s *Session) gather(n int) { s.wire.Gather(n) }

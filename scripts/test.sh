@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole check: dependencies, lint, unit tests, short fuzz runs, integration tests against real
-# ZooKeeper (Java backend), then the Docker backend tests (a Docker daemon started for
-# them is stopped after them). Every stage runs even after a failure (except deps), and
+# ZooKeeper (Java backend), the contract suite again with the wire layer off, then the Docker
+# backend tests (a Docker daemon started for them is stopped after them). Every stage runs even after a failure (except deps), and
 # a summary with times closes the output. Exit status is non-zero when any stage failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -43,6 +43,8 @@ stage unit go test -race -count=1 -skip '^TestZK' ./...
 stage unit-zkr bash -c 'cd cmd/zkr && go test -race -count=1 ./...'
 stage fuzz scripts/fuzz.sh
 stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./...'
+# The contract suite again with the wire layer off (zkrecipes.WithWireLayer(false)).
+stage contract-nowire bash -c 'cd integration && ZKRECIPES_WIRE=off ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Contract ./recipes/'
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then
 	stage docker-tests bash -c 'cd integration && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m -run Docker ./zktest/...'
 fi

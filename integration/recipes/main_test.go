@@ -79,12 +79,24 @@ func connect(t *testing.T, c *zktest.Cluster, addrs []string, opts ...zr.Session
 	capture := &zktest.SessionCapture{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]zr.SessionOption{zr.WithSessionTimeout(4 * time.Second), zr.WithDialer(capture.Dialer())}, opts...)
+	opts = append(append([]zr.SessionOption{zr.WithSessionTimeout(4 * time.Second), zr.WithDialer(capture.Dialer())}, wireLayer()...), opts...)
 	s, err := zr.Connect(ctx, addrs, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return &client{Session: s, capture: capture, cluster: c}
 }
+
+// wireLayer turns the library's wire layer off when ZKRECIPES_WIRE=off, so
+// that CI runs the contract suite both with it (the default) and without
+// it (scripts/test.sh).
+func wireLayer() []zr.SessionOption {
+	if wireOff() {
+		return []zr.SessionOption{zr.WithWireLayer(false)}
+	}
+	return nil
+}
+
+func wireOff() bool { return os.Getenv("ZKRECIPES_WIRE") == "off" }
 
 // expire ends the client's ZooKeeper session from the server side.
 func (c *client) expire(t *testing.T) {

@@ -1,4 +1,4 @@
-package zkrecipes
+package wire
 
 import (
 	"bufio"
@@ -26,24 +26,24 @@ import (
 //     ahead is safe; a child or data watch is not.)
 //
 // The Java client builds SetWatches before it reads any reply on the new
-// connection. A Session's connection does the same for go-zookeeper: after
+// connection. A connection of the layer does the same for go-zookeeper: after
 // the handshake of a resumed session, no reply is read until the
 // SetWatches request has been written (go-zookeeper builds it, reading the
 // last zxid, before it writes it, so every reply is then recorded after),
 // except the replies to the credentials an authenticated client sends
 // first (below).
 // A client that holds no watch sends no SetWatches and reads no zxid; its
-// replies wait resumeWait at most (a sixth of the session timeout when
+// replies wait ResumeWait at most (a sixth of the session timeout when
 // that is less: go-zookeeper's read deadline is two thirds of it), then
 // go on. A new session (the first connection, or one after an expiry)
 // holds no watch to re-set.
 
-// resumeWait is the longest a resumed connection's replies wait for the
+// ResumeWait is the longest a resumed connection's replies wait for the
 // SetWatches request: go-zookeeper writes it within microseconds when it
 // holds watches, and sends none when it holds none. It only has to outlast
 // go-zookeeper finding its watch list empty, microseconds after the
 // handshake; a client without watches pays it once per reconnection.
-var resumeWait = 200 * time.Millisecond // a var for tests only
+var ResumeWait = 200 * time.Millisecond // a var for tests only
 
 // Opcodes of the requests a resumed connection starts with.
 const (
@@ -120,7 +120,7 @@ func (r *resumer) isAuth(xid int32) bool {
 // readResumed reads after the handshake while the state is not resumeDone.
 // granted is the session id the server answered, timeout the session
 // timeout.
-func (c *sniffConn) readResumed(p []byte, granted int64, timeout time.Duration) (int, error) {
+func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int, error) {
 	r := &c.resume
 	if r.state == resumeUnknown {
 		r.state = resumeDone
@@ -128,7 +128,7 @@ func (c *sniffConn) readResumed(p []byte, granted int64, timeout time.Duration) 
 			return c.r.Read(p)
 		}
 		r.state = resumeHolding
-		r.timer = time.NewTimer(min(resumeWait, timeout/6))
+		r.timer = time.NewTimer(min(ResumeWait, timeout/6))
 	}
 	if r.off < r.size { // the rest of a SetAuth reply
 		return r.pass(c.r, p)

@@ -1,4 +1,4 @@
-package zkrecipes
+package wire
 
 import (
 	"encoding/binary"
@@ -6,7 +6,6 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +21,7 @@ func shake(t *testing.T, asked, granted int64, ms uint32) (net.Conn, net.Conn) {
 	t.Helper()
 	client, server := net.Pipe()
 	t.Cleanup(func() { _ = server.Close() })
-	var g atomic.Int64
-	c, err := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil }, &g, nil, nil)("tcp", "127.0.0.1:2181", time.Second)
+	c, err := New().Dialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil })("tcp", "127.0.0.1:2181", time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 
@@ -73,8 +71,8 @@ func firstReply(c, server net.Conn) <-chan error {
 }
 
 func setResumeWait(t *testing.T, d time.Duration) {
-	t.Cleanup(func(old time.Duration) func() { return func() { resumeWait = old } }(resumeWait))
-	resumeWait = d
+	t.Cleanup(func(old time.Duration) func() { return func() { ResumeWait = old } }(ResumeWait))
+	ResumeWait = d
 }
 
 func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testing.T) {
@@ -107,7 +105,7 @@ func requireHeld[T any](t *testing.T, delivered <-chan T, msg string) {
 			early = true
 			return true
 		default:
-			return goroutineIn("(*sniffConn).readResumed")
+			return goroutineIn("(*conn).readResumed")
 		}
 	}, 10*time.Second, time.Millisecond)
 	require.False(t, early, msg)
@@ -124,7 +122,7 @@ func goroutineIn(fn string) bool {
 	return false
 }
 
-func TestNewSessionReadsItsFirstReplyAtOnce(t *testing.T) {
+func TestNewSessionConnectionReadsItsFirstReplyAtOnce(t *testing.T) {
 	setResumeWait(t, time.Hour)
 	for _, tc := range []struct {
 		name           string
@@ -146,7 +144,7 @@ func TestNewSessionReadsItsFirstReplyAtOnce(t *testing.T) {
 }
 
 // Without SetWatches (go-zookeeper holds no watch), the first reply waits
-// resumeWait, or a sixth of the session timeout when that is less
+// ResumeWait, or a sixth of the session timeout when that is less
 // (go-zookeeper's read deadline is two thirds of it).
 func TestResumedConnectionWithoutWatchesReadsItsFirstReplyAfterTheBound(t *testing.T) {
 	for _, tc := range []struct {
@@ -154,7 +152,7 @@ func TestResumedConnectionWithoutWatchesReadsItsFirstReplyAfterTheBound(t *testi
 		wait    time.Duration
 		timeout uint32 // ms
 	}{
-		{"resumeWait", 20 * time.Millisecond, 600_000},
+		{"ResumeWait", 20 * time.Millisecond, 600_000},
 		{"a sixth of the session timeout", time.Hour, 120},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,8 @@
-package zkrecipes
+package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -20,6 +21,8 @@ type recordingConn struct {
 	writes  [][]byte
 	failing bool
 	closed  bool
+	// deadlines are the write deadlines set, in order.
+	deadlines []time.Time
 }
 
 func (c *recordingConn) Write(p []byte) (int, error) {
@@ -45,16 +48,26 @@ func (c *recordingConn) recorded() [][]byte {
 	return append([][]byte(nil), c.writes...)
 }
 
-func shookConn() (*sniffConn, *recordingConn) {
+func (c *recordingConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadlines = append(c.deadlines, t)
+	return nil
+}
+
+// shookConn returns a connection past its handshake, whose reply granted
+// a session timeout of 6 s.
+func shookConn() (*conn, *recordingConn) {
 	rc := &recordingConn{}
-	c := newSniffConn(rc, new(atomic.Int64), nil)
+	c := newConn(rc, new(atomic.Int64), newNotifier())
 	c.shook = true
+	binary.BigEndian.PutUint32(c.head[8:12], 6000)
 	return c, rc
 }
 
 func TestGatheredFramesLeaveInOneWriteInTheirOrder(t *testing.T) {
-	defer func(d time.Duration) { gatherWait = d }(gatherWait)
-	gatherWait = time.Hour // a slow machine does not flush before the last frame
+	defer func(d time.Duration) { GatherWait = d }(GatherWait)
+	GatherWait = time.Hour // a slow machine does not flush before the last frame
 	c, rc := shookConn()
 	_, err := c.Write([]byte("a"))
 	require.NoError(t, err)
@@ -79,7 +92,7 @@ func TestGatheredFramesLeaveAfterGatherWaitWhenTheRestNeverComes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Write([]byte("c"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, gatherWait/4)
+	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, GatherWait/4)
 	assert.Equal(t, []byte("bc"), rc.recorded()[0])
 	_, err = c.Write([]byte("d"))
 	require.NoError(t, err)
@@ -104,5 +117,26 @@ func TestGatheredFramesThatCannotBeWrittenCloseTheConnection(t *testing.T) {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		return rc.closed
-	}, 10*time.Second, gatherWait/4, "a late flush that fails closes the connection, so go-zookeeper reconnects")
+	}, 10*time.Second, GatherWait/4, "a late flush that fails closes the connection, so go-zookeeper reconnects")
+}
+
+// go-zookeeper bounds its writes with a write deadline of two thirds of the
+// session timeout and clears it after; a late flush, written from the
+// layer's own timer, is bounded the same way, and leaves the deadline
+// go-zookeeper set last in force.
+func TestLateFlushWritesUnderAWriteDeadlineAndRestoresTheClientsDeadline(t *testing.T) {
+	c, rc := shookConn()
+	mine := time.Now().Add(time.Hour)
+	require.NoError(t, c.SetWriteDeadline(mine)) // as go-zookeeper before a write
+	c.gather(2)
+	start := time.Now()
+	_, err := c.Write([]byte("b"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, GatherWait/4)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	require.Len(t, rc.deadlines, 3, "go-zookeeper's, the flush's, then go-zookeeper's again")
+	assert.Equal(t, mine, rc.deadlines[0])
+	assert.WithinRange(t, rc.deadlines[1], start.Add(4*time.Second), time.Now().Add(4*time.Second), "two thirds of the 6 s session timeout")
+	assert.Equal(t, mine, rc.deadlines[2], "go-zookeeper's deadline is in force again")
 }

@@ -1,4 +1,4 @@
-package zkrecipes
+package wire
 
 import (
 	"sync"
@@ -9,19 +9,20 @@ import (
 // watches on the node ahead of it. go-zookeeper writes every request in a
 // system call of its own, and on loopback or a LAN each such write, with
 // the segment it makes the server receive, costs about as much CPU as the
-// recipe's own work for that request. So the Session asks its connection
-// to gather the next n request frames and write them in one.
+// recipe's own work for that request. So the recipe asks the connection
+// (Layer.Gather) to gather the next n request frames and write them in one.
 //
 // Gathering never reorders: every frame goes through one lock, in the
-// order go-zookeeper writes them. A frame is held at most gatherWait: if
+// order go-zookeeper writes them. A frame is held at most GatherWait: if
 // fewer frames come than were announced (a request failed before it was
 // written, or another goroutine's frame took a place), what was gathered
 // is written then. A frame gathered but not yet written is, to
 // go-zookeeper, on the wire: if the write fails, the connection is closed
 // and its requests fail as a lost connection's do.
 
-// gatherWait is the longest a gathered frame waits for the rest.
-var gatherWait = 250 * time.Microsecond // a var for tests only
+// GatherWait is the longest a gathered frame waits for the rest. A var for
+// tests only.
+var GatherWait = 250 * time.Microsecond
 
 // gatherer is a connection's gathering state.
 type gatherer struct {
@@ -31,31 +32,23 @@ type gatherer struct {
 	timer *time.Timer
 }
 
-// gather asks the Session's current connection to write the next n request
-// frames together. Without a connection of the Session's own (NewSession),
-// it does nothing.
-func (s *Session) gather(n int) {
-	if c := s.wire.Load(); c != nil && n > 1 {
-		c.gather(n)
-	}
-}
-
-func (c *sniffConn) gather(n int) {
+// gather makes the next n request frames go out together.
+func (c *conn) gather(n int) {
 	g := &c.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.want == 0 {
 		if g.timer == nil {
-			g.timer = time.AfterFunc(gatherWait, c.flushLate)
+			g.timer = time.AfterFunc(GatherWait, c.flushLate)
 		} else {
-			g.timer.Reset(gatherWait)
+			g.timer.Reset(GatherWait)
 		}
 	}
 	g.want += n
 }
 
 // writeFrame writes one request frame, or gathers it.
-func (c *sniffConn) writeFrame(p []byte) (int, error) {
+func (c *conn) writeFrame(p []byte) (int, error) {
 	g := &c.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -87,7 +80,7 @@ func (c *sniffConn) writeFrame(p []byte) (int, error) {
 }
 
 // flushLocked writes what was gathered and stops gathering.
-func (c *sniffConn) flushLocked() error {
+func (c *conn) flushLocked() error {
 	g := &c.g
 	b := g.buf
 	g.buf, g.want = g.buf[:0], 0
@@ -100,7 +93,7 @@ func (c *sniffConn) flushLocked() error {
 
 // Close closes the connection, then drops what was gathered: closing
 // first ends a write that a stalled server holds up, which holds the lock.
-func (c *sniffConn) Close() error {
+func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.resume.close()
 	c.g.mu.Lock()
@@ -112,14 +105,53 @@ func (c *sniffConn) Close() error {
 	return err
 }
 
-// flushLate writes the frames that waited gatherWait for the rest. When
+// flushLate writes the frames that waited GatherWait for the rest. When
 // that fails, the connection is closed: go-zookeeper's read fails and it
 // reconnects, failing the requests as lost.
-func (c *sniffConn) flushLate() {
+//
+// go-zookeeper bounds each of its writes with a write deadline (its
+// recvTimeout, two thirds of the granted session timeout, set before the
+// write and cleared after); this write, on the timer's goroutine, sets the
+// same bound, then restores the deadline go-zookeeper set last.
+func (c *conn) flushLate() {
 	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	if len(c.g.buf) == 0 {
+		c.g.want = 0
+		return
+	}
+	d := c.timeout() * 2 / 3 // known: frames are gathered only after the handshake
+	c.dmu.Lock()
+	c.flushing = true
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
+	c.dmu.Unlock()
 	err := c.flushLocked()
-	c.g.mu.Unlock()
+	c.dmu.Lock()
+	c.flushing = false
+	_ = c.Conn.SetWriteDeadline(c.deadline)
+	c.dmu.Unlock()
 	if err != nil {
 		c.Conn.Close()
 	}
+}
+
+// SetWriteDeadline records the deadline go-zookeeper sets around its
+// writes, and sets it unless flushLate's own is in force (flushLate
+// restores it).
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	c.deadline = t
+	if c.flushing {
+		return nil
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines through SetWriteDeadline's record.
+func (c *conn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
 }

@@ -1,10 +1,9 @@
-package zkrecipes
+package wire
 
 import (
 	"encoding/binary"
 	"io"
 	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestNegotiatingDialerReadsTheGrantedTimeoutAndPassesBytesThrough(t *testing.T) {
+func TestDialerReadsTheGrantedTimeoutAndPassesBytesThrough(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	var granted atomic.Int64
-	dial := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil }, &granted, nil, nil)
+	l := New()
+	dial := l.Dialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil })
 	c, err := dial("tcp", "127.0.0.1:2181", time.Second)
 	require.NoError(t, err)
 	defer c.Close()
@@ -38,7 +37,7 @@ func TestNegotiatingDialerReadsTheGrantedTimeoutAndPassesBytesThrough(t *testing
 	_, err = io.ReadFull(c, got)
 	require.NoError(t, err)
 	assert.Equal(t, frame, got, "bytes pass through unchanged")
-	assert.Equal(t, int64(4000), granted.Load())
+	assert.Equal(t, 4*time.Second, l.Granted())
 }
 
 // countingConn counts the reads that reach the connection.
@@ -49,12 +48,11 @@ type countingConn struct {
 
 func (c *countingConn) Read(p []byte) (int, error) { c.reads++; return c.Conn.Read(p) }
 
-func TestSessionConnectionReadsFramesThatArrivedTogetherInOneRead(t *testing.T) {
+func TestConnectionReadsFramesThatArrivedTogetherInOneRead(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
 	cc := &countingConn{Conn: client}
-	var granted atomic.Int64
-	dial := negotiatingDialer(func(string, string, time.Duration) (net.Conn, error) { return cc, nil }, &granted, nil, nil)
+	dial := New().Dialer(func(string, string, time.Duration) (net.Conn, error) { return cc, nil })
 	c, err := dial("tcp", "127.0.0.1:2181", time.Second)
 	require.NoError(t, err)
 	defer c.Close()

@@ -1,0 +1,32 @@
+// Package wire holds every workaround zkrecipes makes at the byte level of
+// go-zookeeper's TCP connection: reading the handshake (the granted session
+// timeout and the session id: conn.go), telling when a create's frame is
+// written (notice.go), gathering request frames into one write
+// (gather.go), and holding a resumed session's replies until its watches
+// are re-set (resume.go).
+//
+// The seam is Layer: its Dialer wraps the connections of one go-zookeeper
+// client; Granted, Gather and Expect are all the recipes use. A nil
+// *Layer is the layer switched off (zkrecipes.WithWireLayer(false)).
+//
+// The layer relies on how go-zookeeper (v1.0.4, the version in go.mod)
+// writes to its connection. TestGoZookeeperWritesOneRequestFramePerWrite
+// drives a real client against a fake server and fails when one of the
+// first four stops holding (the order of a resumed session's first frames
+// is checked as far as SetAuth first; the rest is go-zookeeper's conn.go):
+//
+//   - The first Write on a connection is the whole ConnectRequest; the
+//     client reads the ConnectResponse before it writes anything else.
+//   - After that, each Write carries exactly one whole request frame:
+//     4-byte big-endian length (of the rest), xid, opcode, then the
+//     request, which for a create starts with its path (4-byte length,
+//     bytes).
+//   - After the handshake, one goroutine writes (sendLoop), never two
+//     Writes at once, in the order the requests were queued; so a request
+//     queued once a create's frame is being written goes out after it.
+//   - Each of those writes is bounded by SetWriteDeadline(now + two thirds
+//     of the session timeout) and the deadline is cleared after; the
+//     layer's own timer-driven write (flushLate) sets the same bound.
+//   - On a resumed session, SetAuth frames come first, then SetWatches,
+//     and go-zookeeper builds SetWatches from the last zxid it read.
+package wire
