@@ -14,19 +14,17 @@ import (
 )
 
 // Session owns one connection to a ZooKeeper ensemble and tracks its
-// liveness for every recipe built on it. It drains every event the client
-// emits (go-zookeeper drops events once 6 are queued, so nothing else may be
-// left to read them), turns them into Curator's connection states, and
-// tells recipes when ownership ends.
+// liveness for every recipe built on it: it reports the connection's state
+// as Curator does (SUSPENDED, RECONNECTED, LOST) and tells each lease when
+// its ownership ends.
 //
 // A Session outlives the ZooKeeper sessions under it: after one expires the
 // client connects again under a new session id, the Session reports LOST
 // then RECONNECTED, and recipes acquire again on the new one. Every lease
 // granted under the old session has ended by then.
 //
-// A Session is safe for concurrent use. It runs the requests a caller does
-// not wait on in place on goroutines it keeps for the next request (at most
-// 16 idle ones). Close it when done: Close stops every goroutine it
+// A Session is safe for concurrent use. Close it when done: Close ends
+// every lease and stops every goroutine the Session and its recipes
 // started.
 type Session struct {
 	conn     *zk.Conn
