@@ -14,7 +14,7 @@ import (
 // getData, and clean up on every failure path.
 //
 // Three optimisations sit beside the loop, each behind one call:
-// createListed (pipeline.go) lists the children right behind the create;
+// createListed (listing.go) lists the children right behind the create;
 // the late self-watch (selfwatch.go) reads the own node only when needed;
 // the handoff (handoff.go) lets a waiter take the lock on a notification
 // without listing again.
@@ -141,7 +141,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 }
 
 // enqueue creates the caller's node with the children listed right behind
-// the create (see pipeline.go), or else right after it.
+// the create (see listing.go), or else right after it.
 func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
 	node, l, fresh, err := q.create(ctx, data, plainList)
 	if err != nil {
@@ -164,7 +164,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
 }
 
 // create creates a protected node in the queue, with the children listed
-// right behind the create (see pipeline.go): fresh when that listing gives
+// right behind the create (see listing.go): fresh when that listing gives
 // the node's token (listingToken). Without that listing, l.kids is nil.
 func (q *queue) create(ctx context.Context, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
 	return q.s.createListed(ctx, q.dir, q.name, data, list)
@@ -221,6 +221,41 @@ func (q *queue) token(ctx context.Context, c *contender) (int64, error) {
 	}
 	return c.self.stat.Czxid, nil
 }
+
+// checkOwner starts over when the node turns out to belong to another
+// session than the one that created it.
+func (sw *selfWatch) checkOwner(node ownNode) error {
+	if sw.stat != nil && sw.stat.EphemeralOwner != node.gen.id {
+		return &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(node.path), sw.stat.EphemeralOwner)}
+	}
+	return nil
+}
+
+// listingToken is the fencing token of a node granted without reading it,
+// taken from the listing sent right behind its create: the parent's pzxid
+// at that listing. It serves in two cases.
+//
+//   - Alone: the node was the only child in that listing. Its create set
+//     pzxid to its czxid, so the two are equal unless a child created after
+//     it was deleted again, or one created before it was deleted, before
+//     the listing. pzxid is above every token of an earlier owner (their
+//     nodes were deleted before the listing, at or below pzxid) and below
+//     every token of a later one (their nodes are created after the
+//     listing, above pzxid).
+//   - Fresh: no child was created between its create and the listing
+//     (noneCreatedSince), whoever else is in it. pzxid is its czxid unless a
+//     child was deleted in between. It is above every token of an earlier
+//     owner (their nodes were created before this one, and their tokens are
+//     their czxid, or the pzxid of a listing made before this node's
+//     create) and below every token of a later one (their nodes are created
+//     after the listing, above pzxid, and a token is never below its node's
+//     czxid).
+//
+// Semaphore leases take it in the fresh case too: the earlier and later
+// leases are those created before and after it.
+//
+// docs/design.md ("Fencing tokens: czxid, or the listing's pzxid") explains it.
+func listingToken(parent *zk.Stat) int64 { return parent.Pzxid }
 
 // readSelf reads the own node and sets its deletion watch, retrying
 // through a connection loss under the same session.

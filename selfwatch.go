@@ -8,7 +8,6 @@ package zkrecipes
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -65,41 +64,6 @@ func (sw *selfWatch) stopLate() {
 		sw.late.Stop()
 	}
 }
-
-// checkOwner starts over when the node turns out to belong to another
-// session than the one that created it.
-func (sw *selfWatch) checkOwner(node ownNode) error {
-	if sw.stat != nil && sw.stat.EphemeralOwner != node.gen.id {
-		return &startOver{fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(node.path), sw.stat.EphemeralOwner)}
-	}
-	return nil
-}
-
-// listingToken is the fencing token of a node granted without reading it,
-// taken from the listing sent right behind its create: the parent's pzxid
-// at that listing. It serves in two cases.
-//
-//   - Alone: the node was the only child in that listing. Its create set
-//     pzxid to its czxid, so the two are equal unless a child created after
-//     it was deleted again, or one created before it was deleted, before
-//     the listing. pzxid is above every token of an earlier owner (their
-//     nodes were deleted before the listing, at or below pzxid) and below
-//     every token of a later one (their nodes are created after the
-//     listing, above pzxid).
-//   - Fresh: no child was created between its create and the listing
-//     (noneCreatedSince), whoever else is in it. pzxid is its czxid unless a
-//     child was deleted in between. It is above every token of an earlier
-//     owner (their nodes were created before this one, and their tokens are
-//     their czxid, or the pzxid of a listing made before this node's
-//     create) and below every token of a later one (their nodes are created
-//     after the listing, above pzxid, and a token is never below its node's
-//     czxid).
-//
-// Semaphore leases take it in the fresh case too: the earlier and later
-// leases are those created before and after it.
-//
-// Lease.Token documents this.
-func listingToken(parent *zk.Stat) int64 { return parent.Pzxid }
 
 // awaitLate waits for the own node's late read, if one is on its way, so
 // that a holder starts with the watch it set: the node is found gone, or
