@@ -1,7 +1,6 @@
 package zkrecipes
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -191,24 +190,4 @@ func TestZKAtomicCounterPromotedLockWaitsForTheLockThenAdds(t *testing.T) {
 		kids, _, err := raw.Children(lock)
 		return err == zk.ErrNoNode || (err == nil && len(kids) == 0)
 	}, 10*time.Second, 5*time.Millisecond, "the lock is released after the change")
-}
-
-func TestAtomicCounterBadInputIsReportedByEveryMethod(t *testing.T) {
-	ctx := context.Background()
-	for name, c := range map[string]*AtomicCounter{
-		"nil session":    NewAtomicCounter(nil, "/a"),
-		"relative path":  NewAtomicCounter(&Session{}, "a"),
-		"nil option":     NewAtomicCounter(&Session{}, "/a", nil),
-		"nil policy":     NewAtomicCounter(&Session{}, "/a", WithOptimisticRetry(nil)),
-		"bad lock path":  NewAtomicCounter(&Session{}, "/a", WithPromotedLock("lock")),
-		"lock = counter": NewAtomicCounter(&Session{}, "/a", WithPromotedLock("/a")),
-	} {
-		_, err := c.Get(ctx)
-		assert.Error(t, err, name)
-		_, err = c.Add(ctx, 1)
-		assert.Error(t, err, name)
-		_, err = c.CompareAndSet(ctx, 1, 2)
-		assert.Error(t, err, name)
-		assert.Contains(t, err.Error(), "zkrecipes: ", name)
-	}
 }
