@@ -154,9 +154,10 @@ func (c *AtomicCounter) Set(ctx context.Context, v int64) (AtomicResult, error) 
 }
 
 // CompareAndSet sets the counter to new only if it holds expected (a
-// missing node holds 0). When it holds another value it changes nothing
-// and returns Succeeded false with that value as PreValue, and a nil
-// error; it fails as Add does.
+// missing node holds 0, and is created; Curator's compareAndSet fails on
+// one). When it holds another value it changes nothing and returns
+// Succeeded false with that value as PreValue, and a nil error; it fails
+// as Add does.
 func (c *AtomicCounter) CompareAndSet(ctx context.Context, expected, new int64) (AtomicResult, error) {
 	if c.err != nil {
 		return AtomicResult{}, c.err

@@ -73,6 +73,14 @@ func TestCountersRefuseBadInputBeforeAnyCall(t *testing.T) {
 		_, err := NewSharedValue(s, "/a", nil).TrySet(ctx, nil, -1)
 		return err
 	}, ErrInvalidArgument)
+	check("SharedValue.Set(2 MB)", func(ctx context.Context) error {
+		_, err := NewSharedValue(s, "/a", nil).Set(ctx, make([]byte, 2<<20))
+		return err
+	}, ErrDataTooLarge)
+	check("NewSharedValue(2 MB seed)", func(ctx context.Context) error {
+		_, err := NewSharedValue(s, "/a", make([]byte, 2<<20)).Get(ctx)
+		return err
+	}, ErrDataTooLarge)
 	//lint:ignore SA1012 a nil context is the misuse under test
 	check("SharedCount.Watch(nil ctx)", func(context.Context) error { return NewSharedCount(s, "/a", 1).Watch(nil, func(VersionedCount) {}) }, ErrInvalidArgument)
 	//lint:ignore SA1012 a nil context is the misuse under test
