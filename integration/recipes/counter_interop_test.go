@@ -265,3 +265,44 @@ func TestSharedCountWatchSeesAChangeMadeWhileItsSessionExpired(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 }
+
+// Changes made while the watching client was cut off (same session) are
+// delivered once it is back: the last of them, at least.
+func TestSharedCountWatchSeesTheLastChangeMadeWhileTheConnectionWasDown(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	s := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(6*time.Second))
+	path := testPath(t) + "/count"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := make(chan zr.VersionedCount, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- zr.NewSharedCount(s.Session, path, 1).Watch(ctx, func(v zr.VersionedCount) { got <- v })
+	}()
+	require.Equal(t, int32(1), (<-got).Count)
+	id := s.SessionID()
+
+	st := watchStates(t, s.Session)
+	proxy.Blackhole()
+	st.next(t, 10*time.Second, zr.StateSuspended)
+	other := zr.NewSharedCount(connect(t, c, nil).Session, path, 1)
+	for n := int32(2); n <= 5; n++ {
+		_, err := other.Set(ctx, n)
+		require.NoError(t, err)
+	}
+	proxy.Heal()
+	require.Equal(t, id, st.next(t, 10*time.Second, zr.StateReconnected).SessionID, "the same session")
+	var last zr.VersionedCount
+	require.Eventually(t, func() bool {
+		for {
+			select {
+			case last = <-got:
+			default:
+				return last.Count == 5
+			}
+		}
+	}, 20*time.Second, 5*time.Millisecond, "the watch sees the last change made while it was cut off")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
