@@ -164,3 +164,31 @@ func TestZKSemaphoreMaximumFollowsSharedCountSet(t *testing.T) {
 		t.Fatal("the waiter was not admitted after the count was raised")
 	}
 }
+
+func TestZKSharedValueWatchEndsWithErrClosedWhenTheSessionCloses(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	path := "/zkt/value-" + newUUID()
+	t.Cleanup(func() { _ = raw.Delete(path, -1) })
+	v := NewSharedValue(s, path, []byte("seed"))
+
+	got := make(chan VersionedValue, 10)
+	done := make(chan error, 1)
+	go func() { done <- v.Watch(ctx, func(r VersionedValue) { got <- r }) }()
+	assert.Equal(t, VersionedValue{Value: []byte("seed"), Version: 0}, <-got)
+	set, err := v.Set(ctx, []byte("next"))
+	require.NoError(t, err)
+	assert.Equal(t, VersionedValue{Value: []byte("next"), Version: 1}, set)
+	assert.Equal(t, set, <-got)
+
+	require.NoError(t, s.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Watch did not return after Close")
+	}
+	data, _, err := raw.Get(path)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("next"), data)
+}
