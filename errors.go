@@ -73,8 +73,9 @@ var (
 	// the election's path.
 	ErrNoLeader = errors.New("zkrecipes: no leader")
 
-	// ErrBadCount is returned by a Semaphore whose WithSharedCount node does
-	// not hold a 4-byte big-endian integer (Curator's SharedCount format).
+	// ErrBadCount is returned by a SharedCount, or a Semaphore whose
+	// WithSharedCount node, does not hold a 4-byte big-endian integer
+	// (Curator's SharedCount format).
 	ErrBadCount = errors.New("zkrecipes: shared count node does not hold a 4-byte big-endian count")
 
 	// ErrUpgrade is returned when a holder of a read lock asks for the write
@@ -169,3 +170,16 @@ func trimPrefix(s string) string {
 func invalidArg(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
 }
+
+// Errors of the shared values and counters.
+var (
+	// ErrVersionChanged is returned by a TrySet whose expected version is
+	// no longer the node's: another client wrote it since. Read the value
+	// again and retry.
+	ErrVersionChanged = errors.New("zkrecipes: value changed since the version given; read it again and retry")
+
+	// ErrBadAtomicLong is returned by an AtomicCounter whose node holds
+	// data other than an 8-byte big-endian integer (Curator's
+	// DistributedAtomicLong format) or nothing.
+	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
+)

@@ -5,9 +5,6 @@ package zkrecipes
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
-	"path"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -60,10 +57,10 @@ func (sem *Semaphore) maximum(ctx context.Context, node ownNode) (int, <-chan zk
 			}
 			continue
 		}
-		if len(data) != 4 {
-			return 0, nil, fmt.Errorf("%w: %s holds %d bytes", ErrBadCount, sem.cfg.countPath, len(data))
+		v, err := decodeCount(sem.cfg.countPath, data)
+		if err != nil {
+			return 0, nil, err
 		}
-		v := int32(binary.BigEndian.Uint32(data))
 		c.mu.Lock()
 		c.val, c.w, c.gen = v, w, node.gen
 		c.mu.Unlock()
@@ -80,21 +77,8 @@ func (c *countCache) drop(w <-chan zk.Event) {
 	c.mu.Unlock()
 }
 
-// seedCount creates the shared count node with the seed value.
+// seedCount creates the shared count node with the seed value, as a
+// SharedCount does.
 func (sem *Semaphore) seedCount(ctx context.Context) error {
-	c := sem.count
-	data := binary.BigEndian.AppendUint32(nil, uint32(c.seed))
-	for {
-		_, err := sem.s.create(ctx, c.path, data, 0)
-		switch {
-		case err == nil || err == zk.ErrNodeExists:
-			return nil
-		case err == zk.ErrNoNode:
-			if err := sem.s.ensureParents(ctx, path.Dir(c.path)); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
+	return sem.s.createSeeded(ctx, sem.count.path, encodeCount(sem.count.seed))
 }

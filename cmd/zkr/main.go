@@ -6,6 +6,7 @@
 //	zkr elect PATH [flags] [-- CMD ...]        campaign; lead until Ctrl-C (or run CMD while leading)
 //	zkr elect PATH --listen                    print every change of leader
 //	zkr inspect PATH [--json]                  the holder and the queue: data, session, age
+//	zkr count get|set|add PATH [N]             read or change a SharedCount or DistributedAtomicLong
 //
 // Servers come from --servers or ZK_SERVERS (host:port,...). Every command
 // takes --help.
@@ -53,6 +54,7 @@ usage:
   zkr elect PATH [flags] [-- CMD ...]       campaign; lead until Ctrl-C, or run CMD while leading
   zkr elect PATH --listen                   print every change of leader
   zkr inspect PATH [--json]                 show the holder and the queue
+  zkr count get|set|add PATH [N]            read or change a shared counter
 
 Run 'zkr COMMAND --help' for the flags of a command.
 Servers come from --servers or $ZK_SERVERS.
@@ -76,6 +78,8 @@ func run(args []string) int {
 		return cmdElect(args[1:])
 	case "inspect":
 		return cmdInspect(args[1:])
+	case "count":
+		return cmdCount(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0

@@ -1,0 +1,233 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// SharedValue is a value shared by every client through the data of one
+// ZooKeeper node, wire-compatible with Curator's SharedValue: a Curator
+// process and a Go process on the same path see each other's writes.
+//
+// Every read returns the value with its version (the node's data
+// version), and TrySet writes only if the value has not changed since the
+// version it is given. A node that does not exist is created with the
+// seed value (its missing ancestors as containers), as Curator does, by
+// the first call that needs it.
+//
+// NewSharedValue does no I/O. A SharedValue is safe for concurrent use.
+type SharedValue struct {
+	s    *Session
+	path string // as given
+	abs  string // absolute, namespace included
+	seed []byte
+	err  error
+}
+
+// VersionedValue is a shared value as read: its data and the version a
+// TrySet compares against.
+type VersionedValue struct {
+	Value   []byte
+	Version int32
+}
+
+// NewSharedValue returns a shared value at path (relative to the Session's
+// namespace) that is created with seed when it does not exist. It does no
+// I/O; an invalid path, a nil session or a seed too large for the
+// Session's request size limit is reported by every method.
+func NewSharedValue(s *Session, path string, seed []byte) *SharedValue {
+	v := &SharedValue{s: s, path: path, seed: append([]byte(nil), seed...)}
+	v.err = checkRecipe(s, path)
+	if v.err == nil {
+		v.abs = s.abs(path)
+		v.err = s.checkNodeData(path, v.seed, v.abs)
+	}
+	return v
+}
+
+// Path returns the value's path, as given to NewSharedValue.
+func (v *SharedValue) Path() string { return v.path }
+
+// Get returns the current value and its version, creating the node with
+// the seed value first if it does not exist. It fails with ctx's error,
+// ErrClosed or a ZooKeeper error; a lost connection is waited out.
+func (v *SharedValue) Get(ctx context.Context) (VersionedValue, error) {
+	if v.err != nil {
+		return VersionedValue{}, v.err
+	}
+	r, _, err := v.read(ctx)
+	return r, err
+}
+
+// Set writes value whatever the current one is and returns it with its
+// new version. If the connection is lost before the reply, the write may
+// or may not have happened: Set returns an error matching
+// zk.ErrConnectionClosed rather than write again.
+func (v *SharedValue) Set(ctx context.Context, value []byte) (VersionedValue, error) {
+	return v.set(ctx, value, -1)
+}
+
+// TrySet writes value only if the node's version is still
+// expectedVersion (the Version of a VersionedValue read before), like
+// Curator's trySetValue. When the value has changed since, it writes
+// nothing and returns an error matching ErrVersionChanged: read again and
+// retry. On success it returns the value with its new version.
+func (v *SharedValue) TrySet(ctx context.Context, value []byte, expectedVersion int32) (VersionedValue, error) {
+	if expectedVersion < 0 {
+		return VersionedValue{}, invalidArg("expected version %d: use the Version of a value read before", expectedVersion)
+	}
+	return v.set(ctx, value, expectedVersion)
+}
+
+// Watch calls fn with the current value, then again after every change,
+// until ctx ends; it then returns ctx's error (or ErrClosed, or the error
+// that made reading impossible). fn runs on the caller's goroutine, one
+// call at a time; changes made while fn runs, or while the connection is
+// down, are coalesced: fn may not see every intermediate value, but it
+// always sees the last one, with a version never older than the one
+// before. After a reconnection or a session expiry the value is read
+// again, and fn is called if it changed meanwhile. A node deleted while
+// watched is created again with the seed value.
+func (v *SharedValue) Watch(ctx context.Context, fn func(VersionedValue)) error {
+	if v.err != nil {
+		return v.err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	if fn == nil {
+		return invalidArg("nil watch function")
+	}
+	states, cancel := v.s.Subscribe()
+	defer cancel()
+	var last *zk.Stat
+	for {
+		r, st, w, err := v.readW(ctx)
+		if err != nil {
+			return err
+		}
+		if last == nil || st.Mzxid > last.Mzxid {
+			last = st
+			fn(r)
+		}
+		if err := v.awaitChange(ctx, w, states); err != nil {
+			return err
+		}
+	}
+}
+
+// awaitChange waits until the watch w fires or the session connects again.
+func (v *SharedValue) awaitChange(ctx context.Context, w <-chan zk.Event, states <-chan StateChange) error {
+	for {
+		select {
+		case <-w:
+			return nil
+		case c, ok := <-states:
+			if !ok || c.State == StateClosed {
+				return ErrClosed
+			}
+			if c.State == StateReconnected {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// readW reads the value and sets a data watch on it.
+func (v *SharedValue) readW(ctx context.Context) (VersionedValue, *zk.Stat, <-chan zk.Event, error) {
+	for {
+		data, st, w, err := v.s.getW(ctx, v.abs)
+		if err == nil {
+			return VersionedValue{Value: data, Version: st.Version}, st, w, nil
+		}
+		if err = v.retry(ctx, err); err != nil {
+			return VersionedValue{}, nil, nil, err
+		}
+	}
+}
+
+// read reads the value.
+func (v *SharedValue) read(ctx context.Context) (VersionedValue, *zk.Stat, error) {
+	for {
+		data, st, err := v.s.get(ctx, v.abs)
+		if err == nil {
+			return VersionedValue{Value: data, Version: st.Version}, st, nil
+		}
+		if err = v.retry(ctx, err); err != nil {
+			return VersionedValue{}, nil, err
+		}
+	}
+}
+
+// retry handles a failed read: it creates a missing node with the seed,
+// waits out a lost connection, and returns any other error.
+func (v *SharedValue) retry(ctx context.Context, err error) error {
+	switch {
+	case err == zk.ErrNoNode:
+		return v.s.createSeeded(ctx, v.abs, v.seed)
+	case isRetryable(err) || errors.Is(err, zk.ErrSessionExpired):
+		_, _, werr := v.s.awaitConnected(ctx)
+		return werr
+	}
+	return v.s.opError("getData", v.abs, err)
+}
+
+// set writes value at version (-1: any), creating the node when missing.
+func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (VersionedValue, error) {
+	if v.err != nil {
+		return VersionedValue{}, v.err
+	}
+	if err := v.s.checkNodeData(v.path, value, v.abs); err != nil {
+		return VersionedValue{}, err
+	}
+	for {
+		st, err := v.s.setVersioned(ctx, v.abs, value, version)
+		switch {
+		case err == nil:
+			return VersionedValue{Value: append([]byte(nil), value...), Version: st.Version}, nil
+		case err == zk.ErrBadVersion:
+			return VersionedValue{}, fmt.Errorf("%w: %s is no longer at version %d", ErrVersionChanged, v.path, version)
+		case err == zk.ErrNoNode:
+			if err := v.s.createSeeded(ctx, v.abs, v.seed); err != nil {
+				return VersionedValue{}, err
+			}
+		default:
+			return VersionedValue{}, v.s.opError("setData", v.abs, err)
+		}
+	}
+}
+
+// setVersioned sets path's data if its version is version (-1: any).
+func (s *Session) setVersioned(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	return call(ctx, s, "setData", path, func() (*zk.Stat, error) {
+		return s.conn.Set(path, data, version)
+	}, nil)
+}
+
+// createSeeded creates the PERSISTENT node path with data unless it
+// exists, creating its missing ancestors as containers, as Curator's
+// shared values and counters do.
+func (s *Session) createSeeded(ctx context.Context, path string, data []byte) error {
+	for {
+		_, err := s.create(ctx, path, data, 0)
+		switch {
+		case err == nil || err == zk.ErrNodeExists:
+			return nil
+		case err == zk.ErrNoNode:
+			if err := s.ensureParents(ctx, parentPath(path)); err != nil {
+				return s.opError("create", parentPath(path), err)
+			}
+		case isRetryable(err):
+			if _, _, err := s.awaitConnected(ctx); err != nil {
+				return err
+			}
+		default:
+			return s.opError("create", path, err)
+		}
+	}
+}
