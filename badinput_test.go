@@ -91,8 +91,10 @@ var badRecipes = []recipeUnderTest{
 		}
 		sem := NewSemaphore(s, path, 2, opts...)
 		return map[string]func(context.Context) error{
-			"Acquire":    func(ctx context.Context) error { _, err := sem.Acquire(ctx, 1); return err },
-			"TryAcquire": func(ctx context.Context) error { _, err := sem.TryAcquire(ctx, 1); return err },
+			"Acquire":      func(ctx context.Context) error { _, err := sem.Acquire(ctx, 1); return err },
+			"TryAcquire":   func(ctx context.Context) error { _, err := sem.TryAcquire(ctx, 1); return err },
+			"Participants": func(ctx context.Context) error { _, err := sem.Participants(ctx); return err },
+			"Available":    func(ctx context.Context) error { _, err := sem.Available(ctx); return err },
 		}
 	}},
 	{"SemaphoreMutex", func(s *Session, path string, nilOpt bool) map[string]func(context.Context) error {
