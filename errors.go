@@ -169,3 +169,8 @@ func trimPrefix(s string) string {
 func invalidArg(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
 }
+
+// ErrNotLeader is returned by Election.Proclaim when the lease it is given
+// no longer holds the leadership; the error also matches the lease's Err
+// (ErrReleased, or ErrLockLost and its cause).
+var ErrNotLeader = errors.New("zkrecipes: not the leader")
