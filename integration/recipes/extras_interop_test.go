@@ -215,4 +215,3 @@ func nodeNames(ps []zr.Participant) []string {
 }
 
 func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
-
