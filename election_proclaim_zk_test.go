@@ -3,6 +3,8 @@ package zkrecipes
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +70,21 @@ func TestZKElectionProclaimIsSeenByObserversAndTheNextLeaderStillTakesOver(t *te
 			got, err := watcher.Leader(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, "v3", string(got.Data))
+
+			// A burst: the observer may skip values, never reorders them,
+			// and ends on the last.
+			for i := 4; i <= 12; i++ {
+				require.NoError(t, leader.Proclaim(ctx, lease, []byte(fmt.Sprintf("v%d", i))))
+			}
+			burst := nextLeaderData(t, ctx, ch, "v12")
+			for i := 1; i < len(burst); i++ {
+				prev, _ := strconv.Atoi(strings.TrimPrefix(burst[i-1], "v"))
+				cur, _ := strconv.Atoi(strings.TrimPrefix(burst[i], "v"))
+				assert.Greater(t, cur, prev, "in order: %q", burst)
+			}
+			got, err = watcher.Leader(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "v12", string(got.Data))
 			assert.Equal(t, baseName(lease.Path()), got.Node, "the same node, still leading")
 			assert.NoError(t, lease.Err())
 
