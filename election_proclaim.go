@@ -24,6 +24,8 @@ import (
 // (see WithParticipantID), ErrInvalidArgument for a nil ctx or lease or a
 // lease that is not this Election's, and otherwise ctx's error, ErrClosed or
 // a ZooKeeper error, after which the data may or may not have been set.
+// While the connection is down (and the lease holds, under LoseOnLost) it
+// waits for it to come back.
 //
 // In LatchLayout, a Curator LeaderLatch waiting directly behind the leader
 // watches the leader's node and, on a change of its data, stops watching
@@ -67,8 +69,22 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 		case err == zk.ErrBadVersion: // written by someone else meanwhile: read again
 			continue
 		case err == zk.ErrNoNode:
-			h.lose(lost(ErrNodeDeleted), false)
+			cause := lost(ErrNodeDeleted)
+			if g := h.node.gen; g.fired() {
+				cause = g.err // the session that owned it ended
+			}
+			h.lose(cause, false)
 			return fmt.Errorf("%w: %s: %w", ErrNotLeader, e.path, lease.Err())
+		case isRetryable(err) || err == zk.ErrSessionExpired:
+			// The Session may not have seen the disconnect yet: pause
+			// before asking it, then look again (the lease ends first if
+			// the session did).
+			if err := sleepCtx(ctx, observeRetry); err != nil {
+				return err
+			}
+			if _, _, err := e.s.awaitConnected(ctx); err != nil {
+				return err
+			}
 		default:
 			return e.s.opError("set data of", h.node.path, err)
 		}

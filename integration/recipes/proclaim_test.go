@@ -1,0 +1,38 @@
+package recipes_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+)
+
+// A leader deposed by the expiry of its session cannot publish data any
+// more: its Proclaim fails with ErrNotLeader and the loss, and the new
+// leader's data is untouched.
+func TestElection_ProclaimOfALeaderWhoseSessionExpiredFailsAndChangesNothing(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, time.Minute)
+	old := connect(t, c, nil, zr.WithLossPolicy(zr.LoseOnLost))
+	oldE := zr.NewElection(old.Session, path, zr.WithParticipantID("old"))
+	la, err := oldE.Campaign(ctx)
+	require.NoError(t, err)
+	require.NoError(t, oldE.Proclaim(ctx, la, []byte("old-2")))
+	newE := zr.NewElection(connect(t, c, nil).Session, path, zr.WithParticipantID("new"))
+	got := campaignBehind(t, ctx, newE, 2)
+	old.expire(t)
+	lb := (<-got).lease(t)
+
+	err = oldE.Proclaim(ctx, la, []byte("stale"))
+	assert.ErrorIs(t, err, zr.ErrNotLeader)
+	assert.ErrorIs(t, err, zr.ErrLockLost)
+	assert.ErrorIs(t, err, zr.ErrSessionExpired)
+	leader, err := newE.Leader(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(leader.Data))
+	assert.Equal(t, lb.Token(), leader.Token)
+	require.NoError(t, lb.Release(ctx))
+}
