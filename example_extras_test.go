@@ -21,8 +21,12 @@ func ExampleElection_Proclaim() {
 	e := zkrecipes.NewElection(session, "/services/indexer/leader",
 		zkrecipes.WithLayout(zkrecipes.SelectorLayout), zkrecipes.WithParticipantID("indexer-1 starting"))
 	err = e.Run(ctx, func(ctx context.Context, lease *zkrecipes.Lease) error {
-		// ... open the listener, then tell the others where it is.
-		return e.Proclaim(ctx, lease, []byte("indexer-1 10.0.0.7:8080"))
+		// Open the listener, then tell the others where it is.
+		if err := e.Proclaim(ctx, lease, []byte("indexer-1 10.0.0.7:8080")); err != nil {
+			return err
+		}
+		<-ctx.Done() // serve while leading: ctx ends when leadership does
+		return nil
 	})
 	if err != nil {
 		log.Print(err)
