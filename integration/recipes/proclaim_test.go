@@ -36,3 +36,18 @@ func TestElection_ProclaimOfALeaderWhoseSessionExpiredFailsAndChangesNothing(t *
 	assert.Equal(t, lb.Token(), leader.Token)
 	require.NoError(t, lb.Release(ctx))
 }
+
+// Once its Session is closed, a leader's Proclaim fails with ErrNotLeader
+// and ErrClosed.
+func TestElection_ProclaimAfterCloseFails(t *testing.T) {
+	c := server(t)
+	ctx := ctxT(t, 30*time.Second)
+	cl := connect(t, c, nil)
+	e := zr.NewElection(cl.Session, testPath(t))
+	l, err := e.Campaign(ctx)
+	require.NoError(t, err)
+	require.NoError(t, cl.Close())
+	err = e.Proclaim(ctx, l, []byte("x"))
+	assert.ErrorIs(t, err, zr.ErrNotLeader)
+	assert.ErrorIs(t, err, zr.ErrClosed)
+}
