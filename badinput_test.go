@@ -79,6 +79,7 @@ var badRecipes = []recipeUnderTest{
 			"Leader":       func(ctx context.Context) error { _, err := e.Leader(ctx); return err },
 			"Participants": func(ctx context.Context) error { _, err := e.Participants(ctx); return err },
 			"Observe":      func(ctx context.Context) error { _, err := e.Observe(ctx); return err },
+			"Proclaim":     func(ctx context.Context) error { return e.Proclaim(ctx, nil, nil) },
 			"Run": func(ctx context.Context) error {
 				return e.Run(ctx, func(context.Context, *Lease) error { return nil })
 			},
@@ -91,8 +92,10 @@ var badRecipes = []recipeUnderTest{
 		}
 		sem := NewSemaphore(s, path, 2, opts...)
 		return map[string]func(context.Context) error{
-			"Acquire":    func(ctx context.Context) error { _, err := sem.Acquire(ctx, 1); return err },
-			"TryAcquire": func(ctx context.Context) error { _, err := sem.TryAcquire(ctx, 1); return err },
+			"Acquire":      func(ctx context.Context) error { _, err := sem.Acquire(ctx, 1); return err },
+			"TryAcquire":   func(ctx context.Context) error { _, err := sem.TryAcquire(ctx, 1); return err },
+			"Participants": func(ctx context.Context) error { _, err := sem.Participants(ctx); return err },
+			"Available":    func(ctx context.Context) error { _, err := sem.Available(ctx); return err },
 		}
 	}},
 	{"SemaphoreMutex", func(s *Session, path string, nilOpt bool) map[string]func(context.Context) error {

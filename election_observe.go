@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -30,8 +31,9 @@ const observeRetry = 100 * time.Millisecond
 
 // Observe reports leadership changes on the election's path: first the
 // current state, then one LeaderChange each time the first participant in
-// line changes (another node leads, or nobody campaigns any more). It
-// watches the path's children, one watch at a time, and reconnects through
+// line changes (another node leads, or nobody campaigns any more) or the
+// leader's data changes (Proclaim). It watches the path's children and the
+// leader's node, one watch of each at a time, and reconnects through
 // connection losses, reporting the state it finds after each. A slow reader
 // is never sent a backlog: it receives the latest state when it reads
 // again. When the path does not exist, Observe creates it (and its
@@ -73,8 +75,8 @@ func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) {
 }
 
 func (e *Election) observe(ctx context.Context, out chan<- LeaderChange) {
-	var last string
-	first, created := true, false
+	o := &observer{e: e, out: out}
+	created := false
 	defer func() {
 		if created {
 			e.dropPath()
@@ -102,54 +104,92 @@ func (e *Election) observe(ctx context.Context, out chan<- LeaderChange) {
 			}
 			continue
 		}
-		ch, ok, err := e.leaderOf(ctx, kids)
-		if err != nil {
-			if !e.awaitRetry(ctx, err) {
-				return
-			}
-			continue
-		}
-		if !ok {
-			// The first node went between the listing and the read: list
-			// again (the children watch will fire anyway).
-			continue
-		}
-		if first || ch.Leader.Node != last {
-			select {
-			case out <- ch:
-			case <-ctx.Done():
-				return
-			}
-			first, last = false, ch.Leader.Node
-		}
-		if w == nil {
-			if sleepCtx(ctx, observePoll) != nil {
-				return
-			}
-			continue
-		}
-		select {
-		case <-w:
-		case <-ctx.Done():
+		if !o.follow(ctx, kids, w) {
 			return
 		}
 	}
 }
 
-// leaderOf reads the first of kids; ok is false when it is already gone.
-func (e *Election) leaderOf(ctx context.Context, kids []string) (LeaderChange, bool, error) {
+// observer is the state of one Observe: what it last reported, and the
+// data watch on the leader's node, so that a new value the leader
+// proclaims is reported too. Only one data watch is pending at a time:
+// the leader's node is read again only when its watch has fired or
+// another node leads. A data watch left behind when Observe ends fires,
+// and goes, with the node's next change or its deletion.
+type observer struct {
+	e      *Election
+	out    chan<- LeaderChange
+	last   LeaderChange
+	sent   bool
+	dw     <-chan zk.Event // data watch on the node dwNode
+	dwNode string
+}
+
+// follow reports the leader among kids, and again each time its node's data
+// changes, until the children change (w fires; with no w, after a poll
+// interval) or the leader's node is gone. It returns false when Observe
+// must stop.
+func (o *observer) follow(ctx context.Context, kids []string, w <-chan zk.Event) bool {
+	e := o.e
+	for {
+		ch, ok, err := o.leaderOf(ctx, kids)
+		if err != nil {
+			return e.awaitRetry(ctx, err)
+		}
+		if !ok {
+			// The first node went between the listing and the read: list
+			// again (the children watch will fire anyway).
+			return true
+		}
+		if !o.sent || ch.HasLeader != o.last.HasLeader || ch.Leader.Node != o.last.Leader.Node ||
+			!bytes.Equal(ch.Leader.Data, o.last.Leader.Data) {
+			select {
+			case o.out <- ch:
+			case <-ctx.Done():
+				return false
+			}
+			o.sent, o.last = true, ch
+		}
+		if w == nil {
+			return sleepCtx(ctx, observePoll) == nil
+		}
+		select {
+		case <-w:
+			return true
+		case <-o.dw:
+			o.dw = nil // read the leader's node again
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// leaderOf reads the first of kids, with a data watch, unless it is the
+// node last read and its data watch has not fired; ok is false when it is
+// already gone.
+func (o *observer) leaderOf(ctx context.Context, kids []string) (LeaderChange, bool, error) {
+	e := o.e
 	now := time.Now()
 	nodes := sortNodes(kids, e.q.markers)
 	if len(nodes) == 0 {
 		return LeaderChange{At: now}, true, nil
 	}
-	data, st, err := e.s.get(ctx, joinPath(e.q.dir, nodes[0].name))
+	if o.dw != nil && o.dwNode == nodes[0].name {
+		select {
+		case <-o.dw:
+			o.dw = nil
+		default:
+			return o.last, true, nil // unchanged since read
+		}
+	}
+	data, st, dw, err := e.s.getW(ctx, joinPath(e.q.dir, nodes[0].name))
 	if err == zk.ErrNoNode {
 		return LeaderChange{}, false, nil
 	}
 	if err != nil {
 		return LeaderChange{}, false, err
 	}
+	o.dw, o.dwNode = dw, nodes[0].name
 	p := Participant{Node: nodes[0].name, Data: data, SessionID: st.EphemeralOwner, Token: st.Czxid,
 		Created: time.UnixMilli(st.Ctime), Holder: true}
 	return LeaderChange{Leader: p, HasLeader: true, At: now}, true, nil

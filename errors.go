@@ -183,3 +183,8 @@ var (
 	// DistributedAtomicLong format) or nothing.
 	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
 )
+
+// ErrNotLeader is returned by Election.Proclaim when the lease it is given
+// no longer holds the leadership; the error also matches the lease's Err
+// (ErrReleased, or ErrLockLost and its cause).
+var ErrNotLeader = errors.New("zkrecipes: not the leader")

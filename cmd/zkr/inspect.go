@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes"
 )
 
 const inspectHelp = `usage: zkr inspect PATH [--json] [flags]
@@ -65,7 +67,7 @@ func cmdInspect(args []string) int {
 		return zkErr(fs.Name(), err)
 	}
 	defer s.Close()
-	rep, err := inspect(s.Conn(), pos[0], time.Now())
+	rep, err := inspect(ctx, s, pos[0], time.Now())
 	if err != nil {
 		return zkErr(fs.Name(), err)
 	}
@@ -78,7 +80,8 @@ func cmdInspect(args []string) int {
 	return 0
 }
 
-func inspect(conn *zk.Conn, path string, now time.Time) (report, error) {
+func inspect(ctx context.Context, s *zkrecipes.Session, path string, now time.Time) (report, error) {
+	conn := s.Conn()
 	rep := report{Path: path, Kind: "none", Nodes: []entry{}}
 	kids, _, err := conn.Children(path)
 	if err == zk.ErrNoNode {
@@ -89,13 +92,17 @@ func inspect(conn *zk.Conn, path string, now time.Time) (report, error) {
 	}
 	rep.Kind = kindOf(kids)
 	if rep.Kind == "semaphore" {
-		leases, err := read(conn, path+"/leases", now)
+		// The maximum is not on the server (but in each client): every
+		// lease node is shown as a lease.
+		ps, err := zkrecipes.NewSemaphore(s, path, math.MaxInt32).Participants(ctx)
 		if err != nil {
 			return rep, err
 		}
-		for i := range leases {
-			leases[i].Role = "lease"
-			leases[i].Node = "leases/" + leases[i].Node
+		leases := make([]entry, len(ps))
+		for i, p := range ps {
+			leases[i] = entry{Node: "leases/" + p.Node, Role: "lease", Data: string(p.Data),
+				Session: fmt.Sprintf("0x%x", p.SessionID), Token: p.Token, Created: p.Created,
+				AgeMs: now.Sub(p.Created).Milliseconds()}
 		}
 		lockq, err := read(conn, path+"/locks", now)
 		if err != nil {

@@ -103,6 +103,10 @@ func TestBadInput_ClosedSessionRefusesEveryCallAndCreatesNothing(t *testing.T) {
 	assert.ErrorIs(t, err, zr.ErrClosed)
 	_, err = zr.NewElection(cl.Session, "/x").Observe(ctx)
 	assert.ErrorIs(t, err, zr.ErrClosed)
+	_, err = zr.NewSemaphore(cl.Session, "/x", 2).Participants(ctx)
+	assert.ErrorIs(t, err, zr.ErrClosed)
+	_, err = zr.NewSemaphore(cl.Session, "/x", 2).Available(ctx)
+	assert.ErrorIs(t, err, zr.ErrClosed)
 }
 
 func TestBadInput_ReleaseTwiceSaysReleased(t *testing.T) {

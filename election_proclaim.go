@@ -1,0 +1,92 @@
+package zkrecipes
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Proclaim publishes data as the leader's: it replaces the data of the
+// leader's node, which Leader, Participants and Observe report as the
+// leader's Data and which a Curator LeaderLatch or LeaderSelector reports
+// as the leader's participant id (Participant.getId). lease must be the
+// Lease of this Election's current leadership, as Campaign or Run gave it.
+// The data lasts for this term only: the next Campaign writes the
+// Election's ID again.
+//
+// The write is conditional on the node, read just before, still being the
+// leader's node of this session at the version read: a leader deposed
+// meanwhile changes nothing. Proclaim fails with an error matching
+// ErrNotLeader (and the lease's Err) once the lease has ended, and with
+// ErrNotLeader and ErrNodeDeleted when it finds the node gone (the lease is
+// then ended as lost, as it is when the node belongs to another session); with ErrDataTooLarge for data too large for a node
+// (see WithParticipantID), ErrInvalidArgument for a nil ctx or lease or a
+// lease that is not this Election's, and otherwise ctx's error, ErrClosed or
+// a ZooKeeper error, after which the data may or may not have been set.
+// While the connection is down (and the lease holds, under LoseOnLost) it
+// waits for it to come back.
+//
+// In LatchLayout, a Curator LeaderLatch waiting directly behind the leader
+// watches the leader's node and, on a change of its data, stops watching
+// without looking again (Curator 5.4 to 5.8 act on its deletion only): it
+// would not take over when the leader goes until its own connection is
+// reset. Do not Proclaim on a LatchLayout path where Curator LeaderLatch
+// participants campaign; with SelectorLayout (Curator's LeaderSelector,
+// which looks again on any change) and among this package's participants
+// Proclaim is safe.
+func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) error {
+	if e.err != nil {
+		return e.err
+	}
+	if ctx == nil || lease == nil || lease.h == nil {
+		return invalidArg("nil context or lease")
+	}
+	if err := e.s.checkNodeData(e.path, data, protectedNode(e.q.dir, e.q.name)); err != nil {
+		return err
+	}
+	h := lease.h
+	for {
+		if err := lease.Err(); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrNotLeader, e.path, err)
+		}
+		if cur := e.current(); cur == nil || cur.h != h {
+			return invalidArg("%s: the lease is not this election's leadership", e.path)
+		}
+		_, st, err := e.s.get(ctx, h.node.path)
+		if err == nil && st.EphemeralOwner != h.node.gen.id {
+			h.lose(lost(fmt.Errorf("%w: node %s belongs to session 0x%x", ErrSessionChanged, baseName(h.node.path), st.EphemeralOwner)), false)
+			continue // reports the loss
+		}
+		if err == nil {
+			_, err = call(ctx, e.s, "setData", h.node.path, func() (*zk.Stat, error) {
+				return e.s.conn.Set(h.node.path, data, st.Version)
+			}, nil)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case err == zk.ErrBadVersion: // written by someone else meanwhile: read again
+			continue
+		case err == zk.ErrNoNode:
+			cause := lost(ErrNodeDeleted)
+			if g := h.node.gen; g.fired() {
+				cause = g.err // the session that owned it ended
+			}
+			h.lose(cause, false)
+			return fmt.Errorf("%w: %s: %w", ErrNotLeader, e.path, lease.Err())
+		case isRetryable(err) || err == zk.ErrSessionExpired:
+			// The Session may not have seen the disconnect yet: pause
+			// before asking it, then look again (the lease ends first if
+			// the session did).
+			if err := sleepCtx(ctx, observeRetry); err != nil {
+				return err
+			}
+			if _, _, err := e.s.awaitConnected(ctx); err != nil {
+				return err
+			}
+		default:
+			return e.s.opError("set data of", h.node.path, err)
+		}
+	}
+}

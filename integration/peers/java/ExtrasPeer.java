@@ -1,0 +1,119 @@
+package zkrecipes.peers;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+/**
+ * Curator's view of a semaphore's participants and of an election's leader, for the zkrecipes
+ * interoperability tests of Semaphore.Participants/Available and Election.Proclaim.
+ *
+ * <p>Usage: ExtrasPeer HOST:PORT[,...]; then one command a line on standard input, one answer a
+ * line on standard output ("ERR message" on failure). It exits when its input ends.
+ *
+ * <ul>
+ *   <li>{@code acquire PATH MAX N DATA}: takes N leases of an InterProcessSemaphoreV2 whose lease
+ *       nodes hold DATA, and keeps them; answers {@code OK NODE...}.
+ *   <li>{@code returnall}: returns every lease taken; answers {@code OK}.
+ *   <li>{@code nodes PATH MAX}: getParticipantNodes, sorted; answers {@code NODES NODE,...}.
+ *   <li>{@code latchleader PATH}: LeaderLatch.getLeader; answers {@code LEADER isLeader id}.
+ *   <li>{@code selectorleader PATH}: LeaderSelector.getLeader, same answer.
+ * </ul>
+ */
+public final class ExtrasPeer {
+    public static void main(String[] args) throws Exception {
+        if (args.length != 1) {
+            System.err.println("usage: ExtrasPeer HOST:PORT[,...]");
+            System.exit(2);
+        }
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(args[0])
+                .sessionTimeoutMs(10000)
+                .retryPolicy(new ExponentialBackoffRetry(50, 5))
+                .build();
+        client.start();
+        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
+            System.err.println("could not connect to " + args[0]);
+            System.exit(1);
+        }
+        System.out.println("READY");
+        System.out.flush();
+        List<Lease> leases = new ArrayList<>();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] f = line.trim().split(" ");
+            String answer;
+            try {
+                answer = run(client, leases, f);
+            } catch (Exception e) {
+                answer = "ERR " + e;
+            }
+            System.out.println(answer.replace('\n', ' '));
+            System.out.flush();
+        }
+        for (Lease l : leases) {
+            l.close();
+        }
+        client.close();
+    }
+
+    private static String run(CuratorFramework client, List<Lease> leases, String[] f) throws Exception {
+        switch (f[0]) {
+            case "acquire": {
+                InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, f[1], Integer.parseInt(f[2]));
+                sem.setNodeData(f[4].getBytes(StandardCharsets.UTF_8));
+                java.util.Collection<Lease> got = sem.acquire(Integer.parseInt(f[3]), 20, TimeUnit.SECONDS);
+                if (got == null) {
+                    return "ERR timed out";
+                }
+                StringBuilder b = new StringBuilder("OK");
+                for (Lease l : got) {
+                    leases.add(l);
+                    b.append(' ').append(l.getNodeName());
+                }
+                return b.toString();
+            }
+            case "returnall":
+                for (Lease l : leases) {
+                    l.close();
+                }
+                leases.clear();
+                return "OK";
+            case "nodes": {
+                InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, f[1], Integer.parseInt(f[2]));
+                List<String> nodes = new ArrayList<>(sem.getParticipantNodes());
+                Collections.sort(nodes);
+                return "NODES " + String.join(",", nodes);
+            }
+            case "latchleader": {
+                Participant p = new LeaderLatch(client, f[1]).getLeader();
+                return "LEADER " + p.isLeader() + " " + p.getId();
+            }
+            case "selectorleader": {
+                LeaderSelector sel = new LeaderSelector(client, f[1], new LeaderSelectorListenerAdapter() {
+                    @Override
+                    public void takeLeadership(CuratorFramework c) {}
+                });
+                Participant p = sel.getLeader();
+                return "LEADER " + p.isLeader() + " " + p.getId();
+            }
+            default:
+                return "ERR unknown command " + f[0];
+        }
+    }
+}
