@@ -74,9 +74,10 @@ func (l ElectionLayout) String() string {
 type ElectionOption func(*electionConfig)
 
 type electionConfig struct {
-	id     string
-	layout ElectionLayout
-	err    error
+	id       string
+	layout   ElectionLayout
+	proclaim bool // Proclaim allowed in LatchLayout
+	err      error
 }
 
 // WithParticipantID sets the participant id stored in the participant's
@@ -87,6 +88,16 @@ type electionConfig struct {
 // ErrDataTooLarge. Default: "<hostname>-<pid>".
 func WithParticipantID(id string) ElectionOption {
 	return func(c *electionConfig) { c.id = id }
+}
+
+// WithProclaim allows Election.Proclaim in LatchLayout, where it is off by
+// default: by passing it the caller promises that no Curator LeaderLatch
+// campaigns on the path. A Curator LeaderLatch waiting directly behind a
+// leader that proclaims stops watching it (Curator 5.4 to 5.8 act on the
+// node's deletion only) and would not take over when the leader goes.
+// In SelectorLayout Proclaim needs no option.
+func WithProclaim() ElectionOption {
+	return func(c *electionConfig) { c.proclaim = true }
 }
 
 // WithLayout sets the node layout: LatchLayout (the default) or

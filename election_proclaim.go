@@ -27,20 +27,20 @@ import (
 // While the connection is down (and the lease holds, under LoseOnLost) it
 // waits for it to come back.
 //
-// In LatchLayout, a Curator LeaderLatch waiting directly behind the leader
-// watches the leader's node and, on a change of its data, stops watching
-// without looking again (Curator 5.4 to 5.8 act on its deletion only): it
-// would not take over when the leader goes until its own connection is
-// reset. Do not Proclaim on a LatchLayout path where Curator LeaderLatch
-// participants campaign; with SelectorLayout (Curator's LeaderSelector,
-// which looks again on any change) and among this package's participants
-// Proclaim is safe.
+// In LatchLayout Proclaim fails with ErrInvalidArgument unless the
+// Election was made WithProclaim: a Curator LeaderLatch waiting directly
+// behind the leader stops watching a leader whose data changes, and would
+// not take over when it goes. In SelectorLayout (Curator's LeaderSelector
+// looks again on any change) Proclaim is always allowed.
 func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) error {
 	if e.err != nil {
 		return e.err
 	}
 	if ctx == nil || lease == nil || lease.h == nil {
 		return invalidArg("nil context or lease")
+	}
+	if e.cfg.layout == LatchLayout && !e.cfg.proclaim {
+		return invalidArg("%s: Proclaim in LatchLayout needs WithProclaim, the promise that no Curator LeaderLatch campaigns on the path (its waiter would stop watching the leader); or use SelectorLayout", e.path)
 	}
 	if err := e.s.checkNodeData(e.path, data, protectedNode(e.q.dir, e.q.name)); err != nil {
 		return err

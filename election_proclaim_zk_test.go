@@ -39,7 +39,7 @@ func TestZKElectionProclaimIsSeenByObserversAndTheNextLeaderStillTakesOver(t *te
 			_, s2 := zkSession(t, 30*time.Second)
 			_, s3 := zkSession(t, 30*time.Second)
 			path := "/zkt/proclaim-" + newUUID()
-			leader := NewElection(s1, path, WithLayout(layout), WithParticipantID("one"))
+			leader := NewElection(s1, path, WithLayout(layout), WithParticipantID("one"), WithProclaim())
 			next := NewElection(s3, path, WithLayout(layout), WithParticipantID("three"))
 			watcher := NewElection(s2, path, WithLayout(layout))
 
@@ -110,7 +110,7 @@ func TestZKElectionProclaimAfterTheNodeWasDeletedFailsAndEndsTheLease(t *testing
 	ctx, s := zkSession(t, 30*time.Second)
 	raw := zkRaw(t)
 	path := "/zkt/proclaim-gone-" + newUUID()
-	e := NewElection(s, path, WithParticipantID("p"))
+	e := NewElection(s, path, WithParticipantID("p"), WithProclaim())
 	lease, err := e.Campaign(ctx)
 	require.NoError(t, err)
 	node := s.abs(lease.Path())
@@ -129,7 +129,7 @@ func TestZKElectionProclaimAfterTheNodeWasDeletedFailsAndEndsTheLease(t *testing
 func TestZKElectionProclaimRejectsBadInputAndChangesNothing(t *testing.T) {
 	ctx, s := zkSession(t, 30*time.Second)
 	path := "/zkt/proclaim-bad-" + newUUID()
-	e := NewElection(s, path, WithParticipantID("p"))
+	e := NewElection(s, path, WithParticipantID("p"), WithProclaim())
 	other := NewElection(s, path+"-other")
 	lease, err := e.Campaign(ctx)
 	require.NoError(t, err)
@@ -147,4 +147,12 @@ func TestZKElectionProclaimRejectsBadInputAndChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "p", string(got.Data))
 	assert.NoError(t, lease.Err())
+
+	// In LatchLayout, without WithProclaim, a Curator LeaderLatch could be
+	// waiting behind: Proclaim refuses and changes nothing.
+	assert.ErrorIs(t, other.Proclaim(ctx, otherLease, []byte("x")), ErrInvalidArgument, "LatchLayout without WithProclaim")
+	got, err = other.Leader(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, "x", string(got.Data))
+	assert.NoError(t, otherLease.Err())
 }

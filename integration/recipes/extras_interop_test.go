@@ -169,7 +169,7 @@ func TestInterop_CuratorReadsAProclaimedValueAsTheLeaderID(t *testing.T) {
 			s := connect(t, server(t), nil).Session
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			e := zr.NewElection(s, path, zr.WithLayout(tc.layout), zr.WithParticipantID("go-1"))
+			e := zr.NewElection(s, path, zr.WithLayout(tc.layout), zr.WithParticipantID("go-1"), zr.WithProclaim())
 			lease, err := e.Campaign(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"true", "go-1"}, cur.ask(t, "LEADER", tc.ask, path))
