@@ -169,3 +169,14 @@ func trimPrefix(s string) string {
 func invalidArg(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
 }
+
+// Errors of the double barrier.
+var (
+	// ErrEntered is returned by DoubleBarrier.Enter on a member that has
+	// entered and not left: call Leave first.
+	ErrEntered = errors.New("zkrecipes: double barrier already entered by this member; call Leave first")
+
+	// ErrNotEntered is returned by DoubleBarrier.Leave on a member that has
+	// not entered: call Enter first.
+	ErrNotEntered = errors.New("zkrecipes: double barrier not entered by this member; call Enter first")
+)
