@@ -90,7 +90,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 		if err == zk.ErrNodeExists {
 			return nil
 		}
-		return b.s.opError("create", b.abs, err)
+		return b.s.opErr("create", b.abs, err)
 	})
 }
 
@@ -108,7 +108,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 		if err == zk.ErrNoNode {
 			return nil
 		}
-		return b.s.opError("delete", b.abs, err)
+		return b.s.opErr("delete", b.abs, err)
 	})
 }
 
@@ -124,7 +124,7 @@ func (b *Barrier) IsSet(ctx context.Context) (bool, error) {
 	case zk.ErrNoNode:
 		return false, nil
 	}
-	return false, b.s.opError("exists", b.abs, err)
+	return false, b.s.opErr("exists", b.abs, err)
 }
 
 // Wait blocks until the barrier is not set (at once if it is not set now)
@@ -149,7 +149,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return b.s.opError("getData", b.abs, err)
+				return b.s.opErr("getData", b.abs, err)
 			}
 			continue
 		}
@@ -214,4 +214,12 @@ func (s *Session) retrying(ctx context.Context, what string, op func() error) er
 			return err
 		}
 	}
+}
+
+// opErr is opError that lets a nil err through.
+func (s *Session) opErr(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.opError(op, path, err)
 }

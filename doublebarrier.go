@@ -117,7 +117,7 @@ func (b *DoubleBarrier) join(ctx context.Context) (*generation, error) {
 			}
 		}
 		if err != nil {
-			return b.s.opError("create", b.self, err)
+			return b.s.opErr("create", b.self, err)
 		}
 		gen = g
 		b.s.own(b.self)
@@ -169,7 +169,7 @@ func (b *DoubleBarrier) markReady(ctx context.Context) error {
 		if err == nil || err == zk.ErrNodeExists {
 			return nil
 		}
-		return b.s.opError("create", ready, err)
+		return b.s.opErr("create", ready, err)
 	})
 }
 
@@ -185,7 +185,7 @@ func (b *DoubleBarrier) memberErr(ctx context.Context, gen *generation, err erro
 	case err == zk.ErrNoNode:
 		return fmt.Errorf("%w: double barrier %s: member node %s", ErrNodeDeleted, b.path, baseName(b.self))
 	}
-	return b.s.opError("getChildren", b.dir, err)
+	return b.s.opErr("getChildren", b.dir, err)
 }
 
 // Leave leaves the barrier and blocks until every member has left or ctx
@@ -277,7 +277,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		if err == nil || err == zk.ErrNoNode {
 			return nil
 		}
-		return b.s.opError("delete", joinPath(b.dir, readyNode), err)
+		return b.s.opErr("delete", joinPath(b.dir, readyNode), err)
 	})
 }
 
