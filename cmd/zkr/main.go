@@ -6,6 +6,7 @@
 //	zkr elect PATH [flags] [-- CMD ...]        campaign; lead until Ctrl-C (or run CMD while leading)
 //	zkr elect PATH --listen                    print every change of leader
 //	zkr inspect PATH [--json]                  the holder and the queue: data, session, age
+//	zkr barrier set|remove|wait PATH           a Curator DistributedBarrier
 //
 // Servers come from --servers or ZK_SERVERS (host:port,...). Every command
 // takes --help.
@@ -53,6 +54,7 @@ usage:
   zkr elect PATH [flags] [-- CMD ...]       campaign; lead until Ctrl-C, or run CMD while leading
   zkr elect PATH --listen                   print every change of leader
   zkr inspect PATH [--json]                 show the holder and the queue
+  zkr barrier set|remove|wait PATH          set, remove, or wait until removed
 
 Run 'zkr COMMAND --help' for the flags of a command.
 Servers come from --servers or $ZK_SERVERS.
@@ -76,6 +78,8 @@ func run(args []string) int {
 		return cmdElect(args[1:])
 	case "inspect":
 		return cmdInspect(args[1:])
+	case "barrier":
+		return cmdBarrier(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0
