@@ -189,3 +189,66 @@ func TestZKBarrierBadInputIsATypedErrorBeforeAnyCall(t *testing.T) {
 		})
 	}
 }
+
+func TestZKDoubleBarrierCancelledLeaveDeletesItsNodeAndNoLongerHoldsTheOthers(t *testing.T) {
+	ctx, _ := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	path := "/zkt/dbarrier-" + newUUID()
+	var ms []*DoubleBarrier
+	for range 3 {
+		_, s := zkSession(t, 30*time.Second)
+		ms = append(ms, NewDoubleBarrier(s, path, 3))
+	}
+	errs := make(chan error, 3)
+	for _, m := range ms {
+		go func() { errs <- m.Enter(ctx) }()
+	}
+	for range ms {
+		require.NoError(t, <-errs)
+	}
+
+	// Two leave and wait for the third; one of them gives up.
+	lctx, cancel := context.WithCancel(ctx)
+	quit := make(chan error, 1)
+	go func() { quit <- ms[0].Leave(lctx) }()
+	stay := make(chan error, 1)
+	go func() { stay <- ms[1].Leave(ctx) }()
+	require.Never(t, func() bool { return returned(quit) || returned(stay) }, 300*time.Millisecond, 10*time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-quit, context.Canceled)
+	require.Eventually(t, func() bool {
+		kids, _, err := raw.Children(path)
+		return err == nil && !slicesContains(kids, baseName(ms[0].self))
+	}, 10*time.Second, 5*time.Millisecond, "the member that gave up deleted its node")
+	require.Never(t, func() bool { return returned(stay) }, 200*time.Millisecond, 10*time.Millisecond, "a member is still in")
+
+	require.NoError(t, ms[2].Leave(ctx))
+	require.Eventually(t, func() bool { return returned(stay) }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, <-stay)
+	kids, _, err := raw.Children(path)
+	if err != zk.ErrNoNode {
+		require.NoError(t, err)
+		assert.Empty(t, kids)
+	}
+	require.ErrorIs(t, ms[0].Leave(ctx), ErrNotEntered, "a cancelled Leave has left")
+}
+
+func TestZKBarriersOnAClosedSessionFailWithErrClosed(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	path := "/zkt/barrier-" + newUUID()
+	b, d := NewBarrier(s, path), NewDoubleBarrier(s, path+"-d", 2)
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, b.Set(ctx), ErrClosed)
+	require.ErrorIs(t, b.Wait(ctx), ErrClosed)
+	require.ErrorIs(t, b.Remove(ctx), ErrClosed)
+	require.ErrorIs(t, d.Enter(ctx), ErrClosed)
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -235,7 +235,10 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 			}
 			*mine = false // gone with its session: wait for the others
 		}
-		if len(kids) <= 1 { // the last member (Curator's rule: a non-member does not wait for it)
+		// Curator 5.4 stops waiting here when one node is left even if it is
+		// not its own; that one is still in (it may be a member that has not
+		// started to leave while another gave up), so wait for it too.
+		if len(kids) == 0 || (len(kids) == 1 && i == 0) {
 			if err := b.deleteSelf(ctx, mine); err != nil {
 				if b.s.awaitRetry(ctx, err) {
 					continue
