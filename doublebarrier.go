@@ -234,6 +234,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 				return b.memberErr(ctx, gen, zk.ErrNoNode)
 			}
 			*mine = false // gone with its session: wait for the others
+			b.s.disown(b.self)
 		}
 		// Curator 5.4 stops waiting here when one node is left even if it is
 		// not its own; that one is still in (it may be a member that has not

@@ -264,3 +264,26 @@ func TestDoubleBarrierInterop_GoAndCuratorMembersEnterAndLeaveTogether(t *testin
 	require.NoError(t, <-left)
 	assert.Empty(t, children(t, obs, path), "no node left behind, ready included")
 }
+
+func TestDoubleBarrier_EnterWaitsThroughALostConnection(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	obs := raw(t, c)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cut := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(6*time.Second))
+	other := connect(t, c, nil)
+	ctx := ctxT(t, time.Minute)
+
+	st := watchStates(t, cut.Session)
+	got := make(chan error, 1)
+	go func() { got <- zr.NewDoubleBarrier(cut.Session, path, 2).Enter(ctx) }()
+	require.Eventually(t, func() bool { return len(children(t, obs, path)) == 1 }, 10*time.Second, 5*time.Millisecond)
+	proxy.Blackhole()
+	require.Equal(t, zr.StateSuspended, st.next(t, 10*time.Second, zr.StateSuspended, zr.StateLost).State)
+	require.NoError(t, zr.NewDoubleBarrier(other.Session, path, 2).Enter(ctx), "the cut-off member still counts")
+	require.Never(t, func() bool { return done(got) }, 200*time.Millisecond, 10*time.Millisecond)
+	proxy.Heal()
+	require.Equal(t, zr.StateReconnected, st.next(t, 10*time.Second, zr.StateReconnected, zr.StateLost).State)
+	require.Eventually(t, func() bool { return done(got) }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, <-got, "a lost connection is no reason to fail Enter (Curator 5.4 throws)")
+}
