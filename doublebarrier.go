@@ -182,6 +182,8 @@ func (b *DoubleBarrier) memberErr(ctx context.Context, gen *generation, err erro
 		return ctx.Err()
 	case gen.fired():
 		return fmt.Errorf("zkrecipes: double barrier %s: member node lost with its session: %w", b.path, errors.Unwrap(gen.err))
+	case b.sessionGone(gen):
+		return fmt.Errorf("zkrecipes: double barrier %s: member node lost with its session: %w", b.path, ErrSessionExpired)
 	case err == zk.ErrNoNode:
 		return fmt.Errorf("%w: double barrier %s: member node %s", ErrNodeDeleted, b.path, baseName(b.self))
 	}
@@ -229,7 +231,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		slices.Sort(kids)
 		i := slices.Index(kids, self)
 		if i < 0 && *mine {
-			if !gen.fired() {
+			if !b.sessionGone(gen) {
 				*mine = false
 				return b.memberErr(ctx, gen, zk.ErrNoNode)
 			}
@@ -295,6 +297,13 @@ func (b *DoubleBarrier) deleteSelf(ctx context.Context, mine *bool) error {
 	}
 	*mine = false
 	return nil
+}
+
+// sessionGone reports whether the ZooKeeper session of gen has ended,
+// also before the Session has handled the news: the client already runs
+// under another session id.
+func (b *DoubleBarrier) sessionGone(gen *generation) bool {
+	return gen.fired() || b.s.conn.SessionID() != gen.id
 }
 
 func (b *DoubleBarrier) lock(ctx context.Context) error {
