@@ -252,3 +252,22 @@ func slicesContains(s []string, v string) bool {
 	}
 	return false
 }
+
+func TestZKDoubleBarrierReadyLeftByDeadMembersLetsTheNextPassAndIsRemovedOnLeave(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	path := "/zkt/dbarrier-" + newUUID()
+	// What members that all died between Enter and Leave leave behind.
+	require.NoError(t, s.ensureParents(ctx, path))
+	_, err := raw.Create(path+"/ready", nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+
+	b := NewDoubleBarrier(s, path, 2)
+	require.NoError(t, b.Enter(ctx), "ready is there: Enter passes at once, as Curator's does")
+	require.NoError(t, b.Leave(ctx))
+	kids, _, err := raw.Children(path)
+	if err != zk.ErrNoNode {
+		require.NoError(t, err)
+		assert.Empty(t, kids, "Leave removed ready")
+	}
+}
