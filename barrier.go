@@ -80,7 +80,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 	if err := b.check(ctx); err != nil {
 		return err
 	}
-	return b.s.retrying(ctx, "set barrier", func() error {
+	return b.s.retryConnLoss(ctx, "set barrier", func() error {
 		_, err := b.s.create(ctx, b.abs, b.data, 0)
 		if err == zk.ErrNoNode {
 			if err = b.s.ensureParents(ctx, parentPath(b.abs)); err == nil {
@@ -90,7 +90,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 		if err == zk.ErrNodeExists {
 			return nil
 		}
-		return b.s.opErr("create", b.abs, err)
+		return b.s.opErrNil("create", b.abs, err)
 	})
 }
 
@@ -103,12 +103,12 @@ func (b *Barrier) Remove(ctx context.Context) error {
 	if err := b.check(ctx); err != nil {
 		return err
 	}
-	return b.s.retrying(ctx, "remove barrier", func() error {
+	return b.s.retryConnLoss(ctx, "remove barrier", func() error {
 		err := b.s.delete(ctx, b.abs)
 		if err == zk.ErrNoNode {
 			return nil
 		}
-		return b.s.opErr("delete", b.abs, err)
+		return b.s.opErrNil("delete", b.abs, err)
 	})
 }
 
@@ -124,7 +124,7 @@ func (b *Barrier) IsSet(ctx context.Context) (bool, error) {
 	case zk.ErrNoNode:
 		return false, nil
 	}
-	return false, b.s.opErr("exists", b.abs, err)
+	return false, b.s.opErrNil("exists", b.abs, err)
 }
 
 // Wait blocks until the barrier is not set (at once if it is not set now)
@@ -145,11 +145,11 @@ func (b *Barrier) Wait(ctx context.Context) error {
 		case err == zk.ErrNoNode:
 			return nil
 		case err != nil:
-			if !b.s.awaitRetry(ctx, err) {
+			if !b.s.awaitReconnect(ctx, err) {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return b.s.opErr("getData", b.abs, err)
+				return b.s.opErrNil("getData", b.abs, err)
 			}
 			continue
 		}
@@ -176,10 +176,10 @@ func (b *Barrier) check(ctx context.Context) error {
 // the disconnect yet).
 const barrierRetryPause = 50 * time.Millisecond
 
-// awaitRetry waits until a request that failed with err may be sent again:
+// awaitReconnect waits until a request that failed with err may be sent again:
 // false when it must not (ctx ended, the Session closed, or err is not
 // one that passes with a new connection or session).
-func (s *Session) awaitRetry(ctx context.Context, err error) bool {
+func (s *Session) awaitReconnect(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, zk.ErrClosing) {
 		return false
 	}
@@ -193,10 +193,10 @@ func (s *Session) awaitRetry(ctx context.Context, err error) bool {
 	return werr == nil
 }
 
-// retrying runs op until it succeeds or fails for a reason other than a
+// retryConnLoss runs op until it succeeds or fails for a reason other than a
 // lost connection, pacing attempts with the Session's retry policy; what
 // names the operation in the error when the policy gives up.
-func (s *Session) retrying(ctx context.Context, what string, op func() error) error {
+func (s *Session) retryConnLoss(ctx context.Context, what string, op func() error) error {
 	bo := s.cfg.retry()
 	for {
 		err := op()
@@ -216,8 +216,8 @@ func (s *Session) retrying(ctx context.Context, what string, op func() error) er
 	}
 }
 
-// opErr is opError that lets a nil err through.
-func (s *Session) opErr(op, path string, err error) error {
+// opErrNil is opError that lets a nil err through.
+func (s *Session) opErrNil(op, path string, err error) error {
 	if err == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// returned reports, without blocking, whether ch has delivered.
-func returned(ch <-chan error) bool { return len(ch) > 0 }
+// barrierReturned reports, without blocking, whether ch has delivered.
+func barrierReturned(ch <-chan error) bool { return len(ch) > 0 }
 
 func TestZKBarrierWaitReturnsOnlyOnceRemoved(t *testing.T) {
 	ctx, setter := zkSession(t, 30*time.Second)
@@ -33,10 +34,10 @@ func TestZKBarrierWaitReturnsOnlyOnceRemoved(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- NewBarrier(waiter, path).Wait(ctx) }()
-	require.Never(t, func() bool { return returned(done) }, 300*time.Millisecond, 10*time.Millisecond, "Wait returned while the barrier is set")
+	require.Never(t, func() bool { return barrierReturned(done) }, 300*time.Millisecond, 10*time.Millisecond, "Wait barrierReturned while the barrier is set")
 
 	require.NoError(t, NewBarrier(waiter, path).Remove(ctx))
-	require.Eventually(t, func() bool { return returned(done) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return barrierReturned(done) }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, <-done)
 	require.NoError(t, b.Remove(ctx), "removing a removed barrier is no error")
 	require.NoError(t, b.Wait(ctx), "Wait on a barrier not set returns at once")
@@ -53,12 +54,12 @@ func TestZKBarrierWaitEndsWithItsContextAndSeesDataChangesAsNoRelease(t *testing
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- b.Wait(wctx) }()
-	require.Never(t, func() bool { return returned(done) }, 200*time.Millisecond, 10*time.Millisecond)
+	require.Never(t, func() bool { return barrierReturned(done) }, 200*time.Millisecond, 10*time.Millisecond)
 	_, err := raw.Set(path, []byte("x"), -1)
 	require.NoError(t, err)
-	require.Never(t, func() bool { return returned(done) }, 200*time.Millisecond, 10*time.Millisecond, "a data change is not a removal")
+	require.Never(t, func() bool { return barrierReturned(done) }, 200*time.Millisecond, 10*time.Millisecond, "a data change is not a removal")
 	cancel()
-	require.Eventually(t, func() bool { return returned(done) }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return barrierReturned(done) }, 5*time.Second, 5*time.Millisecond)
 	require.ErrorIs(t, <-done, context.Canceled)
 	set, err := b.IsSet(ctx)
 	require.NoError(t, err)
@@ -81,7 +82,7 @@ func TestZKDoubleBarrierReleasesEnterOnlyWhenNAreInAndLeaveOnlyWhenAllAreOut(t *
 	entered := make([]chan error, n)
 	anyEntered := func() bool {
 		for _, ch := range entered {
-			if ch != nil && returned(ch) {
+			if ch != nil && barrierReturned(ch) {
 				return true
 			}
 		}
@@ -94,12 +95,12 @@ func TestZKDoubleBarrierReleasesEnterOnlyWhenNAreInAndLeaveOnlyWhenAllAreOut(t *
 			kids, _, err := raw.Children(path)
 			return err == nil && len(kids) == i+1
 		}, 10*time.Second, 5*time.Millisecond)
-		require.Never(t, anyEntered, 300*time.Millisecond, 10*time.Millisecond, "Enter returned before n members entered")
+		require.Never(t, anyEntered, 300*time.Millisecond, 10*time.Millisecond, "Enter barrierReturned before n members entered")
 	}
 
 	require.NoError(t, members[n-1].Enter(ctx))
 	for i := range n - 1 {
-		require.Eventually(t, func() bool { return returned(entered[i]) }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return barrierReturned(entered[i]) }, 10*time.Second, 5*time.Millisecond)
 		require.NoError(t, <-entered[i])
 	}
 	kids, _, err := raw.Children(path)
@@ -116,11 +117,11 @@ func TestZKDoubleBarrierReleasesEnterOnlyWhenNAreInAndLeaveOnlyWhenAllAreOut(t *
 		left[i] = make(chan error, 1)
 		go func() { left[i] <- members[i].Leave(ctx) }()
 	}
-	require.Never(t, func() bool { return returned(left[0]) || returned(left[1]) }, 300*time.Millisecond, 10*time.Millisecond,
-		"Leave returned while a member is still in")
+	require.Never(t, func() bool { return barrierReturned(left[0]) || barrierReturned(left[1]) }, 300*time.Millisecond, 10*time.Millisecond,
+		"Leave barrierReturned while a member is still in")
 	require.NoError(t, members[n-1].Leave(ctx))
 	for i := range n - 1 {
-		require.Eventually(t, func() bool { return returned(left[i]) }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return barrierReturned(left[i]) }, 10*time.Second, 5*time.Millisecond)
 		require.NoError(t, <-left[i])
 	}
 	kids, _, err = raw.Children(path)
@@ -213,17 +214,17 @@ func TestZKDoubleBarrierCancelledLeaveDeletesItsNodeAndNoLongerHoldsTheOthers(t 
 	go func() { quit <- ms[0].Leave(lctx) }()
 	stay := make(chan error, 1)
 	go func() { stay <- ms[1].Leave(ctx) }()
-	require.Never(t, func() bool { return returned(quit) || returned(stay) }, 300*time.Millisecond, 10*time.Millisecond)
+	require.Never(t, func() bool { return barrierReturned(quit) || barrierReturned(stay) }, 300*time.Millisecond, 10*time.Millisecond)
 	cancel()
 	require.ErrorIs(t, <-quit, context.Canceled)
 	require.Eventually(t, func() bool {
 		kids, _, err := raw.Children(path)
-		return err == nil && !slicesContains(kids, baseName(ms[0].self))
+		return err == nil && !slices.Contains(kids, baseName(ms[0].self))
 	}, 10*time.Second, 5*time.Millisecond, "the member that gave up deleted its node")
-	require.Never(t, func() bool { return returned(stay) }, 200*time.Millisecond, 10*time.Millisecond, "a member is still in")
+	require.Never(t, func() bool { return barrierReturned(stay) }, 200*time.Millisecond, 10*time.Millisecond, "a member is still in")
 
 	require.NoError(t, ms[2].Leave(ctx))
-	require.Eventually(t, func() bool { return returned(stay) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return barrierReturned(stay) }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, <-stay)
 	kids, _, err := raw.Children(path)
 	if err != zk.ErrNoNode {
@@ -242,15 +243,6 @@ func TestZKBarriersOnAClosedSessionFailWithErrClosed(t *testing.T) {
 	require.ErrorIs(t, b.Wait(ctx), ErrClosed)
 	require.ErrorIs(t, b.Remove(ctx), ErrClosed)
 	require.ErrorIs(t, d.Enter(ctx), ErrClosed)
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func TestZKDoubleBarrierReadyLeftByDeadMembersLetsTheNextPassAndIsRemovedOnLeave(t *testing.T) {

@@ -96,7 +96,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 // if it is missing, and returns the session it belongs to.
 func (b *DoubleBarrier) join(ctx context.Context) (*generation, error) {
 	var gen *generation
-	err := b.s.retrying(ctx, "enter double barrier", func() error {
+	err := b.s.retryConnLoss(ctx, "enter double barrier", func() error {
 		g, _, err := b.s.awaitConnected(ctx)
 		if err != nil {
 			return err
@@ -117,7 +117,7 @@ func (b *DoubleBarrier) join(ctx context.Context) (*generation, error) {
 			}
 		}
 		if err != nil {
-			return b.s.opErr("create", b.self, err)
+			return b.s.opErrNil("create", b.self, err)
 		}
 		gen = g
 		b.s.own(b.self)
@@ -137,7 +137,7 @@ func (b *DoubleBarrier) awaitFull(ctx context.Context, gen *generation) error {
 		// when the barrier's node goes.
 		kids, w, err := b.s.childrenW(ctx, b.dir)
 		if err != nil && err != zk.ErrNoNode {
-			if b.s.awaitRetry(ctx, err) && !gen.fired() {
+			if b.s.awaitReconnect(ctx, err) && !gen.fired() {
 				continue
 			}
 			return b.memberErr(ctx, gen, err)
@@ -164,12 +164,12 @@ func (b *DoubleBarrier) awaitFull(ctx context.Context, gen *generation) error {
 // Enter.
 func (b *DoubleBarrier) markReady(ctx context.Context) error {
 	ready := joinPath(b.dir, readyNode)
-	return b.s.retrying(ctx, "enter double barrier", func() error {
+	return b.s.retryConnLoss(ctx, "enter double barrier", func() error {
 		_, err := b.s.create(ctx, ready, b.data, 0)
 		if err == nil || err == zk.ErrNodeExists {
 			return nil
 		}
-		return b.s.opErr("create", ready, err)
+		return b.s.opErrNil("create", ready, err)
 	})
 }
 
@@ -187,7 +187,7 @@ func (b *DoubleBarrier) memberErr(ctx context.Context, gen *generation, err erro
 	case err == zk.ErrNoNode:
 		return fmt.Errorf("%w: double barrier %s: member node %s", ErrNodeDeleted, b.path, baseName(b.self))
 	}
-	return b.s.opErr("getChildren", b.dir, err)
+	return b.s.opErrNil("getChildren", b.dir, err)
 }
 
 // Leave leaves the barrier and blocks until every member has left or ctx
@@ -222,7 +222,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 	for {
 		kids, err := b.s.children(ctx, b.dir)
 		if err != nil && err != zk.ErrNoNode {
-			if b.s.awaitRetry(ctx, err) {
+			if b.s.awaitReconnect(ctx, err) {
 				continue
 			}
 			return b.memberErr(ctx, gen, err)
@@ -243,7 +243,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		// started to leave while another gave up), so wait for it too.
 		if len(kids) == 0 || (len(kids) == 1 && i == 0) {
 			if err := b.deleteSelf(ctx, mine); err != nil {
-				if b.s.awaitRetry(ctx, err) {
+				if b.s.awaitReconnect(ctx, err) {
 					continue
 				}
 				return b.memberErr(ctx, gen, err)
@@ -254,7 +254,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		if i == 0 {
 			target = kids[len(kids)-1]
 		} else if err := b.deleteSelf(ctx, mine); err != nil {
-			if b.s.awaitRetry(ctx, err) {
+			if b.s.awaitReconnect(ctx, err) {
 				continue
 			}
 			return b.memberErr(ctx, gen, err)
@@ -266,7 +266,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		case err == zk.ErrNoNode:
 			continue
 		case err != nil:
-			if b.s.awaitRetry(ctx, err) {
+			if b.s.awaitReconnect(ctx, err) {
 				continue
 			}
 			return b.memberErr(ctx, gen, err)
@@ -278,12 +278,12 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		}
 	}
 	// Every member has left: the barrier is reset for the next round.
-	return b.s.retrying(ctx, "leave double barrier", func() error {
+	return b.s.retryConnLoss(ctx, "leave double barrier", func() error {
 		err := b.s.delete(ctx, joinPath(b.dir, readyNode))
 		if err == nil || err == zk.ErrNoNode {
 			return nil
 		}
-		return b.s.opErr("delete", joinPath(b.dir, readyNode), err)
+		return b.s.opErrNil("delete", joinPath(b.dir, readyNode), err)
 	})
 }
 

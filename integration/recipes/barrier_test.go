@@ -19,8 +19,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
-// done reports, without blocking, whether ch has delivered.
-func done(ch <-chan error) bool { return len(ch) > 0 }
+// barrierDone reports, without blocking, whether ch has delivered.
+func barrierDone(ch <-chan error) bool { return len(ch) > 0 }
 
 func TestBarrier_WaiterCutOffWhileRemovedIsReleasedWhenItReconnects(t *testing.T) {
 	c := server(t)
@@ -34,15 +34,15 @@ func TestBarrier_WaiterCutOffWhileRemovedIsReleasedWhenItReconnects(t *testing.T
 	st := watchStates(t, waiter.Session)
 	got := make(chan error, 1)
 	go func() { got <- zr.NewBarrier(waiter.Session, path).Wait(ctx) }()
-	require.Never(t, func() bool { return done(got) }, 300*time.Millisecond, 10*time.Millisecond)
+	require.Never(t, func() bool { return barrierDone(got) }, 300*time.Millisecond, 10*time.Millisecond)
 
 	proxy.Blackhole()
 	require.Equal(t, zr.StateSuspended, st.next(t, 10*time.Second, zr.StateSuspended, zr.StateLost).State)
 	require.NoError(t, zr.NewBarrier(other.Session, path).Remove(ctx))
-	require.Never(t, func() bool { return done(got) }, 200*time.Millisecond, 10*time.Millisecond, "released without hearing of it")
+	require.Never(t, func() bool { return barrierDone(got) }, 200*time.Millisecond, 10*time.Millisecond, "released without hearing of it")
 	proxy.Heal()
 	require.Equal(t, zr.StateReconnected, st.next(t, 10*time.Second, zr.StateReconnected, zr.StateLost).State)
-	require.Eventually(t, func() bool { return done(got) }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return barrierDone(got) }, 10*time.Second, 5*time.Millisecond,
 		"a removal made while cut off releases the waiter once it is back")
 	require.NoError(t, <-got)
 }
@@ -58,15 +58,15 @@ func TestBarrier_WaiterWhoseSessionExpiresWaitsOnUnderTheNewSession(t *testing.T
 	st := watchStates(t, waiter.Session)
 	got := make(chan error, 1)
 	go func() { got <- zr.NewBarrier(waiter.Session, path).Wait(ctx) }()
-	require.Never(t, func() bool { return done(got) }, 300*time.Millisecond, 10*time.Millisecond)
+	require.Never(t, func() bool { return barrierDone(got) }, 300*time.Millisecond, 10*time.Millisecond)
 	waiter.expire(t)
 	require.Equal(t, zr.StateLost, st.next(t, 15*time.Second, zr.StateLost).State)
 	require.Equal(t, zr.StateReconnected, st.next(t, 15*time.Second, zr.StateReconnected).State)
-	require.Never(t, func() bool { return done(got) }, 500*time.Millisecond, 10*time.Millisecond,
+	require.Never(t, func() bool { return barrierDone(got) }, 500*time.Millisecond, 10*time.Millisecond,
 		"an expired session is no removal: the barrier is still set")
 
 	require.NoError(t, zr.NewBarrier(other.Session, path).Remove(ctx))
-	require.Eventually(t, func() bool { return done(got) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return barrierDone(got) }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, <-got)
 }
 
@@ -84,7 +84,7 @@ func TestDoubleBarrier_AMemberWhoseSessionExpiresStopsCounting(t *testing.T) {
 	go func() { got <- ma.Enter(ctx) }()
 	require.Eventually(t, func() bool { return len(children(t, obs, path)) == 1 }, 10*time.Second, 5*time.Millisecond)
 	a.expire(t)
-	require.Eventually(t, func() bool { return done(got) }, 15*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return barrierDone(got) }, 15*time.Second, 5*time.Millisecond)
 	err := <-got
 	require.ErrorIs(t, err, zr.ErrSessionExpired)
 	assert.Empty(t, children(t, obs, path), "no node left behind")
@@ -195,9 +195,9 @@ func TestBarrierInterop_GoWaiterReleasedByCuratorRemoveAndCuratorWaiterByGoRemov
 	require.True(t, set)
 	got := make(chan error, 1)
 	go func() { got <- b.Wait(ctx) }()
-	require.Never(t, func() bool { return done(got) }, 300*time.Millisecond, 10*time.Millisecond)
+	require.Never(t, func() bool { return barrierDone(got) }, 300*time.Millisecond, 10*time.Millisecond)
 	startCuratorBarrier(t, "remove", path).expect(t, "REMOVED", time.Minute)
-	require.Eventually(t, func() bool { return done(got) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return barrierDone(got) }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, <-got)
 
 	// Go sets, Curator waits, Go removes.
@@ -222,7 +222,7 @@ func TestDoubleBarrierInterop_GoAndCuratorMembersEnterAndLeaveTogether(t *testin
 		gos = append(gos, zr.NewDoubleBarrier(connect(t, c, nil).Session, path, n))
 	}
 	entered := make(chan error, 2)
-	anyIn := func() bool { return done(entered) }
+	anyIn := func() bool { return barrierDone(entered) }
 
 	cur1 := startCuratorBarrier(t, "double", path, "4")
 	cur1.expect(t, "ENTERING", time.Minute)
@@ -255,7 +255,7 @@ func TestDoubleBarrierInterop_GoAndCuratorMembersEnterAndLeaveTogether(t *testin
 	require.NoError(t, err)
 	_, err = io.WriteString(cur2.stdin, "leave\n")
 	require.NoError(t, err)
-	require.Never(t, func() bool { return done(left) || cur1.said() || cur2.said() }, 500*time.Millisecond, 10*time.Millisecond,
+	require.Never(t, func() bool { return barrierDone(left) || cur1.said() || cur2.said() }, 500*time.Millisecond, 10*time.Millisecond,
 		"a member passed Leave with one still in")
 	go func() { left <- gos[1].Leave(ctx) }()
 	cur1.expect(t, "LEFT", 10*time.Second)
@@ -281,9 +281,9 @@ func TestDoubleBarrier_EnterWaitsThroughALostConnection(t *testing.T) {
 	proxy.Blackhole()
 	require.Equal(t, zr.StateSuspended, st.next(t, 10*time.Second, zr.StateSuspended, zr.StateLost).State)
 	require.NoError(t, zr.NewDoubleBarrier(other.Session, path, 2).Enter(ctx), "the cut-off member still counts")
-	require.Never(t, func() bool { return done(got) }, 200*time.Millisecond, 10*time.Millisecond)
+	require.Never(t, func() bool { return barrierDone(got) }, 200*time.Millisecond, 10*time.Millisecond)
 	proxy.Heal()
 	require.Equal(t, zr.StateReconnected, st.next(t, 10*time.Second, zr.StateReconnected, zr.StateLost).State)
-	require.Eventually(t, func() bool { return done(got) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return barrierDone(got) }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, <-got, "a lost connection is no reason to fail Enter (Curator 5.4 throws)")
 }
