@@ -188,3 +188,14 @@ var (
 // no longer holds the leadership; the error also matches the lease's Err
 // (ErrReleased, or ErrLockLost and its cause).
 var ErrNotLeader = errors.New("zkrecipes: not the leader")
+
+// Errors of the double barrier.
+var (
+	// ErrEntered is returned by DoubleBarrier.Enter on a member that has
+	// entered and not left: call Leave first.
+	ErrEntered = errors.New("zkrecipes: double barrier already entered by this member; call Leave first")
+
+	// ErrNotEntered is returned by DoubleBarrier.Leave on a member that has
+	// not entered: call Enter first.
+	ErrNotEntered = errors.New("zkrecipes: double barrier not entered by this member; call Enter first")
+)

@@ -7,6 +7,7 @@
 //	zkr elect PATH --listen                    print every change of leader
 //	zkr inspect PATH [--json]                  the holder and the queue: data, session, age
 //	zkr count get|set|add PATH [N]             read or change a SharedCount or DistributedAtomicLong
+//	zkr barrier set|remove|wait PATH           a Curator DistributedBarrier
 //
 // Servers come from --servers or ZK_SERVERS (host:port,...). Every command
 // takes --help.
@@ -55,6 +56,7 @@ usage:
   zkr elect PATH --listen                   print every change of leader
   zkr inspect PATH [--json]                 show the holder and the queue
   zkr count get|set|add PATH [N]            read or change a shared counter
+  zkr barrier set|remove|wait PATH          set, remove, or wait until removed
 
 Run 'zkr COMMAND --help' for the flags of a command.
 Servers come from --servers or $ZK_SERVERS.
@@ -80,6 +82,8 @@ func run(args []string) int {
 		return cmdInspect(args[1:])
 	case "count":
 		return cmdCount(args[1:])
+	case "barrier":
+		return cmdBarrier(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0
