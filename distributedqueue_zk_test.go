@@ -1,0 +1,250 @@
+package zkrecipes
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var queueItemName = regexp.MustCompile(`^qn-\d{10}$`)
+
+func TestZKQueueTakesItemsInOfferOrderFromCuratorNodes(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	dir := "/zkt/queue-order-" + newUUID()
+	q := NewQueue(s, dir)
+	for i := range 5 {
+		require.NoError(t, q.Offer(ctx, []byte(fmt.Sprint("item-", i))))
+	}
+	require.NoError(t, q.Offer(ctx, []byte{})) // an empty item is an item
+
+	raw := zkRaw(t)
+	kids, _, err := raw.Children(dir)
+	require.NoError(t, err)
+	require.Len(t, kids, 6)
+	for _, k := range kids {
+		assert.Regexp(t, queueItemName, k)
+		_, st, err := raw.Get(joinPath(dir, k))
+		require.NoError(t, err)
+		assert.Zero(t, st.EphemeralOwner, "item nodes are persistent")
+	}
+	// A foreign child is skipped, as Curator skips it.
+	_, err = raw.Create(joinPath(dir, "zz-foreign"), nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+
+	head, err := q.Peek(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "item-0", string(head))
+	for i := range 5 {
+		item, err := q.Take(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprint("item-", i), string(item))
+	}
+	item, err := q.Poll(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, item)
+	_, err = q.Poll(ctx)
+	assert.ErrorIs(t, err, ErrQueueEmpty)
+	_, err = q.Peek(ctx)
+	assert.ErrorIs(t, err, ErrQueueEmpty)
+	require.NoError(t, raw.Delete(joinPath(dir, "zz-foreign"), -1))
+}
+
+func TestZKQueuePollOnAMissingPathIsEmptyAndCreatesNothing(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	dir := "/zkt/queue-missing-" + newUUID()
+	_, err := NewQueue(s, dir).Poll(ctx)
+	assert.ErrorIs(t, err, ErrQueueEmpty)
+	ok, _, err := zkRaw(t).Exists(dir)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func TestZKQueueTakeWaitsForAnOfferAndEndsWithCtx(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	dir := "/zkt/queue-wait-" + newUUID()
+	q := NewQueue(s, dir)
+
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err := q.Take(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// A Take on an empty queue, on another Session, gets an item offered
+	// while it waits (the offer is made once its watch is set: the trace
+	// reports the watched listing).
+	watching := make(chan struct{}, 1)
+	_, other := zkSession(t, 30*time.Second, WithTracer(TracerFunc(func(ev TraceEvent) {
+		if ev.Op == "getChildren" && ev.Path == dir {
+			select {
+			case watching <- struct{}{}:
+			default:
+			}
+		}
+	})))
+	got := make(chan []byte, 1)
+	errc := make(chan error, 1)
+	go func() {
+		item, err := NewQueue(other, dir).Take(ctx)
+		got <- item
+		errc <- err
+	}()
+	for range 2 { // the unwatched listing, then the watched one
+		select {
+		case <-watching:
+		case <-ctx.Done():
+			t.Fatal("Take never listed the queue")
+		}
+	}
+	require.NoError(t, q.Offer(ctx, []byte("late")))
+	require.NoError(t, <-errc)
+	assert.Equal(t, "late", string(<-got))
+}
+
+func TestZKQueueConcurrentConsumersTakeEachItemExactlyOnce(t *testing.T) {
+	ctx, s := zkSession(t, 60*time.Second)
+	dir := "/zkt/queue-concurrent-" + newUUID()
+	const producers, perProducer, consumers = 2, 100, 3
+	total := producers * perProducer
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	taken := make(chan struct{}, total)
+	errc := make(chan error, producers+consumers)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for c := range consumers {
+		_, cs := zkSession(t, 60*time.Second)
+		q := NewQueue(cs, dir)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				item, err := q.Take(cctx)
+				if err != nil {
+					if cctx.Err() == nil {
+						errc <- fmt.Errorf("consumer %d: %w", c, err)
+					}
+					return
+				}
+				mu.Lock()
+				seen[string(item)]++
+				mu.Unlock()
+				taken <- struct{}{}
+			}
+		}()
+	}
+	for p := range producers {
+		q := NewQueue(s, dir)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perProducer {
+				if err := q.Offer(ctx, []byte(fmt.Sprintf("p%d-%d", p, i))); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	for range total {
+		select {
+		case <-taken:
+		case err := <-errc:
+			t.Fatal(err)
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d items taken", len(seen), total)
+		}
+	}
+	stop()
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	require.Len(t, seen, total)
+	for item, n := range seen {
+		assert.Equal(t, 1, n, "item %s taken %d times", item, n)
+	}
+	assert.Empty(t, childrenOf(t, dir))
+}
+
+// A delete whose reply is lost (ZOOKEEPER-1262) ran on the server: the
+// item is gone and the consumer cannot tell who removed it, so it returns
+// the item flagged as uncertain rather than losing it.
+func TestZKQueueLostDeleteReplyReturnsTheItemAsUncertain(t *testing.T) {
+	loser := &replyLoser{}
+	ctx, s := loser.session(t, 30*time.Second)
+	dir := "/zkt/queue-lostdelete-" + newUUID()
+	q := NewQueue(s, dir)
+	require.NoError(t, q.Offer(ctx, []byte("one")))
+	require.NoError(t, q.Offer(ctx, []byte("two")))
+
+	loser.lose("op2 "+dir+"/qn-", 1) // op 2: delete
+	item, err := q.Take(ctx)
+	require.ErrorIs(t, err, ErrTakeUncertain)
+	assert.Equal(t, "one", string(item))
+
+	item, err = q.Take(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "two", string(item))
+	assert.Empty(t, childrenOf(t, dir))
+}
+
+// A lost reply before the delete was sent takes nothing: the consumer
+// reads the item again and takes it once.
+func TestZKQueueLostReadReplyTakesTheItemOnce(t *testing.T) {
+	loser := &replyLoser{}
+	ctx, s := loser.session(t, 30*time.Second)
+	dir := "/zkt/queue-lostread-" + newUUID()
+	q := NewQueue(s, dir)
+	require.NoError(t, q.Offer(ctx, []byte("one")))
+	require.NoError(t, q.Offer(ctx, []byte("two")))
+
+	loser.lose("getData "+dir+"/qn-", 1)
+	loser.lose("getChildren "+dir, 1)
+	for _, want := range []string{"one", "two"} {
+		item, err := q.Take(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(item))
+	}
+	assert.Empty(t, childrenOf(t, dir))
+}
+
+func TestZKQueueBadInputIsTypedAndCreatesNothing(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second, WithMaxRequestSize(4096))
+	dir := "/zkt/queue-bad-" + newUUID()
+	q := NewQueue(s, dir)
+
+	var tooLarge *DataTooLargeError
+	err := q.Offer(ctx, make([]byte, 4096))
+	require.ErrorAs(t, err, &tooLarge)
+	assert.ErrorIs(t, err, ErrDataTooLarge)
+	assert.ErrorIs(t, q.Offer(ctx, nil), ErrInvalidArgument)
+	//lint:ignore SA1012 a nil context is the bad input under test
+	_, err = q.Take(nil) //nolint:staticcheck
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+
+	for _, bad := range []*Queue{NewQueue(s, "relative"), NewQueue(s, dir+"/"), NewQueue(s, "/zookeeper/q")} {
+		assert.ErrorIs(t, bad.Offer(ctx, []byte("x")), ErrInvalidPath)
+		_, err := bad.Take(ctx)
+		assert.ErrorIs(t, err, ErrInvalidPath)
+		_, err = bad.Poll(ctx)
+		assert.ErrorIs(t, err, ErrInvalidPath)
+	}
+	nilq := NewQueue(nil, dir)
+	assert.ErrorIs(t, nilq.Offer(ctx, []byte("x")), ErrNilSession)
+	_, err = nilq.Peek(ctx)
+	assert.ErrorIs(t, err, ErrNilSession)
+
+	ok, _, err := zkRaw(t).Exists(dir)
+	require.NoError(t, err)
+	assert.False(t, ok, "bad input created the queue's path")
+}
