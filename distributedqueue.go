@@ -216,6 +216,10 @@ func (q *Queue) takeFirst(ctx context.Context, kids []string, remove bool) ([]by
 			return data, nil
 		case err == zk.ErrNoNode:
 			continue
+		case errors.Is(err, zk.ErrNoServer):
+			// go-zookeeper fails a request it never sent with ErrNoServer:
+			// nothing was taken.
+			return nil, err
 		case queueRetryable(err):
 			// The delete may have run on the server (ZOOKEEPER-1262): look
 			// once the connection is back.
