@@ -97,11 +97,14 @@ func (q *Queue) Offer(ctx context.Context, item []byte) error {
 // policy paces retries). When ctx ends first it returns ctx's error and has
 // taken nothing.
 //
-// When the connection was lost after Take sent the delete that takes an
-// item, and the item is gone once it is back, Take cannot know whether its
-// own delete or another consumer's removed it: it returns the item
-// together with an error matching ErrTakeUncertain. Every other error
-// comes with a nil item, and no item was taken.
+// Taking an item is deleting its node. Once Take has sent that delete it
+// waits for the reply even if ctx ends, so that an item it took is
+// returned. When the connection is lost after the delete was sent, and the
+// item is gone once the connection is back (or ctx ends, or the retry
+// policy gives up, before that is known), Take cannot know whether its own
+// delete or another consumer's removed it: it returns the item together
+// with an error matching ErrTakeUncertain. Every other error comes with a
+// nil item, and then this call took no item.
 func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 	return q.head(ctx, true, true)
 }
@@ -208,10 +211,15 @@ func (q *Queue) takeFirst(ctx context.Context, kids []string, remove bool) ([]by
 		if err == zk.ErrNoNode {
 			continue // another consumer took it
 		}
-		if err != nil || !remove {
-			return data, err
+		if err != nil {
+			return nil, err
 		}
-		switch err = q.s.delete(ctx, p); {
+		if !remove {
+			return data, nil
+		}
+		// Once sent, the delete is waited for even if ctx ends: a delete
+		// that succeeds after its caller gave up would lose the item.
+		switch err = q.s.delete(context.WithoutCancel(ctx), p); {
 		case err == nil:
 			return data, nil
 		case err == zk.ErrNoNode:
@@ -225,7 +233,7 @@ func (q *Queue) takeFirst(ctx context.Context, kids []string, remove bool) ([]by
 			// once the connection is back.
 			return q.settle(ctx, p, data, err)
 		default:
-			return nil, err
+			return nil, q.s.opError("delete", p, err)
 		}
 	}
 	return nil, errNoItem

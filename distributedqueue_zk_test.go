@@ -248,3 +248,42 @@ func TestZKQueueBadInputIsTypedAndCreatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "bad input created the queue's path")
 }
+
+// A Take whose ctx ends while its delete is in flight still returns the
+// item its delete took, rather than losing it. The delete's reply is held
+// back until the Take has had time to give up (a Take that gives up is a
+// failure; one that waits, the contract).
+func TestZKQueueTakeWhoseCtxEndsDuringTheDeleteReturnsTheItem(t *testing.T) {
+	var mu sync.Mutex
+	var cancelTake context.CancelFunc
+	var returned chan struct{}
+	ctx, s := zkSession(t, 60*time.Second, WithTracer(TracerFunc(func(ev TraceEvent) {
+		if ev.Op != "delete" {
+			return
+		}
+		mu.Lock()
+		cancel, done := cancelTake, returned
+		mu.Unlock()
+		cancel()
+		select {
+		case <-done: // the Take gave up without the delete's reply
+		case <-time.After(200 * time.Millisecond):
+		}
+	})))
+	dir := "/zkt/queue-ctxdelete-" + newUUID()
+	q := NewQueue(s, dir)
+	for i := range 3 {
+		require.NoError(t, q.Offer(ctx, []byte(fmt.Sprint(i))))
+		tctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		mu.Lock()
+		cancelTake, returned = cancel, done
+		mu.Unlock()
+		item, err := q.Take(tctx)
+		close(done)
+		cancel()
+		require.NoError(t, err, "take %d", i)
+		assert.Equal(t, fmt.Sprint(i), string(item))
+	}
+	assert.Empty(t, childrenOf(t, dir))
+}
