@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -40,6 +41,14 @@ type Queue struct {
 	path string // as given
 	dir  string // absolute
 	err  error
+
+	// next holds, sorted, the items of the last listing that no take of
+	// this Queue has tried yet. Every item offered since sorts after them
+	// (sequence numbers only grow while the parent lives; if it was deleted,
+	// every cached item is gone and a take lists again), so a take may try
+	// them first without a listing and still take in FIFO order.
+	mu   sync.Mutex
+	next []string
 }
 
 // queueItemPrefix names every item node: P/qn-<seq10> (Curator's PREFIX).
@@ -144,19 +153,24 @@ func (q *Queue) head(ctx context.Context, remove, wait bool) ([]byte, error) {
 			w    <-chan zk.Event
 			err  error
 		)
-		if watching {
+		cached := remove && !watching && q.takeCache(&kids)
+		switch {
+		case cached:
+		case watching:
 			kids, w, err = s.childrenW(ctx, q.dir)
-		} else {
+		default:
 			kids, err = s.children(ctx, q.dir)
 		}
 		if err == nil {
 			var item []byte
-			item, err = q.takeFirst(ctx, kids, remove)
+			item, err = q.takeFirst(ctx, queueItems(kids, cached), remove)
 			if err == nil || errors.Is(err, ErrTakeUncertain) {
 				return item, err
 			}
 		}
 		switch {
+		case err == errNoItem && cached:
+			continue // list
 		case err == errNoItem || err == zk.ErrNoNode:
 			if !wait {
 				return nil, fmt.Errorf("%w: %s", ErrQueueEmpty, s.rel(q.dir))
@@ -197,15 +211,8 @@ var errNoItem = errors.New("zkrecipes: no queue item")
 // takeFirst reads, and removes when remove is set, the first item of kids
 // that is still there. Like Curator, it takes qn- children in name order
 // and skips other children.
-func (q *Queue) takeFirst(ctx context.Context, kids []string, remove bool) ([]byte, error) {
-	items := kids[:0:0]
-	for _, k := range kids {
-		if strings.HasPrefix(k, queueItemPrefix) {
-			items = append(items, k)
-		}
-	}
-	sort.Strings(items)
-	for _, k := range items {
+func (q *Queue) takeFirst(ctx context.Context, items []string, remove bool) (item []byte, err error) {
+	for i, k := range items {
 		p := joinPath(q.dir, k)
 		data, _, err := q.s.get(ctx, p)
 		if err == zk.ErrNoNode {
@@ -221,6 +228,7 @@ func (q *Queue) takeFirst(ctx context.Context, kids []string, remove bool) ([]by
 		// that succeeds after its caller gave up would lose the item.
 		switch err = q.s.delete(context.WithoutCancel(ctx), p); {
 		case err == nil:
+			q.putCache(items[i+1:])
 			return data, nil
 		case err == zk.ErrNoNode:
 			continue
@@ -237,6 +245,45 @@ func (q *Queue) takeFirst(ctx context.Context, kids []string, remove bool) ([]by
 		}
 	}
 	return nil, errNoItem
+}
+
+// queueItems returns the item names among kids, sorted as Curator sorts
+// them (as strings), skipping foreign children as Curator does. A cached
+// list is that already.
+func queueItems(kids []string, cached bool) []string {
+	if cached {
+		return kids
+	}
+	items := make([]string, 0, len(kids))
+	for _, k := range kids {
+		if strings.HasPrefix(k, queueItemPrefix) {
+			items = append(items, k)
+		}
+	}
+	slices.Sort(items)
+	return items
+}
+
+// takeCache moves the cached item names into *kids and reports whether
+// there were any.
+func (q *Queue) takeCache(kids *[]string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	*kids, q.next = q.next, nil
+	return len(*kids) > 0
+}
+
+// putCache caches items, the rest of a listing after a taken item. Two
+// takes of one Queue may race: both lists are merged, so that no item
+// older than the first cached one is left out of the cache.
+func (q *Queue) putCache(items []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.next) == 0 {
+		q.next = slices.Clone(items)
+		return
+	}
+	q.next = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(q.next), items...))))
 }
 
 // settle decides a take whose delete of p failed with cause, which leaves

@@ -287,3 +287,32 @@ func TestZKQueueTakeWhoseCtxEndsDuringTheDeleteReturnsTheItem(t *testing.T) {
 	}
 	assert.Empty(t, childrenOf(t, dir))
 }
+
+// A Queue remembers the rest of its last listing and takes from it without
+// listing again; items another consumer takes meanwhile are skipped, and
+// items offered meanwhile come after, in FIFO order.
+func TestZKQueueTakesInOfferOrderWhileOthersTakeAndOffer(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	_, s2 := zkSession(t, 30*time.Second)
+	dir := "/zkt/queue-interleaved-" + newUUID()
+	q, other := NewQueue(s, dir), NewQueue(s2, dir)
+	for i := range 5 {
+		require.NoError(t, q.Offer(ctx, []byte(fmt.Sprint(i))))
+	}
+	take := func(q *Queue) string {
+		t.Helper()
+		item, err := q.Take(ctx)
+		require.NoError(t, err)
+		return string(item)
+	}
+	assert.Equal(t, "0", take(q))
+	assert.Equal(t, "1", take(other))
+	require.NoError(t, other.Offer(ctx, []byte("5")))
+	var got []string
+	for range 4 {
+		got = append(got, take(q))
+	}
+	assert.Equal(t, []string{"2", "3", "4", "5"}, got)
+	_, err := q.Poll(ctx)
+	assert.ErrorIs(t, err, ErrQueueEmpty)
+}
