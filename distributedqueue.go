@@ -16,24 +16,25 @@ import (
 // same path offer to and take from the same queue. Items are taken in the
 // order the server sequenced their offers.
 //
-// Each item is taken by at most one consumer, however many Sessions and
-// Curator clients take concurrently: taking an item is deleting its node,
-// and only one delete succeeds. A consumer that loses its session before
+// Each item is taken once, however many Sessions and Curator clients take
+// concurrently: taking an item is deleting its node, only one delete
+// succeeds, and only the consumer whose delete succeeded returns the item
+// with a nil error. A consumer that loses its connection or session before
 // its delete reaches the server has taken nothing; the item stays for the
-// next consumer. The one case ZooKeeper leaves open is a delete that
-// reached the server but whose reply was lost with the connection: the
-// consumer cannot learn whether its delete or another consumer's removed
-// the node. Take and Poll then return the item together with an error
-// matching ErrTakeUncertain (see Take): processing it gives at-least-once
-// delivery, dropping it at-most-once. Nothing else loses or duplicates an
-// item.
+// next consumer. The one case ZooKeeper leaves open (ZOOKEEPER-1262) is a
+// delete that was sent but whose reply was lost with the connection: if the
+// item is gone afterwards, the consumer cannot learn whether its delete or
+// another consumer's removed it. Take and Poll then return the item
+// together with an error matching ErrTakeUncertain: processing such items
+// gives at-least-once delivery, dropping them at-most-once. Likewise an
+// Offer that fails once its create was sent may have enqueued its item.
 //
 // ZooKeeper makes a poor queue at scale (Curator's Tech Note 4): every
-// item is a child of one node, each take lists them all, and a listing
-// larger than the server's jute.maxbuffer (1 MiB by default; some 50,000
-// items at the default path length) fails, so that neither side can take
-// anything until items are removed by hand. Use it for small queues of
-// coordination work; use a message broker for volume.
+// item is a child of one node, a take lists them all, and a listing larger
+// than a client can read (1 MiB by default for a Java client: some 60,000
+// items) fails, so that consumers can take nothing until items are removed
+// by hand. Use it for small queues of coordination work; use a message
+// broker for volume.
 //
 // NewQueue does no I/O. A Queue is safe for concurrent use.
 type Queue struct {
