@@ -294,9 +294,10 @@ func expireMidTake(ctx context.Context, consumer *client, changes <-chan zr.Stat
 	}
 }
 
-// TestQueue_BesideCurator measures offer and take rates of a zkrecipes
-// Queue and a Curator SimpleDistributedQueue on the same server, one after
-// the other, one item at a time. Set ZKRECIPES_QUEUE_BENCH=N to run it with
+// TestQueue_BesideCurator measures a zkrecipes Queue and a Curator
+// SimpleDistributedQueue on the same server, one after the other, three
+// rounds: N offers then N takes (a backlog), then N times one offer and its
+// take (a queue of one). Set ZKRECIPES_QUEUE_BENCH=N to run it with
 // N items.
 func TestQueue_BesideCurator(t *testing.T) {
 	n := 0
@@ -329,8 +330,20 @@ func TestQueue_BesideCurator(t *testing.T) {
 		}
 		take := time.Since(start)
 		slices.Sort(lat)
-		t.Logf("zkrecipes: offer %.0f/s take %.0f/s take p50 %dus p99 %dus", float64(n)/offer.Seconds(), float64(n)/take.Seconds(),
-			lat[n/2].Microseconds(), lat[n*99/100].Microseconds())
+		one := make([]time.Duration, n) // one item at a time: offer, then take it
+		start = time.Now()
+		for i := range n {
+			require.NoError(t, q.Offer(ctx, item))
+			t0 := time.Now()
+			_, err := q.Take(ctx)
+			require.NoError(t, err)
+			one[i] = time.Since(t0)
+		}
+		pairs := time.Since(start)
+		slices.Sort(one)
+		t.Logf("zkrecipes: offer %.0f/s take %.0f/s take p50 %dus p99 %dus; one at a time: %.0f pairs/s take p50 %dus p99 %dus",
+			float64(n)/offer.Seconds(), float64(n)/take.Seconds(), lat[n/2].Microseconds(), lat[n*99/100].Microseconds(),
+			float64(n)/pairs.Seconds(), one[n/2].Microseconds(), one[n*99/100].Microseconds())
 
 		p := startQueuePeer(t, "bench", c.Servers()[0], fmt.Sprintf("%s/curator-%d", testPath(t), round), fmt.Sprint(n))
 		p.wait(t, 5*time.Minute)

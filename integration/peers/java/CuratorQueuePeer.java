@@ -20,7 +20,8 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  * CuratorQueuePeer offer   SERVERS PATH COUNT PREFIX  offers PREFIX-0 .. PREFIX-(COUNT-1) in order
  * CuratorQueuePeer take    SERVERS PATH COUNT         takes COUNT items with take()
  * CuratorQueuePeer consume SERVERS PATH               polls until its standard input closes
- * CuratorQueuePeer bench   SERVERS PATH COUNT         offers COUNT items, then takes them
+ * CuratorQueuePeer bench   SERVERS PATH COUNT         offers COUNT items, then takes them; then
+ *                                                     COUNT times offers one item and takes it
  * </pre>
  *
  * <p>Every item taken is printed as "ITEM text" (items are UTF-8 text); the last line is "DONE n"
@@ -111,7 +112,7 @@ public final class CuratorQueuePeer {
         System.out.println("DONE " + n);
     }
 
-    /** Offers n items, then takes them, one at a time; prints rates and take latencies. */
+    /** Offers n items, then takes them; then n times offers one and takes it; prints rates and take latencies. */
     private static void bench(SimpleDistributedQueue q, int n) throws Exception {
         byte[] item = "0123456789abcdef".getBytes(StandardCharsets.UTF_8);
         for (int i = 0; i < Math.min(n, 200); i++) { // warm-up
@@ -132,8 +133,21 @@ public final class CuratorQueuePeer {
         }
         long takeNs = System.nanoTime() - start;
         Arrays.sort(lat);
+        // One item at a time: offer, then take it.
+        long[] one = new long[n];
+        start = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            q.offer(item);
+            long t = System.nanoTime();
+            q.take();
+            one[i] = System.nanoTime() - t;
+        }
+        long oneNs = System.nanoTime() - start;
+        Arrays.sort(one);
         System.out.printf(
-                "{\"offer_per_s\":%.0f,\"take_per_s\":%.0f,\"take_p50_us\":%d,\"take_p99_us\":%d}%n",
-                n / (offerNs / 1e9), n / (takeNs / 1e9), lat[n / 2] / 1000, lat[(int) (n * 0.99)] / 1000);
+                "{\"offer_per_s\":%.0f,\"take_per_s\":%.0f,\"take_p50_us\":%d,\"take_p99_us\":%d,"
+                        + "\"one_pairs_per_s\":%.0f,\"one_take_p50_us\":%d,\"one_take_p99_us\":%d}%n",
+                n / (offerNs / 1e9), n / (takeNs / 1e9), lat[n / 2] / 1000, lat[(int) (n * 0.99)] / 1000,
+                n / (oneNs / 1e9), one[n / 2] / 1000, one[(int) (n * 0.99)] / 1000);
     }
 }
