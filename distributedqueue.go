@@ -105,7 +105,9 @@ func (q *Queue) Offer(ctx context.Context, item []byte) error {
 // one while the queue is empty. It waits on a watch, never by polling, and
 // through connection losses and session expiries (the Session's retry
 // policy paces retries). When ctx ends first it returns ctx's error and has
-// taken nothing.
+// taken nothing; after Close, ErrClosed. To wait on a path that does not
+// exist, Take creates it, as Curator does, as container nodes: the server
+// deletes them once an item has come and gone.
 //
 // Taking an item is deleting its node. Once Take has sent that delete it
 // waits for the reply even if ctx ends, so that an item it took is
@@ -216,10 +218,12 @@ func (q *Queue) takeFirst(ctx context.Context, items []string, remove bool) (ite
 	for i, k := range items {
 		p := joinPath(q.dir, k)
 		data, _, err := q.s.get(ctx, p)
-		if err == zk.ErrNoNode {
+		switch {
+		case err == zk.ErrNoNode:
 			continue // another consumer took it
-		}
-		if err != nil {
+		case err != nil && !queueRetryable(err):
+			return nil, q.s.opError("getData", p, err)
+		case err != nil:
 			return nil, err
 		}
 		if !remove {

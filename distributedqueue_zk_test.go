@@ -316,3 +316,24 @@ func TestZKQueueTakesInOfferOrderWhileOthersTakeAndOffer(t *testing.T) {
 	_, err := q.Poll(ctx)
 	assert.ErrorIs(t, err, ErrQueueEmpty)
 }
+
+func TestZKQueueTakeWaitingWhenTheSessionClosesReturnsErrClosed(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	dir := "/zkt/queue-close-" + newUUID()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := NewQueue(s, dir).Take(ctx)
+		errc <- err
+	}()
+	// Close once the Take has made the path it waits on.
+	raw := zkRaw(t)
+	require.Eventually(t, func() bool { ok, _, _ := raw.Exists(dir); return ok }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, s.Close())
+	select {
+	case err := <-errc:
+		assert.ErrorIs(t, err, ErrClosed)
+	case <-ctx.Done():
+		t.Fatal("Take still waiting after Close")
+	}
+	require.NoError(t, raw.Delete(dir, -1))
+}
