@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/peers"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 // queuePeer is a Curator SimpleDistributedQueue process
@@ -350,5 +351,52 @@ func TestQueue_BesideCurator(t *testing.T) {
 		line := strings.TrimSpace(p.stdout())
 		require.True(t, strings.HasPrefix(line, "{"), "bench output %q", line)
 		t.Logf("curator:   %s", line)
+	}
+}
+
+// A consumer whose delete reaches the server while the reply is lost
+// (ZOOKEEPER-1262, through zktest's proxy) cannot tell its delete from
+// another consumer's: it returns the item with ErrTakeUncertain. When
+// another consumer did take the item, both have it, and only that one
+// without an error: the at-least-once case, flagged.
+func TestQueue_LostDeleteReplyReturnsTheItemFlaggedUncertain(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OtherConsumer=%v", other), func(t *testing.T) {
+			c := server(t)
+			path := testPath(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			producer := zr.NewQueue(connect(t, c, nil).Session, path)
+			require.NoError(t, producer.Offer(ctx, []byte("one")))
+
+			proxy := zktest.NewProxy(t, c.Servers()[0])
+			var once sync.Once
+			hookErr := make(chan error, 1)
+			var otherItem []byte
+			hook := zr.TracerFunc(func(ev zr.TraceEvent) {
+				if ev.Op != "getData" || !strings.HasPrefix(ev.Path, path+"/qn-") || ev.Err != nil {
+					return
+				}
+				once.Do(func() {
+					// The read's reply is in: lose every later one, the
+					// delete's included, until the proxy resets.
+					proxy.LoseReplies(time.Second)
+					var err error
+					if other {
+						otherItem, err = producer.Poll(ctx)
+					}
+					hookErr <- err
+				})
+			})
+			consumer := connect(t, c, []string{proxy.Addr()}, zr.WithTracer(hook))
+			item, err := zr.NewQueue(consumer.Session, path).Take(ctx)
+			require.NoError(t, <-hookErr)
+			assert.Equal(t, "one", string(item))
+			assert.ErrorIs(t, err, zr.ErrTakeUncertain)
+			if other {
+				assert.Equal(t, "one", string(otherItem))
+			}
+			assert.Empty(t, children(t, raw(t, c), path))
+		})
 	}
 }
