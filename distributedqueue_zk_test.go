@@ -107,6 +107,8 @@ func TestZKQueueTakeWaitsForAnOfferAndEndsWithCtx(t *testing.T) {
 	assert.Equal(t, "late", string(<-got))
 }
 
+// Three Sessions, each with two goroutines taking from one Queue, take
+// while two producers offer: every item is taken exactly once.
 func TestZKQueueConcurrentConsumersTakeEachItemExactlyOnce(t *testing.T) {
 	ctx, s := zkSession(t, 60*time.Second)
 	dir := "/zkt/queue-concurrent-" + newUUID()
@@ -116,13 +118,17 @@ func TestZKQueueConcurrentConsumersTakeEachItemExactlyOnce(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	taken := make(chan struct{}, total)
-	errc := make(chan error, producers+consumers)
+	errc := make(chan error, producers+2*consumers)
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	for c := range consumers {
-		_, cs := zkSession(t, 60*time.Second)
-		q := NewQueue(cs, dir)
+	var q *Queue
+	for c := range 2 * consumers { // two goroutines share each Queue
+		if c%2 == 0 {
+			_, cs := zkSession(t, 60*time.Second)
+			q = NewQueue(cs, dir)
+		}
+		q := q
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
