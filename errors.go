@@ -86,6 +86,16 @@ var (
 	// recipe whose node data would make its create larger than the Session's
 	// WithMaxRequestSize. The error is a *DataTooLargeError.
 	ErrDataTooLarge = errors.New("zkrecipes: node data too large")
+
+	// ErrQueueEmpty is returned by Queue.Poll and Queue.Peek when the queue
+	// holds no item.
+	ErrQueueEmpty = errors.New("zkrecipes: queue empty")
+
+	// ErrTakeUncertain is returned, with the item, by a Queue take whose
+	// delete may or may not have run on the server (the connection was lost
+	// before its reply) and whose item was gone afterwards: another
+	// consumer may have taken the same item.
+	ErrTakeUncertain = errors.New("zkrecipes: queue take uncertain; another consumer may also have the item")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches

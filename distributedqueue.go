@@ -1,0 +1,337 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Queue is a FIFO queue of byte items on one path, wire-compatible with
+// Curator's SimpleDistributedQueue: a Curator process and a Queue on the
+// same path offer to and take from the same queue. Items are taken in the
+// order the server sequenced their offers.
+//
+// Each item is taken once, however many Sessions and Curator clients take
+// concurrently: taking an item is deleting its node, only one delete
+// succeeds, and only the consumer whose delete succeeded returns the item
+// with a nil error. A consumer that loses its connection or session before
+// its delete reaches the server has taken nothing; the item stays for the
+// next consumer. The one case ZooKeeper leaves open (ZOOKEEPER-1262) is a
+// delete that was sent but whose reply was lost with the connection: if the
+// item is gone afterwards, the consumer cannot learn whether its delete or
+// another consumer's removed it. Take and Poll then return the item
+// together with an error matching ErrTakeUncertain: processing such items
+// gives at-least-once delivery, dropping them at-most-once. Likewise an
+// Offer that fails once its create was sent may have enqueued its item.
+//
+// ZooKeeper makes a poor queue at scale (Curator's Tech Note 4): every
+// item is a child of one node, a take lists them all, and a listing larger
+// than a client can read (1 MiB by default for a Java client: some 60,000
+// items) fails, so that consumers can take nothing until items are removed
+// by hand. Use it for small queues of coordination work; use a message
+// broker for volume.
+//
+// NewQueue does no I/O. A Queue is safe for concurrent use.
+type Queue struct {
+	s    *Session
+	path string // as given
+	dir  string // absolute
+	err  error
+
+	// next holds, sorted, the items of the last listing that no take of
+	// this Queue has tried yet. Every item offered since sorts after them
+	// (sequence numbers only grow while the parent lives; if it was deleted,
+	// every cached item is gone and a take lists again), so a take may try
+	// them first without a listing and still take in FIFO order.
+	mu   sync.Mutex
+	next []string
+}
+
+// queueItemPrefix names every item node: P/qn-<seq10> (Curator's PREFIX).
+const queueItemPrefix = "qn-"
+
+// NewQueue returns a queue on path (relative to the Session's namespace).
+// It does no I/O; an invalid path or a nil session is reported by every
+// method of the Queue.
+func NewQueue(s *Session, path string) *Queue {
+	q := &Queue{s: s, path: path, err: checkRecipe(s, path)}
+	if q.err == nil {
+		q.dir = s.abs(path)
+	}
+	return q
+}
+
+// Offer appends item to the queue, creating the queue's path (as
+// container nodes, like Curator) when missing. A nil item fails with
+// ErrInvalidArgument and one too large for the Session's request size
+// limit with ErrDataTooLarge, before any call; an empty item is valid.
+//
+// On any other error the item may still have been enqueued: when the
+// connection is lost before the reply, or ctx ends first, the server may
+// have created its node (if ctx ended, Offer deletes such a node in the
+// background, unless a consumer took it first).
+func (q *Queue) Offer(ctx context.Context, item []byte) error {
+	if q.err != nil {
+		return q.err
+	}
+	if item == nil {
+		return invalidArg("nil queue item")
+	}
+	node := joinPath(q.dir, queueItemPrefix)
+	if err := q.s.checkNodeData(q.path, item, node+"0000000000"); err != nil {
+		return err
+	}
+	for made := false; ; made = true {
+		_, err := q.s.create(ctx, node, item, zk.FlagSequence)
+		if err == zk.ErrNoNode && !made {
+			if err = q.s.ensureParents(ctx, q.dir); err != nil {
+				return q.s.opError("create", q.dir, err)
+			}
+			continue
+		}
+		if err != nil {
+			return q.s.opError("create", node, err)
+		}
+		return nil
+	}
+}
+
+// Take removes and returns the item at the head of the queue, waiting for
+// one while the queue is empty. It waits on a watch, never by polling, and
+// through connection losses and session expiries (the Session's retry
+// policy paces retries). When ctx ends first it returns ctx's error and has
+// taken nothing; after Close, ErrClosed. To wait on a path that does not
+// exist, Take creates it, as Curator does, as container nodes: the server
+// deletes them once an item has come and gone.
+//
+// Taking an item is deleting its node. Once Take has sent that delete it
+// waits for the reply even if ctx ends, so that an item it took is
+// returned. When the connection is lost after the delete was sent, and the
+// item is gone once the connection is back (or ctx ends, or the retry
+// policy gives up, before that is known), Take cannot know whether its own
+// delete or another consumer's removed it: it returns the item together
+// with an error matching ErrTakeUncertain. Every other error comes with a
+// nil item, and then this call took no item.
+func (q *Queue) Take(ctx context.Context) ([]byte, error) {
+	return q.head(ctx, true, true)
+}
+
+// Poll removes and returns the item at the head of the queue, or fails
+// with ErrQueueEmpty at once when there is none. Its errors are those of
+// Take.
+func (q *Queue) Poll(ctx context.Context) ([]byte, error) {
+	return q.head(ctx, true, false)
+}
+
+// Peek returns the item at the head of the queue without removing it, or
+// fails with ErrQueueEmpty when there is none. Another consumer may take
+// the item at any time.
+func (q *Queue) Peek(ctx context.Context) ([]byte, error) {
+	return q.head(ctx, false, false)
+}
+
+// head reads the first item of the queue, removes it when remove is set,
+// and waits for one when wait is set (else fails with ErrQueueEmpty).
+func (q *Queue) head(ctx context.Context, remove, wait bool) ([]byte, error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
+	s := q.s
+	bo := s.cfg.retry()
+	// The first listing of each round sets no watch: when it finds an item,
+	// no watch is left behind. Only an empty listing is followed by one that
+	// watches, and the wait.
+	watching := false
+	for {
+		var (
+			kids []string
+			w    <-chan zk.Event
+			err  error
+		)
+		cached := remove && !watching && q.takeCache(&kids)
+		switch {
+		case cached:
+		case watching:
+			kids, w, err = s.childrenW(ctx, q.dir)
+		default:
+			kids, err = s.children(ctx, q.dir)
+		}
+		if err == nil {
+			var item []byte
+			item, err = q.takeFirst(ctx, queueItems(kids, cached), remove)
+			if err == nil || errors.Is(err, ErrTakeUncertain) {
+				return item, err
+			}
+		}
+		switch {
+		case err == errNoItem && cached:
+			continue // list
+		case err == errNoItem || err == zk.ErrNoNode:
+			if !wait {
+				return nil, fmt.Errorf("%w: %s", ErrQueueEmpty, s.rel(q.dir))
+			}
+			if err == zk.ErrNoNode && watching {
+				// No node to watch: make the path, as Curator's take does.
+				if err = s.ensureParents(ctx, q.dir); err != nil && !queueRetryable(err) {
+					return nil, s.opError("create", q.dir, err)
+				}
+				continue
+			}
+			if !watching {
+				watching = true
+				continue
+			}
+			select {
+			case <-w:
+				watching = false
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-s.closedCh:
+				return nil, ErrClosed
+			}
+		case queueRetryable(err):
+			if err := q.pause(ctx, bo, err); err != nil {
+				return nil, err
+			}
+			watching = false
+		default:
+			return nil, s.opError("getChildren", q.dir, err)
+		}
+	}
+}
+
+// errNoItem is takeFirst's report that no listed item could be had.
+var errNoItem = errors.New("zkrecipes: no queue item")
+
+// takeFirst reads, and removes when remove is set, the first item of kids
+// that is still there. Like Curator, it takes qn- children in name order
+// and skips other children.
+func (q *Queue) takeFirst(ctx context.Context, items []string, remove bool) (item []byte, err error) {
+	for i, k := range items {
+		p := joinPath(q.dir, k)
+		data, _, err := q.s.get(ctx, p)
+		switch {
+		case err == zk.ErrNoNode:
+			continue // another consumer took it
+		case err != nil && !queueRetryable(err):
+			return nil, q.s.opError("getData", p, err)
+		case err != nil:
+			return nil, err
+		}
+		if !remove {
+			return data, nil
+		}
+		// Once sent, the delete is waited for even if ctx ends: a delete
+		// that succeeds after its caller gave up would lose the item.
+		switch err = q.s.delete(context.WithoutCancel(ctx), p); {
+		case err == nil:
+			q.putCache(items[i+1:])
+			return data, nil
+		case err == zk.ErrNoNode:
+			continue
+		case errors.Is(err, zk.ErrNoServer):
+			// go-zookeeper fails a request it never sent with ErrNoServer:
+			// nothing was taken.
+			return nil, err
+		case queueRetryable(err):
+			// The delete may have run on the server (ZOOKEEPER-1262): look
+			// once the connection is back.
+			return q.settle(ctx, p, data, err)
+		default:
+			return nil, q.s.opError("delete", p, err)
+		}
+	}
+	return nil, errNoItem
+}
+
+// queueItems returns the item names among kids, sorted as Curator sorts
+// them (as strings), skipping foreign children as Curator does. A cached
+// list is that already.
+func queueItems(kids []string, cached bool) []string {
+	if cached {
+		return kids
+	}
+	items := make([]string, 0, len(kids))
+	for _, k := range kids {
+		if strings.HasPrefix(k, queueItemPrefix) {
+			items = append(items, k)
+		}
+	}
+	slices.Sort(items)
+	return items
+}
+
+// takeCache moves the cached item names into *kids and reports whether
+// there were any.
+func (q *Queue) takeCache(kids *[]string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	*kids, q.next = q.next, nil
+	return len(*kids) > 0
+}
+
+// putCache caches items, the rest of a listing after a taken item. Two
+// takes of one Queue may race: both lists are merged, so that no item
+// older than the first cached one is left out of the cache.
+func (q *Queue) putCache(items []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.next) == 0 {
+		q.next = slices.Clone(items)
+		return
+	}
+	q.next = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(q.next), items...))))
+}
+
+// settle decides a take whose delete of p failed with cause, which leaves
+// it unknown whether the server ran it: if p is still there, nothing was
+// taken and the caller tries again; if it is gone, the item (data) is
+// returned as possibly taken by another consumer as well.
+func (q *Queue) settle(ctx context.Context, p string, data []byte, cause error) ([]byte, error) {
+	bo := q.s.cfg.retry()
+	for {
+		if err := q.pause(ctx, bo, cause); err != nil {
+			// Unknown whether this consumer took the item: hand it over.
+			return data, fmt.Errorf("%w: %s: %w", ErrTakeUncertain, q.s.rel(p), err)
+		}
+		_, err := q.s.exists(ctx, p)
+		switch {
+		case err == nil:
+			return nil, cause // not taken: the caller lists again
+		case err == zk.ErrNoNode:
+			return data, fmt.Errorf("%w: %s", ErrTakeUncertain, q.s.rel(p))
+		case !queueRetryable(err):
+			return data, fmt.Errorf("%w: %s: %w", ErrTakeUncertain, q.s.rel(p), err)
+		}
+		cause = err
+	}
+}
+
+// pause waits for the connection and a back-off step after a request
+// failed with cause, and fails when the retry policy gives up, ctx ends or
+// the Session is closed.
+func (q *Queue) pause(ctx context.Context, bo BackOff, cause error) error {
+	if _, _, err := q.s.awaitConnected(ctx); err != nil {
+		return err
+	}
+	d := bo.NextBackOff()
+	if d == Stop {
+		return fmt.Errorf("%w: %w", ErrRetriesExhausted, cause)
+	}
+	return sleepCtx(ctx, d)
+}
+
+// queueRetryable tells whether a queue request may be sent again: after a
+// lost connection and after a session expiry too, since a queue holds
+// nothing tied to its session.
+func queueRetryable(err error) bool {
+	return isRetryable(err) || errors.Is(err, zk.ErrSessionExpired)
+}
