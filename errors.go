@@ -85,6 +85,11 @@ var (
 	// recipe whose node data would make its create larger than the Session's
 	// WithMaxRequestSize. The error is a *DataTooLargeError.
 	ErrDataTooLarge = errors.New("zkrecipes: node data too large")
+
+	// ErrLeaseExpired is the cause of a lease lost because its lease time
+	// (WithLeaseTime) ran out: its Err matches both ErrLockLost and
+	// ErrLeaseExpired.
+	ErrLeaseExpired = errors.New("zkrecipes: lease time expired")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches

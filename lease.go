@@ -173,6 +173,10 @@ type hold struct {
 	// loss until then.
 	late   *time.Timer
 	unhook func()
+	// expiry ends the hold at its lease time (leasetime.go); revoked
+	// closes on a revocation request (revoke.go). Both nil unless opted in.
+	expiry  *time.Timer
+	revoked *signal
 }
 
 // newHold starts watching a freshly granted node: its own-node watch, the
@@ -315,6 +319,7 @@ func (h *hold) lose(err error, cleanup bool) {
 	h.sig.fire(err)
 	h.mu.Unlock()
 	h.quiet()
+	h.stopExpiry()
 	h.s.cfg.log.Warn("zkrecipes: ownership lost", "path", h.node.path, "err", err)
 	h.onEnd()
 	if cleanup {
@@ -337,6 +342,7 @@ func (h *hold) release(ctx context.Context) error {
 	close(h.stop)
 	h.mu.Unlock()
 	h.quiet()
+	h.stopExpiry()
 	h.onEnd()
 	var err error
 	if h.markedRelease {
