@@ -2,6 +2,8 @@ package zkrecipes
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +100,39 @@ func TestZKRevokeBadInput(t *testing.T) {
 	require.ErrorIs(t, Revoke(ctx, nil, "/zkt/x"), ErrNilSession)
 	_, err := NewMutex(s, "/zkt/revoke-bad-"+newUUID(), WithRevocable(), WithNodeData([]byte("__REVOKE__"))).Acquire(ctx)
 	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+func TestZKRevocationReachesEveryLockKind(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	base := "/zkt/revoke-kinds-" + newUUID()
+	acquire := map[string]func(context.Context) (*Lease, error){
+		"WriteLock":      NewRWMutex(s, base+"/rw", WithRevocable()).WriteLock().Acquire,
+		"ReadLock":       NewRWMutex(s, base+"/rw2", WithRevocable()).ReadLock().Acquire,
+		"SemaphoreMutex": NewSemaphoreMutex(s, base+"/semmutex", WithRevocable()).Acquire,
+	}
+	for name, acq := range acquire {
+		l, err := acq(ctx)
+		require.NoError(t, err, name)
+		require.NoError(t, Revoke(ctx, s, l.Path()), name)
+		select {
+		case <-l.Revoked():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the revocable holder never heard the request", name)
+		}
+		require.NoError(t, l.Release(ctx), name)
+	}
+}
+
+func TestZKReleaseEndsTheRevocationWatch(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	l, err := NewMutex(s, "/zkt/revoke-release-"+newUUID(), WithRevocable()).Acquire(ctx)
+	require.NoError(t, err)
+	watching := func() bool {
+		buf := make([]byte, 1<<20)
+		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "awaitRevoke")
+	}
+	require.Eventually(t, watching, 10*time.Second, 5*time.Millisecond, "a revocable holder watches its node")
+	require.NoError(t, l.Release(ctx))
+	require.Eventually(t, func() bool { return !watching() }, 10*time.Second, 5*time.Millisecond,
+		"the watch ends with the hold")
 }
