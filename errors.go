@@ -47,7 +47,8 @@ var (
 
 	// ErrLockLost is matched by the Err of every lease whose ownership was
 	// lost or put in doubt; errors.Is also matches the cause (ErrSuspended,
-	// ErrSessionExpired, ErrSessionChanged, ErrNodeDeleted or ErrClosed).
+	// ErrSessionExpired, ErrSessionChanged, ErrNodeDeleted, ErrClosed or
+	// ErrLeaseExpired).
 	ErrLockLost = errors.New("zkrecipes: ownership lost")
 
 	// ErrReleased is the Err of a lease after its holder released it, and is

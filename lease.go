@@ -44,7 +44,7 @@ func (l *Lease) sig() *signal {
 // Err returns nil while the lease is held. After Done closes it returns
 // ErrReleased if this lease was released, or an error matching ErrLockLost
 // and its cause (ErrSuspended, ErrSessionExpired, ErrSessionChanged,
-// ErrNodeDeleted, ErrClosed) if ownership was lost. Once non-nil, Err keeps
+// ErrNodeDeleted, ErrClosed, ErrLeaseExpired) if ownership was lost. Once non-nil, Err keeps
 // returning the same error: a lease lost and then released reports the loss.
 func (l *Lease) Err() error {
 	l.mu.Lock()

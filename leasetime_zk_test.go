@@ -126,6 +126,7 @@ func TestZKLeaseTimeEndsSemaphoreAndReadWriteLeases(t *testing.T) {
 		assert.ErrorIs(t, l.Err(), ErrLeaseExpired, name)
 		again, err := acq(ctx)
 		require.NoError(t, err, "%s: free again after the expiry", name)
+		assert.Greater(t, again.Token(), l.Token(), "%s: the next lease's token is higher", name)
 		require.NoError(t, again.Release(ctx), name)
 	}
 }
