@@ -71,7 +71,7 @@ func buildSemConfig(opts []SemaphoreOption) (semConfig, error) {
 		}
 		o.applySemaphore(&c)
 	}
-	return c, cmp.Or(c.err, c.lock.err)
+	return c, cmp.Or(c.err, c.lock.err, c.lock.checkRevocable())
 }
 
 // WithSharedCount makes the semaphore read its maximum from the node at
