@@ -45,7 +45,8 @@ func (l *Lease) Revoked() <-chan struct{} {
 }
 
 // Revoke asks the holder of the lock node at path (relative to the
-// Session's namespace; see Participant.Node) to release it, as Curator's
+// Session's namespace: the holder's Lease.Path, or the lock's path joined
+// with a Participant's Node) to release it, as Curator's
 // Revoker.attemptRevoke does: a holder that opted in (WithRevocable here,
 // makeRevocable in Curator) is told, any other holder is undisturbed. A
 // node that does not exist (its holder has gone) is not an error. Revoke
