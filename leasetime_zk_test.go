@@ -68,16 +68,19 @@ func TestZKLeaseTimeEndsTheLeaseDeletesItsNodeAndTheNextTokenIsHigher(t *testing
 
 func TestZKLeaseTimeIsSharedByAReentrantHoldersLeases(t *testing.T) {
 	ctx, s := zkSession(t, 30*time.Second)
-	m := NewMutex(s, "/zkt/leasetime-reentrant-"+newUUID(), WithLeaseTime(400*time.Millisecond))
+	const leaseTime, into = time.Second, 600 * time.Millisecond
+	m := NewMutex(s, "/zkt/leasetime-reentrant-"+newUUID(), WithLeaseTime(leaseTime))
 	first, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	granted := time.Now()
-	time.Sleep(200 * time.Millisecond) // into the lease time, then reenter
+	time.Sleep(into) // let the lease time run, then reenter
 	second, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, first.Path(), second.Path())
 	<-second.Done()
-	assert.Less(t, time.Since(granted), 390*time.Millisecond+200*time.Millisecond,
+	// Restarted at the reentry, it would end at least leaseTime+into
+	// after the grant.
+	assert.Less(t, time.Since(granted), leaseTime+into-50*time.Millisecond,
 		"the reentrant lease did not restart the lease time")
 	assert.ErrorIs(t, second.Err(), ErrLeaseExpired)
 	assert.ErrorIs(t, first.Err(), ErrLeaseExpired)
