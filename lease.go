@@ -44,8 +44,9 @@ func (l *Lease) sig() *signal {
 // Err returns nil while the lease is held. After Done closes it returns
 // ErrReleased if this lease was released, or an error matching ErrLockLost
 // and its cause (ErrSuspended, ErrSessionExpired, ErrSessionChanged,
-// ErrNodeDeleted, ErrClosed, ErrLeaseExpired) if ownership was lost. Once non-nil, Err keeps
-// returning the same error: a lease lost and then released reports the loss.
+// ErrNodeDeleted, ErrClosed, ErrLeaseExpired) if ownership was lost. Once
+// non-nil, Err keeps returning the same error: a lease lost and then
+// released reports the loss.
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -7,7 +7,8 @@ import "time"
 // matches ErrLockLost and ErrLeaseExpired), its node is deleted, and the
 // next contender is granted with a higher Token. The leases of one
 // reentrant holder share the one hold and so the one lease time, counted
-// from the first grant.
+// from the first grant. It applies to Mutex, both sides of an RWMutex,
+// SemaphoreMutex and each lease of a Semaphore.
 //
 // The lease time is measured on this process's clock and enforced by this
 // process: it cannot stop a holder that is paused (a long GC pause, a

@@ -16,7 +16,9 @@ var revokeMessage = []byte("__REVOKE__")
 // the holder's Lease.Revoked channel closes. Revocation is cooperative:
 // the holder keeps the lock until it releases it. A request made while the
 // contender still waits is seen once it is granted. A lock without this
-// option ignores such requests.
+// option ignores such requests. It applies to Mutex and both sides of an
+// RWMutex (Curator's revocable locks), and to SemaphoreMutex and each
+// lease of a Semaphore (Curator's are not revocable).
 //
 // As with Curator's revocable locks, each node holds no data unless
 // WithNodeData sets some; data equal to the revocation request itself
