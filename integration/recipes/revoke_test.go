@@ -106,11 +106,33 @@ func TestInterop_CuratorRevocableHolderHearsRevoke(t *testing.T) {
 	_, err = m.TryAcquire(ctx)
 	require.ErrorIs(t, err, zr.ErrLocked, "the Curator holder excludes zkrecipes")
 
+	// A zkrecipes waiter queues behind the Curator holder: the revoke
+	// write on the node it watches must not let it in, the release must.
+	type result struct {
+		l   *zr.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := m.Acquire(ctx)
+		got <- result{l, err}
+	}()
+	require.Eventually(t, func() bool {
+		ps, err := m.Participants(ctx)
+		return err == nil && len(ps) == 2
+	}, 30*time.Second, 10*time.Millisecond, "the zkrecipes waiter queues")
 	require.NoError(t, zr.Revoke(ctx, s.Session, node))
-	p.await(t, "RELEASED")
-
-	l, err := m.Acquire(ctx)
-	require.NoError(t, err, "the lock is free once Curator released it")
+	p.await(t, "REVOKED")
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(time.Minute):
+		t.Fatal("the zkrecipes waiter never got the lock after Curator released it")
+	}
+	require.NoError(t, r.err, "the lock is free once Curator released it")
+	_, releasing := p.line("RELEASING") // printed before its release, 500 ms after the request
+	require.True(t, releasing, "the waiter got in only with Curator's release, not on the revoke write")
+	l := r.l
 	mine, _, err := raw(t, c).Get(l.Path())
 	require.NoError(t, err)
 	assert.Empty(t, mine, "a revocable zkrecipes node holds no data either")

@@ -13,7 +13,8 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  *
  *   hold   SERVERS LOCKPATH  acquire an InterProcessMutex made revocable, print
  *                            "HELD <node>", wait up to 60 s for a revocation
- *                            request, print "REVOKED", release, print "RELEASED"
+ *                            request, print "REVOKED", wait 500 ms, print
+ *                            "RELEASING", release, print "RELEASED"
  *   revoke SERVERS NODEPATH  Revoker.attemptRevoke on the node, print "DONE"
  */
 public class RevokePeer {
@@ -56,6 +57,8 @@ public class RevokePeer {
             System.exit(1);
         }
         System.out.println("REVOKED");
+        Thread.sleep(500); // a waiter that took the revoke write for a release would be in by now
+        System.out.println("RELEASING");
         lock.release();
         System.out.println("RELEASED");
         System.out.flush();
