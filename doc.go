@@ -15,7 +15,8 @@
 // This package tells the holder as early as it can: a Lease's Done closes,
 // its Context ends and Err says why when the connection is lost (under the
 // default LoseOnSuspended policy), the session expires or is replaced, or
-// the node is deleted by someone else. A holder must stop then, and guard
+// the node is deleted by someone else, or its lease time (WithLeaseTime)
+// runs out. A holder must stop then, and guard
 // every write to the resource it protects with the Lease's fencing Token or
 // with Check in a ZooKeeper Multi. After an expiry the Session connects
 // again under a new session: waiting acquisitions start over under its

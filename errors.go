@@ -47,7 +47,8 @@ var (
 
 	// ErrLockLost is matched by the Err of every lease whose ownership was
 	// lost or put in doubt; errors.Is also matches the cause (ErrSuspended,
-	// ErrSessionExpired, ErrSessionChanged, ErrNodeDeleted or ErrClosed).
+	// ErrSessionExpired, ErrSessionChanged, ErrNodeDeleted, ErrClosed or
+	// ErrLeaseExpired).
 	ErrLockLost = errors.New("zkrecipes: ownership lost")
 
 	// ErrReleased is the Err of a lease after its holder released it, and is
@@ -96,6 +97,11 @@ var (
 	// before its reply) and whose item was gone afterwards: another
 	// consumer may have taken the same item.
 	ErrTakeUncertain = errors.New("zkrecipes: queue take uncertain; another consumer may also have the item")
+
+	// ErrLeaseExpired is the cause of a lease lost because its lease time
+	// (WithLeaseTime) ran out: its Err matches both ErrLockLost and
+	// ErrLeaseExpired.
+	ErrLeaseExpired = errors.New("zkrecipes: lease time expired")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches

@@ -44,8 +44,9 @@ func (l *Lease) sig() *signal {
 // Err returns nil while the lease is held. After Done closes it returns
 // ErrReleased if this lease was released, or an error matching ErrLockLost
 // and its cause (ErrSuspended, ErrSessionExpired, ErrSessionChanged,
-// ErrNodeDeleted, ErrClosed) if ownership was lost. Once non-nil, Err keeps
-// returning the same error: a lease lost and then released reports the loss.
+// ErrNodeDeleted, ErrClosed, ErrLeaseExpired) if ownership was lost. Once
+// non-nil, Err keeps returning the same error: a lease lost and then
+// released reports the loss.
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -173,6 +174,10 @@ type hold struct {
 	// loss until then.
 	late   *time.Timer
 	unhook func()
+	// expiry ends the hold at its lease time (leasetime.go); revoked
+	// closes on a revocation request (revoke.go). Both nil unless opted in.
+	expiry  *time.Timer
+	revoked *signal
 }
 
 // newHold starts watching a freshly granted node: its own-node watch, the
@@ -315,6 +320,7 @@ func (h *hold) lose(err error, cleanup bool) {
 	h.sig.fire(err)
 	h.mu.Unlock()
 	h.quiet()
+	h.stopExpiry()
 	h.s.cfg.log.Warn("zkrecipes: ownership lost", "path", h.node.path, "err", err)
 	h.onEnd()
 	if cleanup {
@@ -337,6 +343,7 @@ func (h *hold) release(ctx context.Context) error {
 	close(h.stop)
 	h.mu.Unlock()
 	h.quiet()
+	h.stopExpiry()
 	h.onEnd()
 	var err error
 	if h.markedRelease {

@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"net"
 	"sync"
+	"time"
 )
 
 // LockOption configures a lock recipe (Mutex, and the locks built on the
@@ -14,6 +15,9 @@ type lockConfig struct {
 	custom   bool
 	fast     bool
 	err      error
+
+	leaseTime time.Duration // WithLeaseTime (leasetime.go); 0: none
+	revocable bool          // WithRevocable (revoke.go)
 }
 
 func buildLockConfig(opts []LockOption) (lockConfig, error) {
@@ -24,12 +28,18 @@ func buildLockConfig(opts []LockOption) (lockConfig, error) {
 		}
 		o(&c)
 	}
+	if c.err == nil {
+		c.err = c.checkRevocable()
+	}
 	return c, c.err
 }
 
 func (c lockConfig) data() []byte {
-	if c.custom {
+	switch {
+	case c.custom:
 		return c.nodeData
+	case c.revocable:
+		return []byte{} // as Curator's revocable locks write
 	}
 	return []byte(localAddress())
 }

@@ -74,7 +74,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Lease, error) {
 		return l, nil
 	}
 	return m.holds.grant(gid, func(onEnd func()) (*hold, error) {
-		return m.q.acquire(ctx, m.cfg.data(), try, onEnd)
+		return m.cfg.start(m.q.acquire(ctx, m.cfg.data(), try, onEnd))
 	})
 }
 

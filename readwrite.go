@@ -139,10 +139,10 @@ func (l *RWLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 		if held != nil { // a writer takes the read lock: downgrade
 			nh, err := rw.downgrade(ctx, held, onEnd)
 			if nh != nil || err != nil {
-				return nh, err
+				return rw.cfg.start(nh, err)
 			}
 		}
-		return q.acquire(ctx, rw.cfg.data(), try, onEnd)
+		return rw.cfg.start(q.acquire(ctx, rw.cfg.data(), try, onEnd))
 	})
 }
 

@@ -71,7 +71,7 @@ func buildSemConfig(opts []SemaphoreOption) (semConfig, error) {
 		}
 		o.applySemaphore(&c)
 	}
-	return c, cmp.Or(c.err, c.lock.err)
+	return c, cmp.Or(c.err, c.lock.err, c.lock.checkRevocable())
 }
 
 // WithSharedCount makes the semaphore read its maximum from the node at
@@ -417,7 +417,8 @@ func (p *semPass) grant(ctx context.Context) ([]*Lease, error) {
 	}
 	leases := make([]*Lease, len(p.nodes))
 	for i, nd := range p.nodes {
-		leases[i] = &Lease{h: newHold(p.sem.s, nd, p.tokens[i], p.selfWs[i], epoch, func() {})}
+		h, _ := p.sem.cfg.lock.start(newHold(p.sem.s, nd, p.tokens[i], p.selfWs[i], epoch, func() {}), nil)
+		leases[i] = &Lease{h: h}
 	}
 	return leases, nil
 }

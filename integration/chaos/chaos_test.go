@@ -27,6 +27,7 @@ var (
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the fault schedule (0: from the clock; the seed is printed)")
 	flagClients  = flag.Int("chaos.clients", 4, "number of client processes")
 	flagKeep     = flag.String("chaos.log", "", "copy the shared log to this file after the run")
+	flagLease    = flag.Duration("chaos.lease-time", 0, "lock with this lease time (WithLeaseTime); long leases then ignore Done and write on until fenced (0: none)")
 )
 
 const (
@@ -158,6 +159,12 @@ func TestChaos_MutexUnderFaults(t *testing.T) {
 	assert.Empty(t, rep.Unrecovered, "no acquisition after these faults healed")
 	assert.LessOrEqual(t, rep.MaxRecovery().After, recoveryBound, "acquisitions resumed too late after %s", rep.MaxRecovery().Kind)
 	assert.Empty(t, rep.Open, "holder intervals never closed")
+	if *flagLease > 0 {
+		b, err := os.ReadFile(r.logPath)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "lease time expired", "no lease ran out its lease time")
+		assert.Positive(t, st.Refused, "no write of an expired holder was fenced")
+	}
 }
 
 func (r *run) startNext(t *testing.T) *proc {

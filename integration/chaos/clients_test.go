@@ -79,7 +79,7 @@ func (r *run) startProc(t *testing.T, id string) *proc {
 	p.cmd = exec.Command(r.bin,
 		"-servers", strings.Join(addrs, ","), "-path", r.path, "-id", id, "-log", r.logPath,
 		"-store", r.store.Addr(), "-session-timeout", sessionTimeout.String(), "-session-file", p.sessFile,
-		"-lifetime", (*flagDuration + 10*time.Minute).String())
+		"-lifetime", (*flagDuration + 10*time.Minute).String(), "-lease-time", flagLease.String())
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test binary
 	if err := p.cmd.Start(); err != nil {

@@ -56,6 +56,7 @@ func main() {
 		longP    = flag.Float64("long", 0.25, "share of leases held for -long-hold instead of -writes writes")
 		longHold = flag.Duration("long-hold", time.Second, "how long a long lease is held")
 		lifetime = flag.Duration("lifetime", 30*time.Minute, "exit with status 3 after this long")
+		leaseT   = flag.Duration("lease-time", 0, "lock with WithLeaseTime(this); a long lease then plays a holder that never looks at Done and writes on until fenced (0: no lease time)")
 	)
 	flag.Parse()
 	if *servers == "" || *id == "" || *logPath == "" || *store == "" || *sessFile == "" {
@@ -78,7 +79,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	c := &client{id: *id, log: lg, store: *store, writes: *writes, hold: *hold, longP: *longP, longHold: *longHold, sessFile: *sessFile,
+	c := &client{id: *id, log: lg, store: *store, writes: *writes, hold: *hold, longP: *longP, longHold: *longHold, sessFile: *sessFile, leaseTime: *leaseT,
 		http: &http.Client{Timeout: time.Second, Transport: &http.Transport{}}}
 	sum, err := c.run(ctx, strings.Split(*servers, ","), *path, *timeout)
 	if err != nil {
@@ -106,8 +107,11 @@ type client struct {
 	longP    float64
 	longHold time.Duration
 	sessFile string
-	http     *http.Client
-	capture  zktest.SessionCapture
+	// leaseTime, when set, is the lock's WithLeaseTime, and long leases
+	// ignore Done (a paused holder): only the fence stops their writes.
+	leaseTime time.Duration
+	http      *http.Client
+	capture   zktest.SessionCapture
 }
 
 func (c *client) run(ctx context.Context, servers []string, path string, timeout time.Duration) (summary, error) {
@@ -135,7 +139,11 @@ func (c *client) run(ctx context.Context, servers []string, path string, timeout
 		wg.Wait()
 	}()
 
-	m := zr.NewMutex(s, path, zr.WithNodeData([]byte(c.id)))
+	opts := []zr.LockOption{zr.WithNodeData([]byte(c.id))}
+	if c.leaseTime > 0 {
+		opts = append(opts, zr.WithLeaseTime(c.leaseTime))
+	}
+	m := zr.NewMutex(s, path, opts...)
 	for ctx.Err() == nil {
 		l, err := m.Acquire(ctx)
 		if err != nil {
@@ -164,8 +172,14 @@ func (c *client) run(ctx context.Context, servers []string, path string, timeout
 func (c *client) holdLease(ctx context.Context, l *zr.Lease) bool {
 	tok := l.Token()
 	writes, until := c.writes, time.Time{}
+	blind := false // writes on after Done closes, until fenced
 	if rand.Float64() < c.longP {
 		writes, until = math.MaxInt, time.Now().Add(c.longHold)
+		blind = c.leaseTime > 0
+	}
+	done := l.Done()
+	if blind {
+		done = nil
 	}
 	c.log.Add(chaos.Acquired, c.id, tok)
 	watched := make(chan struct{})
@@ -181,7 +195,7 @@ func (c *client) holdLease(ctx context.Context, l *zr.Lease) bool {
 	}()
 	reason := "release"
 	for i := 0; i < writes && reason == "release" && (until.IsZero() || time.Now().Before(until)); i++ {
-		if l.Err() != nil || ctx.Err() != nil {
+		if (l.Err() != nil && !blind) || ctx.Err() != nil {
 			reason = "lost"
 			if ctx.Err() != nil && l.Err() == nil {
 				reason = "shutdown"
@@ -194,7 +208,7 @@ func (c *client) holdLease(ctx context.Context, l *zr.Lease) bool {
 		case "accepted", "error":
 		}
 		select {
-		case <-l.Done():
+		case <-done:
 		case <-ctx.Done():
 		case <-time.After(c.hold):
 		}

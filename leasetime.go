@@ -1,0 +1,64 @@
+package zkrecipes
+
+import "time"
+
+// WithLeaseTime ends each lease d after it was granted, even if its holder
+// is alive and has not released it: the lease is lost (Done closes, Err
+// matches ErrLockLost and ErrLeaseExpired), its node is deleted, and the
+// next contender is granted with a higher Token. The leases of one
+// reentrant holder share the one hold and so the one lease time, counted
+// from the first grant. It applies to Mutex, both sides of an RWMutex,
+// SemaphoreMutex and each lease of a Semaphore.
+//
+// The lease time is measured on this process's clock and enforced by this
+// process: it cannot stop a holder that is paused (a long GC pause, a
+// stopped VM) from acting on a lease it still believes it has. Guard every
+// write with Token or Check as for any other loss. A d that is zero or
+// negative makes every method of the recipe fail with ErrInvalidArgument.
+// Default: no lease time; a lease lasts until it is released or lost.
+func WithLeaseTime(d time.Duration) LockOption {
+	return func(c *lockConfig) {
+		if d <= 0 {
+			c.err = invalidArg("lease time %v: must be positive", d)
+			return
+		}
+		c.leaseTime = d
+	}
+}
+
+// start arms what the options ask of a freshly granted hold: its lease
+// time and its revocation watch. It passes acquire's results through.
+func (c lockConfig) start(h *hold, err error) (*hold, error) {
+	if err != nil || h == nil {
+		return h, err
+	}
+	if c.leaseTime > 0 {
+		h.expireAfter(c.leaseTime)
+	}
+	if c.revocable {
+		h.watchRevoke()
+	}
+	return h, nil
+}
+
+// expireAfter has the hold lost after d, unless it ends first.
+func (h *hold) expireAfter(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sig.fired() {
+		return
+	}
+	// lose deletes the node in the background (and not at all once the
+	// Session is closed: Close deletes it).
+	h.expiry = time.AfterFunc(d, func() { h.lose(lost(ErrLeaseExpired), true) })
+}
+
+// stopExpiry stops the lease time's timer of a hold that ended.
+func (h *hold) stopExpiry() {
+	h.mu.Lock()
+	t := h.expiry
+	h.mu.Unlock()
+	if t != nil {
+		t.Stop()
+	}
+}

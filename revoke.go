@@ -1,0 +1,114 @@
+package zkrecipes
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// revokeMessage is the data Curator's Revoker writes into a lock node to
+// ask its holder to release.
+var revokeMessage = []byte("__REVOKE__")
+
+// WithRevocable makes the lock's holders revocable: any process may ask a
+// holder to release, with Revoke or Curator's Revoker.attemptRevoke, and
+// the holder's Lease.Revoked channel closes. Revocation is cooperative:
+// the holder keeps the lock until it releases it. A request made while the
+// contender still waits is seen once it is granted. A lock without this
+// option ignores such requests. It applies to Mutex and both sides of an
+// RWMutex (Curator's revocable locks), and to SemaphoreMutex and each
+// lease of a Semaphore (Curator's are not revocable).
+//
+// As with Curator's revocable locks, each node holds no data unless
+// WithNodeData sets some; data equal to the revocation request itself
+// ("__REVOKE__") makes every method of the recipe fail with
+// ErrInvalidArgument. Default: not revocable.
+func WithRevocable() LockOption {
+	return func(c *lockConfig) { c.revocable = true }
+}
+
+func (c lockConfig) checkRevocable() error {
+	if c.revocable && c.custom && bytes.Equal(c.nodeData, revokeMessage) {
+		return invalidArg("node data %q of a revocable lock reads as a revocation request", revokeMessage)
+	}
+	return nil
+}
+
+// Revoked returns a channel that is closed when some process asked the
+// holder to release the lease (see Revoke), for a lease of a lock made
+// WithRevocable; for any other lease, or a MultiLock's composite lease, it
+// returns nil. A request does not end the lease: release it.
+func (l *Lease) Revoked() <-chan struct{} {
+	if l.h == nil || l.h.revoked == nil {
+		return nil
+	}
+	return l.h.revoked.done
+}
+
+// Revoke asks the holder of the lock node at path (relative to the
+// Session's namespace: the holder's Lease.Path, or the lock's path joined
+// with a Participant's Node) to release it, as Curator's
+// Revoker.attemptRevoke does: a holder that opted in (WithRevocable here,
+// makeRevocable in Curator) is told, any other holder is undisturbed. A
+// node that does not exist (its holder has gone) is not an error. Revoke
+// fails with ErrInvalidPath, ErrNilSession, ErrInvalidArgument for a nil
+// ctx, ctx's error, ErrClosed or a ZooKeeper error.
+func Revoke(ctx context.Context, s *Session, path string) error {
+	if err := checkRecipe(s, path); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	abs := s.abs(path)
+	_, err := call(ctx, s, "setData", abs, func() (struct{}, error) {
+		_, err := s.conn.Set(abs, revokeMessage, -1)
+		return struct{}{}, err
+	}, nil)
+	if err == nil || err == zk.ErrNoNode {
+		return nil
+	}
+	return s.opError("revoke", abs, err)
+}
+
+// watchRevoke watches the hold's node for a revocation request until the
+// hold ends, on a goroutine the Session's Close waits for.
+func (h *hold) watchRevoke() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sig.fired() {
+		return
+	}
+	h.revoked = newSignal()
+	h.s.spawn(h.awaitRevoke)
+}
+
+func (h *hold) awaitRevoke() {
+	ctx, cancel := ctxUntil(h.sig.done)
+	defer cancel()
+	for {
+		data, _, w, err := h.s.getW(ctx, h.node.path)
+		switch {
+		case err == nil && bytes.Equal(data, revokeMessage):
+			h.revoked.fire(nil)
+			return
+		case err == nil:
+		case isRetryable(err):
+			if _, _, err := h.s.awaitConnected(ctx); err != nil {
+				return
+			}
+			continue
+		default: // the node or the hold is gone
+			return
+		}
+		select {
+		case <-h.sig.done:
+			return
+		case ev := <-w:
+			if ev.Type != zk.EventNodeDataChanged {
+				return // deleted, or the session is ending
+			}
+		}
+	}
+}
