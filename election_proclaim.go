@@ -15,15 +15,17 @@ import (
 // The data lasts for this term only: the next Campaign writes the
 // Election's ID again.
 //
-// The write is conditional on the node, read just before, still being the
-// leader's node of this session at the version read: a leader deposed
-// meanwhile changes nothing. Proclaim fails with an error matching
+// Proclaim writes only while the node, read just before, is still the
+// leader's node of this session: a leader deposed meanwhile changes
+// nothing. It overwrites whatever else was written into the node since
+// (a revocation request, say). Proclaim fails with an error matching
 // ErrNotLeader (and the lease's Err) once the lease has ended, and with
-// ErrNotLeader and ErrNodeDeleted when it finds the node gone (the lease is
-// then ended as lost, as it is when the node belongs to another session); with ErrDataTooLarge for data too large for a node
-// (see WithParticipantID), ErrInvalidArgument for a nil ctx or lease or a
-// lease that is not this Election's, and otherwise ctx's error, ErrClosed or
-// a ZooKeeper error, after which the data may or may not have been set.
+// ErrNotLeader and ErrNodeDeleted when it finds the node gone (the lease
+// is then ended as lost, as it is when the node belongs to another
+// session); with ErrDataTooLarge for data too large for a node (see
+// WithParticipantID), ErrInvalidArgument for a nil ctx or lease or a
+// lease that is not this Election's, and otherwise ctx's error, ErrClosed
+// or a ZooKeeper error, after which the data may or may not have been set.
 // While the connection is down (and the lease holds, under LoseOnLost) it
 // waits for it to come back.
 //

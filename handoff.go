@@ -27,28 +27,32 @@ package zkrecipes
 // request, while the release costs the server one write, as a plain delete
 // does.
 //
-// A data change may also be someone else's (Curator's Revoker writes
-// "__REVOKE__" into the node it revokes, and a holder that ignores it
-// keeps the lock). So on a data change not followed at once by the
-// deletion, the waiter reads the node: found still there, the change was
-// not a release, and the wait goes on; found gone, or deleted before that
-// read is answered, it is taken as the release. A node deleted otherwise
-// (cancelled, expired, deleted by an operator, or a peer such as Curator
-// that deletes plainly) fires NodeDeleted alone, and the waiter lists
-// once, as Curator always does. Waiters of other libraries see the data
-// change as any change to the node they watch and look again (Curator's
-// LeaderLatch does not, which is why the latch layout never marks).
+// A data change may also be someone else's (Curator's Revoker and this
+// package's Revoke write "__REVOKE__" into the node they revoke, and a
+// holder that ignores it keeps the lock). So only a deletion whose
+// notification is delivered together with the data change's is taken as
+// the release. On a data change alone the waiter reads the node: found
+// still there, the change was no release and the wait goes on; found gone,
+// or deleted later, the deletion is a plain one and the waiter lists the
+// children once. The marked release's two notifications are often, not
+// always, delivered together; when they are not, the waiter lists, as it
+// would without the mark. A node deleted otherwise (cancelled, expired,
+// deleted by an operator, or a peer such as Curator that deletes plainly)
+// fires NodeDeleted alone, and the waiter lists once, as Curator always
+// does. Waiters of other libraries see the data change as any change to
+// the node they watch and look again (Curator's LeaderLatch does not,
+// which is why the latch layout never marks).
 //
-// The one sequence this cannot tell from a release: a foreign data change
-// on a waiting node followed by that node's deletion before the waiter's
-// read of it is answered (within a round trip). So, for operators: never
-// set data on a queued lock node. Turn the fast handoff off
-// (WithFastHandoff(false)) where that cannot be promised.
+// The one sequence this cannot tell from a release: another client's data
+// change and deletion of a waiting node whose notifications reach the
+// waiter together, as when both are sent in one transaction or pipelined
+// without waiting for the first reply. No recipe of this package or of
+// Curator does that; turn the fast handoff off (WithFastHandoff(false))
+// where another client might.
 
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -67,12 +71,6 @@ func (s *Session) releaseMarked(ctx context.Context, path string) error {
 	}
 	return err
 }
-
-// markGrace is how long a waiter that saw the data of the node it waits
-// on change waits for that node's deletion before it reads the node: the
-// deletion of a marked release comes right behind its data change, and a
-// read then would be wasted.
-const markGrace = 5 * time.Millisecond
 
 // next is where a fast-handoff waiter stands once the node it watched is
 // gone, or relist to list the children again.
@@ -107,9 +105,8 @@ type released struct {
 
 // watchMarked watches target twice, its data and its deletion (a children
 // watch, which a data change does not consume), in one round trip, so that
-// a marked release is taken on its notifications alone. A data change
-// after which target is still there was someone else's (Curator's Revoker
-// writes into the node it revokes): the watch goes on.
+// a marked release is taken on its notifications alone. The verdict comes
+// from a goroutine the Session waits for in Close.
 func (s *Session) watchMarked(ctx context.Context, target string) (targetWatch, error) {
 	dc := s.getWAsync(target)
 	del, derr := await(ctx, s.watchDeletionAsync(target))
@@ -118,84 +115,73 @@ func (s *Session) watchMarked(ctx context.Context, target string) (targetWatch, 
 		return targetWatch{stop: func() {}}, err
 	}
 	out, stop := make(chan released, 1), make(chan struct{})
-	go func() { out <- s.awaitMarked(target, d.w, del.w, stop) }()
+	if !s.spawn(func() { out <- s.awaitMarked(target, d.w, del.w, stop) }) {
+		return targetWatch{stop: func() {}}, ErrClosed
+	}
 	return targetWatch{marked: out, stop: sync.OnceFunc(func() { close(stop) })}, nil
 }
 
-// awaitMarked waits on target's two watches for its verdict.
+// awaitMarked waits on target's two watches for its verdict. Only a
+// deletion delivered together with a data change (both notifications
+// queued when the first is taken: one transaction, the marked release) is
+// taken as marked. A data change on its own may be someone else's (a
+// revocation request, say): target is read, which sets the data watch
+// again, and a deletion that comes after it is taken as a plain one, after
+// which the waiter lists the children. So a revocation followed by the
+// revoked node's deletion can never pass for a release.
 func (s *Session) awaitMarked(target string, dataW, delW <-chan zk.Event, stop <-chan struct{}) released {
-	changed := false                 // target's data changed and it has not been seen since
-	var checkLater <-chan time.Time  // when to read target after that change
-	var timer *time.Timer            // behind checkLater
-	var verify <-chan reply[watched] // the read sent then
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var verify <-chan reply[watched] // the read sent after a data change on its own
 	for {
 		select {
 		case ev := <-delW:
-			return onMarkedDeletion(ev, dataW, changed)
+			return onMarkedDeletion(ev, dataW)
 		case ev := <-dataW:
 			dataW = nil
 			switch ev.Type {
 			case zk.EventNodeDeleted:
-				if !changed {
-					return released{done: true}
-				}
+				return released{done: true}
 			case zk.EventNodeDataChanged:
-				changed = true
 				select {
 				case dv := <-delW:
-					return onMarkedDeletion(dv, nil, true) // deleted in the same breath
+					if dv.Type != zk.EventNodeDeleted {
+						return released{fail: true, err: dv.Err}
+					}
+					return released{marked: true, done: true} // the same transaction
 				default:
 				}
-				// The deletion of a marked release follows its data change
-				// in the same breath, but go-zookeeper hands the two
-				// notifications over one at a time: give the second
-				// markGrace to arrive before reading target to learn
-				// whether the change was someone else's.
-				if timer == nil {
-					timer = time.NewTimer(markGrace)
-				} else {
-					timer.Reset(markGrace)
-				}
-				checkLater = timer.C
+				verify = s.getWAsync(target)
 			case zk.EventNotWatching:
 				return released{fail: true, err: ev.Err}
 			default:
 				return released{}
 			}
-		case <-checkLater:
-			checkLater = nil
-			verify = s.getWAsync(target)
 		case r := <-verify:
 			verify = nil
 			switch {
 			case r.err == zk.ErrNoNode:
-				return released{marked: changed, done: true}
+				return released{done: true}
 			case r.err != nil:
 				return released{fail: true, err: r.err}
 			}
-			changed, dataW = false, r.v.w // still there: that change was no release
+			dataW = r.v.w // still there: the change was no release
 		case <-stop:
 			return released{}
+		case <-s.closedCh:
+			return released{fail: true, err: ErrClosed}
 		}
 	}
 }
 
 // onMarkedDeletion is the verdict on the deletion watch's event: marked
-// when target's data changed first (a data change of the same transaction
-// is delivered first, on dataW).
-func onMarkedDeletion(ev zk.Event, dataW <-chan zk.Event, changed bool) released {
+// when a data change of the same transaction is queued beside it.
+func onMarkedDeletion(ev zk.Event, dataW <-chan zk.Event) released {
 	if ev.Type != zk.EventNodeDeleted {
 		return released{fail: true, err: ev.Err}
 	}
 	select {
 	case dv := <-dataW:
-		changed = changed || dv.Type == zk.EventNodeDataChanged
+		return released{marked: dv.Type == zk.EventNodeDataChanged, done: true}
 	default:
+		return released{done: true}
 	}
-	return released{marked: changed, done: true}
 }

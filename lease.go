@@ -176,8 +176,9 @@ type hold struct {
 	unhook func()
 	// expiry ends the hold at its lease time (leasetime.go); revoked
 	// closes on a revocation request (revoke.go). Both nil unless opted in.
-	expiry  *time.Timer
-	revoked *signal
+	expiry    *time.Timer
+	expiresAt time.Time // when expiry fires
+	revoked   *signal
 }
 
 // newHold starts watching a freshly granted node: its own-node watch, the
@@ -263,6 +264,8 @@ func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
 	for {
 		select {
 		case <-h.stop:
+			return
+		case <-h.sig.done: // lost elsewhere (lease time, Proclaim): nothing left to watch
 			return
 		case selfW = <-rearmed:
 			rearmed = nil

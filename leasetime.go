@@ -29,11 +29,17 @@ func WithLeaseTime(d time.Duration) LockOption {
 // start arms what the options ask of a freshly granted hold: its lease
 // time and its revocation watch. It passes acquire's results through.
 func (c lockConfig) start(h *hold, err error) (*hold, error) {
+	return c.startWithin(h, err, c.leaseTime)
+}
+
+// startWithin is start with the lease time given: a downgraded read hold
+// continues its write hold's ownership, and so the rest of its lease time.
+func (c lockConfig) startWithin(h *hold, err error, leaseTime time.Duration) (*hold, error) {
 	if err != nil || h == nil {
 		return h, err
 	}
 	if c.leaseTime > 0 {
-		h.expireAfter(c.leaseTime)
+		h.expireAfter(max(leaseTime, 0))
 	}
 	if c.revocable {
 		h.watchRevoke()
@@ -50,7 +56,16 @@ func (h *hold) expireAfter(d time.Duration) {
 	}
 	// lose deletes the node in the background (and not at all once the
 	// Session is closed: Close deletes it).
+	h.expiresAt = time.Now().Add(d)
 	h.expiry = time.AfterFunc(d, func() { h.lose(lost(ErrLeaseExpired), true) })
+}
+
+// leaseLeft is what is left of the hold's lease time (0 once it is over);
+// meaningful only when the recipe has one.
+func (h *hold) leaseLeft() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return max(time.Until(h.expiresAt), 0)
 }
 
 // stopExpiry stops the lease time's timer of a hold that ended.

@@ -149,3 +149,28 @@ func TestZKLeaseTimeNotPositiveIsInvalidAndLeavesNoNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing created")
 }
+
+// A downgraded read lease continues its write lease's ownership, and so
+// ends at the write lease's time, not a full lease time after the
+// downgrade.
+func TestZKDowngradedReadLeaseEndsAtTheWriteLeasesTime(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	const leaseTime = time.Second
+	rw := NewRWMutex(s, "/zkt/leasetime-downgrade-"+newUUID(), WithLeaseTime(leaseTime))
+	w, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	granted := time.Now()
+	// The subject is the lease's time: downgrade well into it.
+	time.Sleep(600 * time.Millisecond)
+	r, err := rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.Release(ctx))
+	select {
+	case <-r.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the downgraded lease did not end")
+	}
+	assert.ErrorIs(t, r.Err(), ErrLeaseExpired)
+	assert.Less(t, time.Since(granted), leaseTime+400*time.Millisecond,
+		"the downgraded lease ran a new lease time from the downgrade")
+}

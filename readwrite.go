@@ -139,7 +139,7 @@ func (l *RWLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 		if held != nil { // a writer takes the read lock: downgrade
 			nh, err := rw.downgrade(ctx, held, onEnd)
 			if nh != nil || err != nil {
-				return rw.cfg.start(nh, err)
+				return rw.cfg.startWithin(nh, err, held.leaseLeft())
 			}
 		}
 		return rw.cfg.start(q.acquire(ctx, rw.cfg.data(), try, onEnd))

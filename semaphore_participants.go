@@ -5,8 +5,6 @@ package zkrecipes
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -71,8 +69,7 @@ func (sem *Semaphore) currentMax(ctx context.Context) (int, error) {
 		return int(sem.count.seed), nil
 	case err != nil:
 		return 0, sem.s.opError("read", sem.count.path, err)
-	case len(data) != 4:
-		return 0, fmt.Errorf("%w: %s holds %d bytes", ErrBadCount, sem.cfg.countPath, len(data))
 	}
-	return int(int32(binary.BigEndian.Uint32(data))), nil
+	n, err := decodeCount(sem.cfg.countPath, data)
+	return int(n), err
 }

@@ -1,0 +1,92 @@
+package zkrecipes
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A waiting node that is revoked and then deleted (its contender gave up)
+// is no release: the waiter behind it, which watches it for the marked
+// release, must not take the lock while the holder still holds it.
+func TestZKRevokedWaitingNodeDeletedIsNoRelease(t *testing.T) {
+	for i := range 10 {
+		ctx, s1 := zkSession(t, 30*time.Second)
+		var mu sync.Mutex
+		var ops []string
+		tracer := TracerFunc(func(ev TraceEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			ops = append(ops, ev.Op+" "+ev.Path)
+		})
+		seen := func(op string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, o := range ops {
+				if o == op {
+					return true
+				}
+			}
+			return false
+		}
+		_, s2 := zkSession(t, 30*time.Second, WithTracer(tracer))
+		raw := zkRaw(t)
+		dir := "/zkt/revoked-waiter-" + newUUID()
+
+		holder, err := NewMutex(s1, dir).Acquire(ctx)
+		require.NoError(t, err)
+		// A foreign contender (as a Curator process would be) behind the
+		// holder, and our waiter behind it.
+		foreign, err := raw.Create(joinPath(dir, protectedName(newUUID(), "lock-")), nil,
+			zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		type result struct {
+			l   *Lease
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			l, err := NewMutex(s2, dir).Acquire(ctx)
+			got <- result{l, err}
+		}()
+		require.Eventually(t, func() bool { return seen("getData " + foreign) }, 10*time.Second, time.Millisecond,
+			"the waiter watches the foreign node")
+		mu.Lock()
+		ops = nil // from here on, a listing is the waiter's after the deletion
+		mu.Unlock()
+
+		require.NoError(t, Revoke(ctx, s1, strings.TrimPrefix(foreign, s1.Namespace())))
+		require.NoError(t, raw.Delete(foreign, -1))
+
+		// The waiter lists again (a plain deletion) or, wrongly, takes the
+		// lock at once.
+		var r result
+		returned := false
+		require.Eventually(t, func() bool {
+			select {
+			case r = <-got:
+				returned = true
+				return true
+			default:
+				return seen("getChildren " + dir)
+			}
+		}, 10*time.Second, time.Millisecond)
+		require.False(t, returned, "round %d: the waiter took the lock while the holder held it (err %v)", i, r.err)
+		assert.NoError(t, holder.Err())
+
+		require.NoError(t, holder.Release(ctx))
+		select {
+		case r = <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the waiter did not get the lock once the holder released it", i)
+		}
+		require.NoError(t, r.err)
+		assert.Greater(t, r.l.Token(), holder.Token())
+		require.NoError(t, r.l.Release(ctx))
+	}
+}
