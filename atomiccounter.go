@@ -134,7 +134,10 @@ func (c *AtomicCounter) Get(ctx context.Context) (int64, error) {
 // WithPromotedLock, also under the lock) it changes nothing and returns an
 // error matching ErrRetriesExhausted. If the connection is lost before a
 // write's reply, whether it happened is unknown: Add returns an error
-// matching zk.ErrConnectionClosed rather than add again.
+// matching zk.ErrConnectionClosed rather than add again. Likewise when ctx
+// ends after a write was sent: Add returns ctx's error, and the write may
+// or may not have happened (it is never undone: other clients may have
+// built on it).
 func (c *AtomicCounter) Add(ctx context.Context, delta int64) (AtomicResult, error) {
 	return c.update(ctx, func(pre int64) int64 { return pre + delta })
 }
@@ -272,15 +275,11 @@ func (c *AtomicCounter) read(ctx context.Context) (int64, *zk.Stat, error) {
 func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, error) {
 	data := binary.BigEndian.AppendUint64(nil, uint64(v))
 	var err error
+	op := "create"
 	if st == nil {
-		_, err = c.s.create(ctx, c.abs, data, 0)
-		if err == zk.ErrNoNode {
-			if err = c.s.ensureParents(ctx, parentPath(c.abs)); err != nil {
-				return false, c.s.opError("create", parentPath(c.abs), err)
-			}
-			_, err = c.s.create(ctx, c.abs, data, 0)
-		}
+		err = c.s.createShared(ctx, c.abs, data, true)
 	} else {
+		op = "setData"
 		_, err = c.s.setVersioned(ctx, c.abs, data, st.Version)
 	}
 	switch {
@@ -291,7 +290,7 @@ func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, 
 	case isRetryable(err):
 		return false, fmt.Errorf("zkrecipes: %s: connection lost before the reply; the change may or may not have been made: %w", c.path, err)
 	}
-	return false, c.s.opError("setData", c.abs, err)
+	return false, c.s.opError(op, c.abs, err)
 }
 
 // decodeLong reads a value in Curator's DistributedAtomicLong format from

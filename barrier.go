@@ -81,16 +81,11 @@ func (b *Barrier) Set(ctx context.Context) error {
 		return err
 	}
 	return b.s.retryConnLoss(ctx, "set barrier", func() error {
-		_, err := b.s.create(ctx, b.abs, b.data, 0)
-		if err == zk.ErrNoNode {
-			if err = b.s.ensureParents(ctx, parentPath(b.abs)); err == nil {
-				_, err = b.s.create(ctx, b.abs, b.data, 0)
-			}
-		}
-		if err == zk.ErrNodeExists {
+		err := b.s.createShared(ctx, b.abs, b.data, true)
+		if err == nil || err == zk.ErrNodeExists {
 			return nil
 		}
-		return b.s.opErrNil("create", b.abs, err)
+		return b.s.opError("create", b.abs, err)
 	})
 }
 

@@ -165,7 +165,7 @@ func (b *DoubleBarrier) awaitFull(ctx context.Context, gen *generation) error {
 func (b *DoubleBarrier) markReady(ctx context.Context) error {
 	ready := joinPath(b.dir, readyNode)
 	return b.s.retryConnLoss(ctx, "enter double barrier", func() error {
-		_, err := b.s.create(ctx, ready, b.data, 0)
+		err := b.s.createShared(ctx, ready, b.data, false)
 		if err == nil || err == zk.ErrNodeExists {
 			return nil
 		}

@@ -255,6 +255,28 @@ func (s *Session) create(ctx context.Context, path string, data []byte, flags in
 	})
 }
 
+// createShared makes one try at creating the PERSISTENT node path with
+// data, and (with parents) its missing ancestors as containers: a node
+// other clients share (a counter, a shared value, a barrier). Unlike
+// create it never deletes the node when ctx ends after the request was
+// sent: another client may have read or written it meanwhile, so the
+// caller's outcome is unknown, as after a lost connection. It returns
+// zk.ErrNodeExists when the node exists, and other errors as they come.
+func (s *Session) createShared(ctx context.Context, path string, data []byte, parents bool) error {
+	for {
+		_, err := call(ctx, s, "create", path, func() (string, error) {
+			return s.conn.Create(path, data, 0, toZKACL(s.cfg.acl))
+		}, nil)
+		if err != zk.ErrNoNode || !parents {
+			return err
+		}
+		parents = false
+		if err := s.ensureParents(ctx, parentPath(path)); err != nil {
+			return err
+		}
+	}
+}
+
 func (s *Session) multi(ctx context.Context, path string, ops ...any) ([]zk.MultiResponse, error) {
 	return call(ctx, s, "multi", path, func() ([]zk.MultiResponse, error) {
 		return s.conn.Multi(ops...)

@@ -18,6 +18,11 @@ import (
 // seed value (its missing ancestors as containers), as Curator does, by
 // the first call that needs it.
 //
+// When ctx ends after a write (or the seed's create) was sent, a method
+// returns ctx's error and the write may or may not have happened, as when
+// the connection is lost before the reply; it is never undone, since
+// other clients may have built on it.
+//
 // NewSharedValue does no I/O. A SharedValue is safe for concurrent use.
 type SharedValue struct {
 	s    *Session
@@ -211,17 +216,13 @@ func (s *Session) setVersioned(ctx context.Context, path string, data []byte, ve
 
 // createSeeded creates the PERSISTENT node path with data unless it
 // exists, creating its missing ancestors as containers, as Curator's
-// shared values and counters do.
+// shared values do. A lost connection is waited out.
 func (s *Session) createSeeded(ctx context.Context, path string, data []byte) error {
 	for {
-		_, err := s.create(ctx, path, data, 0)
+		err := s.createShared(ctx, path, data, true)
 		switch {
 		case err == nil || err == zk.ErrNodeExists:
 			return nil
-		case err == zk.ErrNoNode:
-			if err := s.ensureParents(ctx, parentPath(path)); err != nil {
-				return s.opError("create", parentPath(path), err)
-			}
 		case isRetryable(err):
 			if _, _, err := s.awaitConnected(ctx); err != nil {
 				return err
