@@ -150,6 +150,8 @@ func (b *Barrier) Wait(ctx context.Context) error {
 		}
 		select {
 		case <-w: // deleted, changed, or the session's watches ended: look again
+		case <-b.s.closedCh: // an adopted connection's watch outlives Close
+			return ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		}

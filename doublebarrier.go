@@ -273,6 +273,8 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		}
 		select {
 		case <-w:
+		case <-b.s.closedCh: // an adopted connection's watch outlives Close
+			return ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		}
