@@ -80,6 +80,9 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 	if b.in != nil {
 		return fmt.Errorf("%w: %s", ErrEntered, b.path)
 	}
+	// A fresh node name each round: a delete of the last round's node
+	// still pending in the background must not hit this one.
+	b.self = joinPath(b.dir, newUUID())
 	gen, err := b.join(ctx)
 	if err != nil {
 		return err
@@ -93,14 +96,17 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 }
 
 // join creates this member's node, and the barrier's path as a container
-// if it is missing, and returns the session it belongs to.
+// if it is missing, and returns the session it belongs to. When it fails
+// after a create was sent, the node that create may have made (its reply
+// lost, ZOOKEEPER-1262) is deleted: it would count as a member.
 func (b *DoubleBarrier) join(ctx context.Context) (*generation, error) {
-	var gen *generation
+	var gen, sent *generation
 	err := b.s.retryConnLoss(ctx, "enter double barrier", func() error {
 		g, _, err := b.s.awaitConnected(ctx)
 		if err != nil {
 			return err
 		}
+		sent = g
 		_, err = b.s.create(ctx, b.self, b.data, zk.FlagEphemeral)
 		if err == zk.ErrNoNode {
 			if err = b.s.ensureParents(ctx, b.dir); err == nil {
@@ -123,6 +129,9 @@ func (b *DoubleBarrier) join(ctx context.Context) (*generation, error) {
 		b.s.own(b.self)
 		return nil
 	})
+	if err != nil && sent != nil {
+		b.s.removeNode(ownNode{path: b.self, gen: sent})
+	}
 	return gen, err
 }
 
