@@ -103,7 +103,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 		if err == zk.ErrNoNode {
 			return nil
 		}
-		return b.s.opErrNil("delete", b.abs, err)
+		return b.s.opError("delete", b.abs, err)
 	})
 }
 
@@ -119,7 +119,7 @@ func (b *Barrier) IsSet(ctx context.Context) (bool, error) {
 	case zk.ErrNoNode:
 		return false, nil
 	}
-	return false, b.s.opErrNil("exists", b.abs, err)
+	return false, b.s.opError("exists", b.abs, err)
 }
 
 // Wait blocks until the barrier is not set (at once if it is not set now)
@@ -144,7 +144,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return b.s.opErrNil("getData", b.abs, err)
+				return b.s.opError("getData", b.abs, err)
 			}
 			continue
 		}
@@ -211,12 +211,4 @@ func (s *Session) retryConnLoss(ctx context.Context, what string, op func() erro
 			return err
 		}
 	}
-}
-
-// opErrNil is opError that lets a nil err through.
-func (s *Session) opErrNil(op, path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return s.opError(op, path, err)
 }

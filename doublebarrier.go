@@ -123,7 +123,7 @@ func (b *DoubleBarrier) join(ctx context.Context) (*generation, error) {
 			}
 		}
 		if err != nil {
-			return b.s.opErrNil("create", b.self, err)
+			return b.s.opError("create", b.self, err)
 		}
 		gen = g
 		b.s.own(b.self)
@@ -178,7 +178,7 @@ func (b *DoubleBarrier) markReady(ctx context.Context) error {
 		if err == nil || err == zk.ErrNodeExists {
 			return nil
 		}
-		return b.s.opErrNil("create", ready, err)
+		return b.s.opError("create", ready, err)
 	})
 }
 
@@ -196,7 +196,7 @@ func (b *DoubleBarrier) memberErr(ctx context.Context, gen *generation, err erro
 	case err == zk.ErrNoNode:
 		return fmt.Errorf("%w: double barrier %s: member node %s", ErrNodeDeleted, b.path, baseName(b.self))
 	}
-	return b.s.opErrNil("getChildren", b.dir, err)
+	return b.s.opError("getChildren", b.dir, err)
 }
 
 // Leave leaves the barrier and blocks until every member has left or ctx
@@ -294,7 +294,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		if err == nil || err == zk.ErrNoNode {
 			return nil
 		}
-		return b.s.opErrNil("delete", joinPath(b.dir, readyNode), err)
+		return b.s.opError("delete", joinPath(b.dir, readyNode), err)
 	})
 }
 

@@ -165,10 +165,11 @@ func (e *DataTooLargeError) Error() string {
 func (e *DataTooLargeError) Unwrap() error { return ErrDataTooLarge }
 
 // opError names the path (absolute, shown under the namespace) of a
-// ZooKeeper request that failed with err. ctx's errors and this package's
-// own, which say what happened already, pass through as they are.
+// ZooKeeper request that failed with err. A nil err, ctx's errors and
+// this package's own, which say what happened already, pass through as
+// they are.
 func (s *Session) opError(op, path string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		strings.HasPrefix(err.Error(), "zkrecipes: ") {
 		return err
 	}
