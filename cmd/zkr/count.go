@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes"
 )
 
@@ -74,30 +73,43 @@ func cmdCount(args []string) int {
 	}
 	defer s.Close()
 
-	isLong := *long
-	data, _, err := s.Conn().Get(path)
+	exists, isLong, err := countFormat(ctx, s, path)
 	switch {
-	case errors.Is(err, zk.ErrNoNode) && op == "get":
-		return zkErr(fs.Name(), fmt.Errorf("no counter at %s", path))
-	case errors.Is(err, zk.ErrNoNode):
-	case errors.Is(err, zk.ErrBadArguments) || errors.Is(err, zk.ErrInvalidPath):
-		return zkErr(fs.Name(), fmt.Errorf("%w: %s", zkrecipes.ErrInvalidPath, path))
 	case err != nil:
 		return zkErr(fs.Name(), err)
-	default:
-		isLong = len(data) != 4
+	case !exists && op == "get":
+		return zkErr(fs.Name(), fmt.Errorf("no counter at %s", path))
+	case !exists:
+		isLong = *long
 	}
 	var v int64
 	if isLong {
 		v, err = countLong(ctx, zkrecipes.NewAtomicCounter(s, path), op, n)
 	} else {
-		v, err = countShared(ctx, zkrecipes.NewSharedCount(s, path, 0), op, n)
+		v, err = countShared(ctx, zkrecipes.NewSharedCount(s, path, 0), op, n, !exists)
 	}
 	if err != nil {
 		return zkErr(fs.Name(), err)
 	}
 	fmt.Fprintln(os.Stdout, v)
 	return 0
+}
+
+// countFormat reports whether the node at path exists and, if so,
+// whether it is a DistributedAtomicLong: anything but the 4 bytes of a
+// SharedCount, as the recipes tell (a Barrier is set while its node
+// exists). A node deleted between the two reads is created again as a
+// SharedCount of 0.
+func countFormat(ctx context.Context, s *zkrecipes.Session, path string) (exists, isLong bool, err error) {
+	exists, err = zkrecipes.NewBarrier(s, path).IsSet(ctx)
+	if err != nil || !exists {
+		return exists, false, err
+	}
+	_, err = zkrecipes.NewSharedCount(s, path, 0).Get(ctx)
+	if errors.Is(err, zkrecipes.ErrBadCount) {
+		return true, true, nil
+	}
+	return true, false, err
 }
 
 func countLong(ctx context.Context, c *zkrecipes.AtomicCounter, op string, n int64) (int64, error) {
@@ -114,11 +126,13 @@ func countLong(ctx context.Context, c *zkrecipes.AtomicCounter, op string, n int
 	return r.PostValue, err
 }
 
-func countShared(ctx context.Context, c *zkrecipes.SharedCount, op string, n int64) (int64, error) {
+// countShared runs op on c; missing says its node did not exist, so that
+// an add that cannot fit is refused before the node is created.
+func countShared(ctx context.Context, c *zkrecipes.SharedCount, op string, n int64, missing bool) (int64, error) {
+	if (op == "set" || (op == "add" && missing)) && int64(int32(n)) != n {
+		return 0, fmt.Errorf("%w: %d does not fit a SharedCount (32 bits)", zkrecipes.ErrInvalidArgument, n)
+	}
 	if op == "set" {
-		if int64(int32(n)) != n {
-			return 0, fmt.Errorf("%w: %d does not fit a SharedCount (32 bits)", zkrecipes.ErrInvalidArgument, n)
-		}
 		v, err := c.Set(ctx, int32(n))
 		return int64(v.Count), err
 	}
