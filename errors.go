@@ -216,3 +216,7 @@ var (
 	// not entered: call Enter first.
 	ErrNotEntered = errors.New("zkrecipes: double barrier not entered by this member; call Enter first")
 )
+
+// ErrNotHolder is returned by Revoke for a lock node whose contender is
+// still waiting for the lock: only a holder can be asked to give it up.
+var ErrNotHolder = errors.New("zkrecipes: not a holder of the lock")

@@ -27,32 +27,31 @@ package zkrecipes
 // request, while the release costs the server one write, as a plain delete
 // does.
 //
-// A data change may also be someone else's (Curator's Revoker and this
-// package's Revoke write "__REVOKE__" into the node they revoke, and a
-// holder that ignores it keeps the lock). So only a deletion whose
-// notification is delivered together with the data change's is taken as
-// the release. On a data change alone the waiter reads the node: found
-// still there, the change was no release and the wait goes on; found gone,
-// or deleted later, the deletion is a plain one and the waiter lists the
-// children once. The marked release's two notifications are often, not
-// always, delivered together; when they are not, the waiter lists, as it
-// would without the mark. A node deleted otherwise (cancelled, expired,
-// deleted by an operator, or a peer such as Curator that deletes plainly)
-// fires NodeDeleted alone, and the waiter lists once, as Curator always
-// does. Waiters of other libraries see the data change as any change to
-// the node they watch and look again (Curator's LeaderLatch does not,
-// which is why the latch layout never marks).
+// A data change may also be someone else's (Curator's Revoker writes
+// "__REVOKE__" into the node it revokes, and a holder that ignores it
+// keeps the lock). So on a data change not followed at once by the
+// deletion, the waiter reads the node: found still there, the change was
+// not a release, and the wait goes on; found gone, or deleted before that
+// read is answered, it is taken as the release. A node deleted otherwise
+// (cancelled, expired, deleted by an operator, or a peer such as Curator
+// that deletes plainly) fires NodeDeleted alone, and the waiter lists
+// once, as Curator always does. Waiters of other libraries see the data
+// change as any change to the node they watch and look again (Curator's
+// LeaderLatch does not, which is why the latch layout never marks).
 //
-// The one sequence this cannot tell from a release: another client's data
-// change and deletion of a waiting node whose notifications reach the
-// waiter together, as when both are sent in one transaction or pipelined
-// without waiting for the first reply. No recipe of this package or of
-// Curator does that; turn the fast handoff off (WithFastHandoff(false))
-// where another client might.
+// The one sequence this cannot tell from a release: a foreign data change
+// on a waiting node followed by that node's deletion within markGrace and
+// a round trip (a revocation request, then its contender giving up). So
+// Revoke refuses waiting nodes, and, for operators and Curator's Revoker:
+// never set data on a queued lock node. Turn the fast handoff off
+// (WithFastHandoff(false)) where that cannot be promised. (Telling the two
+// notifications of one transaction from two transactions without a timer
+// would close this for good: see docs/performance.md.)
 
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -71,6 +70,12 @@ func (s *Session) releaseMarked(ctx context.Context, path string) error {
 	}
 	return err
 }
+
+// markGrace is how long a waiter that saw the data of the node it waits
+// on change waits for that node's deletion before it reads the node: the
+// deletion of a marked release comes right behind its data change, and a
+// read then would be wasted.
+const markGrace = 5 * time.Millisecond
 
 // next is where a fast-handoff waiter stands once the node it watched is
 // gone, or relist to list the children again.
@@ -105,7 +110,9 @@ type released struct {
 
 // watchMarked watches target twice, its data and its deletion (a children
 // watch, which a data change does not consume), in one round trip, so that
-// a marked release is taken on its notifications alone. The verdict comes
+// a marked release is taken on its notifications alone. A data change
+// after which target is still there was someone else's (Curator's Revoker
+// writes into the node it revokes): the watch goes on. The verdict comes
 // from a goroutine the Session waits for in Close.
 func (s *Session) watchMarked(ctx context.Context, target string) (targetWatch, error) {
 	dc := s.getWAsync(target)
@@ -121,49 +128,63 @@ func (s *Session) watchMarked(ctx context.Context, target string) (targetWatch, 
 	return targetWatch{marked: out, stop: sync.OnceFunc(func() { close(stop) })}, nil
 }
 
-// awaitMarked waits on target's two watches for its verdict. Only a
-// deletion delivered together with a data change (both notifications
-// queued when the first is taken: one transaction, the marked release) is
-// taken as marked. A data change on its own may be someone else's (a
-// revocation request, say): target is read, which sets the data watch
-// again, and a deletion that comes after it is taken as a plain one, after
-// which the waiter lists the children. So a revocation followed by the
-// revoked node's deletion can never pass for a release.
+// awaitMarked waits on target's two watches for its verdict.
 func (s *Session) awaitMarked(target string, dataW, delW <-chan zk.Event, stop <-chan struct{}) released {
-	var verify <-chan reply[watched] // the read sent after a data change on its own
+	changed := false                 // target's data changed and it has not been seen since
+	var checkLater <-chan time.Time  // when to read target after that change
+	var timer *time.Timer            // behind checkLater
+	var verify <-chan reply[watched] // the read sent then
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		select {
 		case ev := <-delW:
-			return onMarkedDeletion(ev, dataW)
+			return onMarkedDeletion(ev, dataW, changed)
 		case ev := <-dataW:
 			dataW = nil
 			switch ev.Type {
 			case zk.EventNodeDeleted:
-				return released{done: true}
+				if !changed {
+					return released{done: true}
+				}
 			case zk.EventNodeDataChanged:
+				changed = true
 				select {
 				case dv := <-delW:
-					if dv.Type != zk.EventNodeDeleted {
-						return released{fail: true, err: dv.Err}
-					}
-					return released{marked: true, done: true} // the same transaction
+					return onMarkedDeletion(dv, nil, true) // deleted in the same breath
 				default:
 				}
-				verify = s.getWAsync(target)
+				// The deletion of a marked release follows its data change
+				// in the same breath, but go-zookeeper hands the two
+				// notifications over one at a time: give the second
+				// markGrace to arrive before reading target to learn
+				// whether the change was someone else's.
+				if timer == nil {
+					timer = time.NewTimer(markGrace)
+				} else {
+					timer.Reset(markGrace)
+				}
+				checkLater = timer.C
 			case zk.EventNotWatching:
 				return released{fail: true, err: ev.Err}
 			default:
 				return released{}
 			}
+		case <-checkLater:
+			checkLater = nil
+			verify = s.getWAsync(target)
 		case r := <-verify:
 			verify = nil
 			switch {
 			case r.err == zk.ErrNoNode:
-				return released{done: true}
+				return released{marked: changed, done: true}
 			case r.err != nil:
 				return released{fail: true, err: r.err}
 			}
-			dataW = r.v.w // still there: the change was no release
+			changed, dataW = false, r.v.w // still there: that change was no release
 		case <-stop:
 			return released{}
 		case <-s.closedCh:
@@ -173,15 +194,16 @@ func (s *Session) awaitMarked(target string, dataW, delW <-chan zk.Event, stop <
 }
 
 // onMarkedDeletion is the verdict on the deletion watch's event: marked
-// when a data change of the same transaction is queued beside it.
-func onMarkedDeletion(ev zk.Event, dataW <-chan zk.Event) released {
+// when target's data changed first (a data change of the same transaction
+// is delivered first, on dataW).
+func onMarkedDeletion(ev zk.Event, dataW <-chan zk.Event, changed bool) released {
 	if ev.Type != zk.EventNodeDeleted {
 		return released{fail: true, err: ev.Err}
 	}
 	select {
 	case dv := <-dataW:
-		return released{marked: dv.Type == zk.EventNodeDataChanged, done: true}
+		changed = changed || dv.Type == zk.EventNodeDataChanged
 	default:
-		return released{done: true}
 	}
+	return released{marked: changed, done: true}
 }

@@ -11,10 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A waiting node that is revoked and then deleted (its contender gave up)
-// is no release: the waiter behind it, which watches it for the marked
-// release, must not take the lock while the holder still holds it.
-func TestZKRevokedWaitingNodeDeletedIsNoRelease(t *testing.T) {
+// Revoke refuses a node that still waits (a revocation request written
+// into it, followed by its contender giving up, could pass for a marked
+// release to the waiter behind it), and the waiter behind a waiting node
+// that goes does not take the lock while the holder still holds it.
+func TestZKRevokeRefusesAWaitingNodeAndItsWaiterWaitsOn(t *testing.T) {
 	for i := range 10 {
 		ctx, s1 := zkSession(t, 30*time.Second)
 		var mu sync.Mutex
@@ -60,7 +61,11 @@ func TestZKRevokedWaitingNodeDeletedIsNoRelease(t *testing.T) {
 		ops = nil // from here on, a listing is the waiter's after the deletion
 		mu.Unlock()
 
-		require.NoError(t, Revoke(ctx, s1, strings.TrimPrefix(foreign, s1.Namespace())))
+		require.ErrorIs(t, Revoke(ctx, s1, strings.TrimPrefix(foreign, s1.Namespace())), ErrNotHolder)
+		data, _, err := raw.Get(foreign)
+		require.NoError(t, err)
+		require.Empty(t, data, "a refused revocation writes nothing")
+		require.NoError(t, Revoke(ctx, s1, holder.Path()), "a holder can be revoked")
 		require.NoError(t, raw.Delete(foreign, -1))
 
 		// The waiter lists again (a plain deletion) or, wrongly, takes the

@@ -3,6 +3,8 @@ package zkrecipes
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -51,9 +53,16 @@ func (l *Lease) Revoked() <-chan struct{} {
 // with a Participant's Node) to release it, as Curator's
 // Revoker.attemptRevoke does: a holder that opted in (WithRevocable here,
 // makeRevocable in Curator) is told, any other holder is undisturbed. A
-// node that does not exist (its holder has gone) is not an error. Revoke
-// fails with ErrInvalidPath, ErrNilSession, ErrInvalidArgument for a nil
-// ctx, ctx's error, ErrClosed or a ZooKeeper error.
+// node that does not exist (its holder has gone) is not an error. Only
+// holders can be revoked: Revoke fails with ErrNotHolder, writing nothing,
+// for the node of a Mutex, RWMutex or LeaderSelector contender that still
+// waits. It fails with ErrInvalidPath, ErrNilSession, ErrInvalidArgument
+// for a nil ctx, ctx's error, ErrClosed or a ZooKeeper error.
+//
+// Curator's Revoker checks nothing: pointed at a waiting node that its
+// contender then gives up within a few milliseconds, it can make a
+// zkrecipes waiter further back take that for a release (see
+// WithFastHandoff). Aim it at holders only.
 func Revoke(ctx context.Context, s *Session, path string) error {
 	if err := checkRecipe(s, path); err != nil {
 		return err
@@ -62,7 +71,14 @@ func Revoke(ctx context.Context, s *Session, path string) error {
 		return invalidArg("nil context")
 	}
 	abs := s.abs(path)
-	_, err := call(ctx, s, "setData", abs, func() (struct{}, error) {
+	waiting, err := s.waitingLockNode(ctx, abs)
+	if err != nil {
+		return s.opError("revoke", abs, err)
+	}
+	if waiting {
+		return fmt.Errorf("%w: %s is waiting for the lock, not holding it; revoke its holder", ErrNotHolder, path)
+	}
+	_, err = call(ctx, s, "setData", abs, func() (struct{}, error) {
 		_, err := s.conn.Set(abs, revokeMessage, -1)
 		return struct{}{}, err
 	}, nil)
@@ -111,4 +127,36 @@ func (h *hold) awaitRevoke() {
 			}
 		}
 	}
+}
+
+// waitingLockNode reports whether abs is the node of a Mutex, RWMutex or
+// LeaderSelector contender that still waits behind another. A waiter
+// further back may be told of such a node's release by a data change and
+// a deletion (the marked release, see handoff.go): a revocation request
+// written into it, followed by its contender giving up, could pass for one.
+func (s *Session) waitingLockNode(ctx context.Context, abs string) (bool, error) {
+	name := baseName(abs)
+	var nodes []queueNode
+	var pred predicate
+	kids, err := s.children(ctx, parentPath(abs))
+	switch {
+	case err == zk.ErrNoNode:
+		return false, nil
+	case err != nil:
+		return false, err
+	case strings.Contains(name, readName):
+		nodes, pred = sortNodes(kids, rwMarkers), readPredicate
+	case strings.Contains(name, writeName):
+		nodes, pred = sortNodes(kids, rwMarkers), maxLeasesPredicate(1)
+	case strings.Contains(name, "lock-"):
+		nodes, pred = sortNodes(kids, mutexMarkers), maxLeasesPredicate(1)
+	default:
+		return false, nil // not a queued lock node (a latch's waiters never take a mark)
+	}
+	i := indexOf(nodes, name)
+	if i < 0 {
+		return false, nil // gone: nothing to revoke
+	}
+	held, _ := pred(nodes, i)
+	return !held, nil
 }

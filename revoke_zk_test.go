@@ -63,7 +63,9 @@ func TestZKHolderThatDidNotOptInIsNotDisturbedByRevoke(t *testing.T) {
 	require.NoError(t, next.Release(ctx))
 }
 
-func TestZKRevokeWhileWaitingIsSeenOnceGranted(t *testing.T) {
+// Revoke refuses a waiting contender; a request another tool (Curator's
+// Revoker) writes into a waiting node is seen once the contender holds.
+func TestZKRevokeRefusesAWaiterAndARequestWrittenWhileWaitingIsSeenOnceGranted(t *testing.T) {
 	ctx, a := zkSession(t, 30*time.Second)
 	_, b := zkSession(t, 30*time.Second)
 	dir := "/zkt/revoke-waiting-" + newUUID()
@@ -80,7 +82,9 @@ func TestZKRevokeWhileWaitingIsSeenOnceGranted(t *testing.T) {
 		waiting = ps[1]
 		return true
 	}, 10*time.Second, 5*time.Millisecond, "the revocable contender queues")
-	require.NoError(t, Revoke(ctx, a, dir+"/"+waiting.Node))
+	require.ErrorIs(t, Revoke(ctx, a, dir+"/"+waiting.Node), ErrNotHolder)
+	_, err = zkRaw(t).Set(dir+"/"+waiting.Node, revokeMessage, -1) // as Curator's Revoker does
+	require.NoError(t, err)
 	require.NoError(t, held.Release(ctx))
 	l := awaitLease(t, ch, errs, 10*time.Second)
 	select {
