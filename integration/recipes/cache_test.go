@@ -1,0 +1,176 @@
+package recipes_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// seenNode is one node state a watcher or cache reported.
+type seenNode struct {
+	exists bool
+	data   string
+	czxid  int64
+	mzxid  int64
+}
+
+// history collects the node states a watcher reports, in order.
+type history struct {
+	mu    sync.Mutex
+	nodes []seenNode
+}
+
+func (h *history) add(n seenNode) {
+	h.mu.Lock()
+	h.nodes = append(h.nodes, n)
+	h.mu.Unlock()
+}
+
+func (h *history) last() (seenNode, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.nodes) == 0 {
+		return seenNode{}, false
+	}
+	return h.nodes[len(h.nodes)-1], true
+}
+
+func (h *history) all() []seenNode {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]seenNode(nil), h.nodes...)
+}
+
+// fresh reads path from outside the library.
+func fresh(t *testing.T, conn *zk.Conn, path string) seenNode {
+	t.Helper()
+	data, st, err := conn.Get(path)
+	if err == zk.ErrNoNode {
+		return seenNode{}
+	}
+	require.NoError(t, err)
+	return seenNode{exists: true, data: string(data), czxid: st.Czxid, mzxid: st.Mzxid}
+}
+
+// faultyWriter writes path at random (creates, updates, deletes) from a
+// direct connection while the watching client, behind proxy, suffers a
+// fault each round: a blackhole, reset connections, lost replies, a
+// session expiry, a delete and re-create while it is cut off. After each
+// round what the watcher last reported must equal a fresh read.
+func faultyWriter(t *testing.T, c *zktest.Cluster, proxy *zktest.Proxy, cl *client, path string, last func() (seenNode, bool)) (recreated [2]int64) {
+	t.Helper()
+	w := raw(t, c)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	if _, err := w.Create(parentOf(path), nil, 0, zk.WorldACL(zk.PermAll)); err != zk.ErrNodeExists {
+		require.NoError(t, err)
+	}
+	write := func(n int) {
+		for range n {
+			switch cur := fresh(t, w, path); {
+			case !cur.exists:
+				_, err := w.Create(path, []byte{byte('a' + r.IntN(26))}, 0, zk.WorldACL(zk.PermAll))
+				require.NoError(t, err)
+			case r.IntN(4) == 0:
+				require.NoError(t, w.Delete(path, -1))
+			default:
+				_, err := w.Set(path, []byte{byte('a' + r.IntN(26))}, -1)
+				require.NoError(t, err)
+			}
+		}
+	}
+	converged := func(what string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			got, ok := last()
+			return ok && got == fresh(t, w, path)
+		}, 15*time.Second, 5*time.Millisecond, "after %s the watcher must equal a fresh read", what)
+	}
+	faults := []struct {
+		name string
+		run  func()
+	}{
+		{"no fault", func() { write(20) }},
+		{"a blackhole", func() { proxy.Blackhole(); write(10); proxy.Heal() }},
+		{"reset connections", func() { proxy.ResetAll(); write(10) }},
+		{"lost replies", func() { done := proxy.LoseReplies(300 * time.Millisecond); write(10); <-done }},
+		{"a session expiry", func() { cl.expire(t); write(10) }},
+	}
+	for _, i := range r.Perm(len(faults)) {
+		faults[i].run()
+		converged(faults[i].name)
+	}
+	// A delete and re-create while the watcher is cut off.
+	if !fresh(t, w, path).exists {
+		write(1)
+	}
+	converged("a create")
+	recreated[0] = fresh(t, w, path).czxid
+	proxy.Blackhole()
+	require.NoError(t, w.Delete(path, -1))
+	_, err := w.Create(path, []byte("again"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	proxy.ResetAll()
+	proxy.Heal()
+	recreated[1] = fresh(t, w, path).czxid
+	converged("a delete and re-create while cut off")
+	return recreated
+}
+
+func parentOf(p string) string { return p[:strings.LastIndexByte(p, '/')] }
+
+// checkOrder checks that the states seen of one node never go back: each
+// one that exists has a larger mzxid than any seen before it.
+func checkOrder(t *testing.T, seen []seenNode) {
+	t.Helper()
+	var mz int64
+	for i, n := range seen {
+		if n.exists {
+			require.Greater(t, n.mzxid, mz, "state %d of %d goes back in mzxid order", i, len(seen))
+			mz = n.mzxid
+		}
+	}
+}
+
+func TestWatchData_ConvergesUnderFaultsAndReportsARecreatedNode(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(4*time.Second))
+	path := testPath(t)
+	var h history
+	ctx, cancel := context.WithCancel(ctxT(t, 60*time.Second))
+	done := make(chan error, 1)
+	go func() {
+		done <- zr.WatchData(ctx, cl.Session, path, func(data []byte, st *zr.NodeStat) error {
+			if st == nil {
+				h.add(seenNode{})
+			} else {
+				h.add(seenNode{exists: true, data: string(data), czxid: st.Czxid, mzxid: st.Mzxid})
+			}
+			return nil
+		})
+	}()
+	defer func() {
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+	}()
+	require.Eventually(t, func() bool { _, ok := h.last(); return ok }, 10*time.Second, time.Millisecond)
+
+	re := faultyWriter(t, c, proxy, cl, path, h.last)
+	seen := h.all()
+	checkOrder(t, seen)
+	require.NotEqual(t, re[0], re[1])
+	got, _ := h.last()
+	assert.Equal(t, re[1], got.czxid, "the re-created node is reported with its new czxid")
+	_ = raw(t, c).Delete(path, -1)
+}
