@@ -215,3 +215,7 @@ var (
 	// not entered: call Enter first.
 	ErrNotEntered = errors.New("zkrecipes: double barrier not entered by this member; call Enter first")
 )
+
+// ErrCacheStarted is returned by a cache's Start when it was started
+// before, or closed: a cache starts once.
+var ErrCacheStarted = errors.New("zkrecipes: cache already started or closed; a cache starts once")
