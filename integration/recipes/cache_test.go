@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"go.uber.org/goleak"
 )
 
 // seenNode is one node state a watcher or cache reported.
@@ -173,4 +175,88 @@ func TestWatchData_ConvergesUnderFaultsAndReportsARecreatedNode(t *testing.T) {
 	got, _ := h.last()
 	assert.Equal(t, re[1], got.czxid, "the re-created node is reported with its new czxid")
 	_ = raw(t, c).Delete(path, -1)
+}
+
+// replay applies a NodeCache's events, as a reader would, to the node
+// state they start from.
+type replay struct {
+	history
+	conn map[zr.CacheEventKind]int
+	bad  []string // events that do not follow from the state before
+}
+
+func (r *replay) consume(events <-chan zr.CacheEvent) {
+	for ev := range events {
+		prev, _ := r.last()
+		switch {
+		case ev.Kind == zr.NodeCreated && prev.exists,
+			ev.Kind == zr.NodeDeleted && (!prev.exists || prev.czxid != ev.Node.Stat.Czxid),
+			ev.Kind == zr.NodeChanged && (!prev.exists || prev.czxid != ev.Node.Stat.Czxid):
+			r.mu.Lock()
+			r.bad = append(r.bad, fmt.Sprintf("%v %+v after %+v", ev.Kind, ev.Node.Stat, prev))
+			r.mu.Unlock()
+		}
+		switch ev.Kind {
+		case zr.CacheInitialized, zr.NodeCreated, zr.NodeChanged:
+			if ev.Node == nil {
+				r.add(seenNode{})
+			} else {
+				r.add(seenNode{exists: true, data: string(ev.Node.Data), czxid: ev.Node.Stat.Czxid, mzxid: ev.Node.Stat.Mzxid})
+			}
+		case zr.NodeDeleted:
+			r.add(seenNode{})
+		default:
+			r.mu.Lock()
+			r.conn[ev.Kind]++
+			r.mu.Unlock()
+		}
+	}
+}
+
+func TestNodeCache_EventsReplayToAFreshReadUnderFaults(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(4*time.Second))
+	path := testPath(t)
+	cache := zr.NewNodeCache(cl.Session, path)
+	defer cache.Close()
+	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
+	r := &replay{conn: map[zr.CacheEventKind]int{}}
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		r.consume(cache.Events())
+	}()
+
+	re := faultyWriter(t, c, proxy, cl, path, r.last)
+	checkOrder(t, r.all())
+	got, _ := r.last()
+	assert.Equal(t, re[1], got.czxid, "the re-created node is reported with its new czxid")
+	n, ok := cache.Get()
+	require.True(t, ok)
+	assert.Equal(t, fresh(t, raw(t, c), path), seenNode{exists: true, data: string(n.Data), czxid: n.Stat.Czxid, mzxid: n.Stat.Mzxid}, "Get equals a fresh read")
+	require.NoError(t, cache.Close())
+	<-consumed
+	r.mu.Lock()
+	assert.Positive(t, r.conn[zr.CacheLost], "the session expiry reaches the reader: %v", r.conn)
+	assert.Positive(t, r.conn[zr.CacheReconnected], "%v", r.conn)
+	assert.Empty(t, r.bad, "every event follows from the state before it (a new czxid comes as a deletion, then a creation)")
+	r.mu.Unlock()
+	assert.NoError(t, cache.Err())
+	_ = raw(t, c).Delete(path, -1)
+}
+
+func TestNodeCache_CloseLeavesNoGoroutine(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	ignore := goleak.IgnoreCurrent()
+	cache := zr.NewNodeCache(cl.Session, testPath(t))
+	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
+	ev := <-cache.Events()
+	require.Equal(t, zr.CacheInitialized, ev.Kind)
+	require.NoError(t, cache.Close())
+	_, open := <-cache.Events()
+	assert.False(t, open, "Close closes the events")
+	// The Session keeps idle request workers for its next requests.
+	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"))
 }
