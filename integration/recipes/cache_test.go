@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -259,4 +260,118 @@ func TestNodeCache_CloseLeavesNoGoroutine(t *testing.T) {
 	assert.False(t, open, "Close closes the events")
 	// The Session keeps idle request workers for its next requests.
 	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"))
+}
+
+func TestWatchChildren_ConvergesUnderFaultsAndReportsARecreatedParent(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(4*time.Second))
+	w := raw(t, c)
+	path := testPath(t)
+	if _, err := w.Create(parentOf(path), nil, 0, zk.WorldACL(zk.PermAll)); err != zk.ErrNodeExists {
+		require.NoError(t, err)
+	}
+	type listing struct {
+		kids  string
+		czxid int64
+		pzxid int64
+	}
+	var mu sync.Mutex
+	var seen []listing
+	last := func() (listing, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			return listing{}, false
+		}
+		return seen[len(seen)-1], true
+	}
+	ctx, cancel := context.WithCancel(ctxT(t, 60*time.Second))
+	done := make(chan error, 1)
+	go func() {
+		done <- zr.WatchChildren(ctx, cl.Session, path, func(kids []string, st *zr.NodeStat) error {
+			l := listing{kids: strings.Join(kids, ",")}
+			if st != nil {
+				l.czxid, l.pzxid = st.Czxid, st.Pzxid
+			}
+			mu.Lock()
+			seen = append(seen, l)
+			mu.Unlock()
+			return nil
+		})
+	}()
+	defer func() {
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+	}()
+	freshList := func() listing {
+		kids, st, err := w.Children(path)
+		if err == zk.ErrNoNode {
+			return listing{}
+		}
+		require.NoError(t, err)
+		slices.Sort(kids)
+		return listing{kids: strings.Join(kids, ","), czxid: st.Czxid, pzxid: st.Pzxid}
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	write := func(n int) {
+		for range n {
+			if _, err := w.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != zk.ErrNodeExists {
+				require.NoError(t, err)
+			}
+			kid := path + "/" + string(rune('a'+r.IntN(6)))
+			if err := w.Delete(kid, -1); err == zk.ErrNoNode {
+				_, err = w.Create(kid, nil, 0, zk.WorldACL(zk.PermAll))
+				require.NoError(t, err)
+			}
+		}
+	}
+	converged := func(what string) {
+		t.Helper()
+		require.Eventually(t, func() bool { got, ok := last(); return ok && got == freshList() }, 15*time.Second, 5*time.Millisecond,
+			"after %s the listing must equal a fresh one", what)
+	}
+	write(10)
+	converged("writes")
+	proxy.Blackhole()
+	write(10)
+	proxy.Heal()
+	converged("a blackhole")
+	cl.expire(t)
+	write(10)
+	converged("a session expiry")
+	// Delete and re-create the parent, with the same children, while cut off.
+	before := freshList()
+	proxy.Blackhole()
+	kids, _, err := w.Children(path)
+	require.NoError(t, err)
+	for _, k := range kids {
+		require.NoError(t, w.Delete(path+"/"+k, -1))
+	}
+	require.NoError(t, w.Delete(path, -1))
+	_, err = w.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	for _, k := range kids {
+		_, err = w.Create(path+"/"+k, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+	}
+	proxy.ResetAll()
+	proxy.Heal()
+	converged("a re-created parent")
+	got, _ := last()
+	assert.NotEqual(t, before.czxid, got.czxid, "reported with its new czxid")
+	mu.Lock()
+	for i := 1; i < len(seen); i++ {
+		a, b := seen[i-1], seen[i]
+		if a.czxid != 0 && b.czxid != 0 {
+			assert.True(t, b.czxid > a.czxid || (b.czxid == a.czxid && b.pzxid > a.pzxid), "listing %d goes back: %+v after %+v", i, b, a)
+		}
+	}
+	mu.Unlock()
+	for _, k := range kids {
+		_ = w.Delete(path+"/"+k, -1)
+	}
+	_ = w.Delete(path, -1)
 }
