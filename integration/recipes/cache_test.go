@@ -256,8 +256,12 @@ func TestNodeCache_CloseLeavesNoGoroutine(t *testing.T) {
 	ev := <-cache.Events()
 	require.Equal(t, zr.CacheInitialized, ev.Kind)
 	require.NoError(t, cache.Close())
-	_, open := <-cache.Events()
-	assert.False(t, open, "Close closes the events")
+	select {
+	case _, open := <-cache.Events():
+		assert.False(t, open, "Close closes the events")
+	case <-time.After(5 * time.Second):
+		t.Error("Close did not close the events")
+	}
 	// The Session keeps idle request workers for its next requests.
 	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"))
 }
