@@ -158,7 +158,7 @@ func (c *NodeCache) Start(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Add(2)
-	if !c.s.spawn(func() { defer wg.Done(); c.follow(run) }) {
+	if !c.s.spawn(func() { defer wg.Done(); c.run(run) }) {
 		wg.Done()
 	}
 	if !c.s.spawn(func() { defer wg.Done(); c.dispatch(run) }) {
@@ -186,9 +186,9 @@ func (c *NodeCache) Start(ctx context.Context) error {
 	}
 }
 
-// follow keeps the copy up to date until ctx ends or a read fails for
+// run keeps the copy up to date until ctx ends or a read fails for
 // good.
-func (c *NodeCache) follow(ctx context.Context) {
+func (c *NodeCache) run(ctx context.Context) {
 	err := follow(ctx, c.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
 		return c.s.readData(ctx, c.abs)
 	}, newerData, c.onState, c.onNode)
