@@ -227,7 +227,10 @@ func (c *NodeCache) Err() error {
 
 // Close stops the cache and waits for its goroutines; the Events channel
 // is closed. Get keeps returning the last copy. Close is idempotent and
-// does no I/O.
+// does no I/O. The cache's last watch stays on the server until the node
+// changes (or, for a node that does not exist, is created) or the
+// ZooKeeper session ends: go-zookeeper cannot remove a watch. Its
+// notification is then dropped by the client.
 func (c *NodeCache) Close() error {
 	c.mu.Lock()
 	if !c.started {
