@@ -185,3 +185,45 @@ func TestZKWatchChildrenSeesTheLastListingAndNotDataChanges(t *testing.T) {
 	mu.Unlock()
 	require.NoError(t, raw.Delete(path+"/c", -1))
 }
+
+// A callback that blocks holds up only its own watch: the Session goes on
+// serving requests, and once the callback returns it gets the last value.
+func TestZKWatchDataBlockedCallbackNeverBlocksTheSessionAndThenSeesTheLastValue(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	path := "/zkt/watchslow-" + newUUID()
+	_, err := raw.Create(path, []byte{0}, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = raw.Delete(path, -1) })
+	var seen seenData
+	blocked, release := make(chan struct{}), make(chan struct{})
+	runWatch(t, ctx, func(ctx context.Context) error {
+		return WatchData(ctx, s, path, func(data []byte, st *NodeStat) error {
+			_ = seen.fn(data, st)
+			if data[0] == 1 {
+				close(blocked)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		})
+	})
+	require.Eventually(t, func() bool { _, n := seen.last(); return n == 1 }, 10*time.Second, time.Millisecond)
+	_, err = raw.Set(path, []byte{1}, -1)
+	require.NoError(t, err)
+	<-blocked
+	var st *zk.Stat
+	for i := 2; i <= 50; i++ {
+		st, err = raw.Set(path, []byte{byte(i)}, -1)
+		require.NoError(t, err)
+	}
+	_, got, err := s.get(ctx, s.abs(path))
+	require.NoError(t, err, "the Session serves requests while a callback blocks")
+	assert.Equal(t, st.Mzxid, got.Mzxid)
+	close(release)
+	require.Eventually(t, func() bool { c, _ := seen.last(); return c.stat != nil && c.stat.Mzxid == st.Mzxid }, 10*time.Second, time.Millisecond)
+	_, n := seen.last()
+	assert.Equal(t, 3, n, "the changes made while fn was blocked are coalesced into one call")
+}
