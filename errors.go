@@ -220,3 +220,7 @@ var (
 // ErrNotHolder is returned by Revoke for a lock node whose contender is
 // still waiting for the lock: only a holder can be asked to give it up.
 var ErrNotHolder = errors.New("zkrecipes: not a holder of the lock")
+
+// ErrCacheStarted is returned by a cache's Start when it was started
+// before, or closed: a cache starts once.
+var ErrCacheStarted = errors.New("zkrecipes: cache already started or closed; a cache starts once")

@@ -227,6 +227,21 @@ func (s *Session) exists(ctx context.Context, path string) (*zk.Stat, error) {
 	}, nil)
 }
 
+// existsW tells whether path exists and sets a watch on it: a data watch
+// when it exists, else one that fires when it is created (which stays on
+// the server until then: ZooKeeper cannot remove a watch).
+func (s *Session) existsW(ctx context.Context, path string) (bool, <-chan zk.Event, error) {
+	type res struct {
+		ok bool
+		w  <-chan zk.Event
+	}
+	r, err := call(ctx, s, "exists", path, func() (res, error) {
+		ok, _, w, err := s.conn.ExistsW(path)
+		return res{ok, w}, err
+	}, nil)
+	return r.ok, r.w, err
+}
+
 func (s *Session) delete(ctx context.Context, path string) error {
 	_, err := call(ctx, s, "delete", path, func() (struct{}, error) {
 		return struct{}{}, s.conn.Delete(path, -1)

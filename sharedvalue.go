@@ -106,41 +106,13 @@ func (v *SharedValue) Watch(ctx context.Context, fn func(VersionedValue)) error 
 	if fn == nil {
 		return invalidArg("nil watch function")
 	}
-	states, cancel := v.s.Subscribe()
-	defer cancel()
-	var last *zk.Stat
-	for {
+	return follow(ctx, v.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
 		r, st, w, err := v.readW(ctx)
-		if err != nil {
-			return err
-		}
-		if last == nil || st.Mzxid > last.Mzxid {
-			last = st
-			fn(r)
-		}
-		if err := v.awaitChange(ctx, w, states); err != nil {
-			return err
-		}
-	}
-}
-
-// awaitChange waits until the watch w fires or the session connects again.
-func (v *SharedValue) awaitChange(ctx context.Context, w <-chan zk.Event, states <-chan StateChange) error {
-	for {
-		select {
-		case <-w:
-			return nil
-		case c, ok := <-states:
-			if !ok || c.State == StateClosed {
-				return ErrClosed
-			}
-			if c.State == StateReconnected {
-				return nil
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return nodeData{data: r.Value, stat: st}, w, err
+	}, newerData, nil, func(n nodeData) error {
+		fn(VersionedValue{Value: n.data, Version: n.stat.Version})
+		return nil
+	})
 }
 
 // readW reads the value and sets a data watch on it.

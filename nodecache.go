@@ -1,0 +1,361 @@
+package zkrecipes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// NodeCache keeps a local copy of one node's data and Stat, like Curator's
+// NodeCache: it reads the node, watches it, and reads it again after
+// every change, reconnection and session expiry.
+//
+// Get reads the local copy. Events delivers what changed, in order: first
+// CacheInitialized with the node as Start loaded it, then NodeCreated,
+// NodeChanged and NodeDeleted as the node changes, and CacheSuspended,
+// CacheReconnected and CacheLost as the Session's connection does
+// (between CacheSuspended and CacheReconnected the copy may be stale).
+// Replaying the node events on the CacheInitialized node gives what Get
+// returns once the events are drained.
+//
+// Back-pressure: the cache never waits for its reader, and never blocks
+// the Session. While events are not received, node changes are coalesced
+// into one step from the last node delivered to the current one (a node
+// deleted and created again in that time is delivered as NodeDeleted, then
+// NodeCreated with the new Czxid); connection events are queued without
+// bound, as Subscribe queues them. So a slow reader may miss intermediate
+// values, never the last one, and the stats it sees never go back (each
+// node event has a larger Mzxid than the one before, or is a deletion).
+//
+// NewNodeCache does no I/O. A NodeCache is safe for concurrent use; it
+// runs from Start until Close, the Session's Close, or a read error that
+// cannot pass (see Err). No goroutine of it is left after Close returns.
+type NodeCache struct {
+	s    *Session
+	path string
+	abs  string
+	err  error
+
+	events chan CacheEvent
+	ready  chan struct{} // closed once the node is loaded
+	wake   chan struct{} // the dispatcher has items to deliver
+	done   chan struct{} // closed when both goroutines have ended
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	cur     *nodeData // last read; nil before the first
+	pend    []cacheItem
+	stopErr error
+}
+
+// CachedNode is a node as a cache holds it. Data is shared with the
+// cache and every event: do not modify it.
+type CachedNode struct {
+	Path string // as given to the cache
+	Data []byte
+	Stat NodeStat
+}
+
+// CacheEventKind says what a CacheEvent reports.
+type CacheEventKind int
+
+const (
+	// CacheInitialized: the first event, with the node as Start loaded
+	// it (Node nil if it did not exist).
+	CacheInitialized CacheEventKind = iota + 1
+	// NodeCreated: the node exists again, or a new node replaced it
+	// (a new Czxid).
+	NodeCreated
+	// NodeChanged: the node's data changed.
+	NodeChanged
+	// NodeDeleted: the node is gone; Node is as last seen.
+	NodeDeleted
+	// CacheSuspended: the connection is lost; the copy may be stale.
+	CacheSuspended
+	// CacheReconnected: the connection is back and the node is read again.
+	CacheReconnected
+	// CacheLost: the ZooKeeper session is lost; the cache goes on under the
+	// next one.
+	CacheLost
+)
+
+func (k CacheEventKind) String() string {
+	switch k {
+	case CacheInitialized:
+		return "INITIALIZED"
+	case NodeCreated:
+		return "NODE_CREATED"
+	case NodeChanged:
+		return "NODE_CHANGED"
+	case NodeDeleted:
+		return "NODE_DELETED"
+	case CacheSuspended:
+		return "SUSPENDED"
+	case CacheReconnected:
+		return "RECONNECTED"
+	case CacheLost:
+		return "LOST"
+	}
+	return fmt.Sprintf("CacheEventKind(%d)", int(k))
+}
+
+// CacheEvent is one change a cache reports.
+type CacheEvent struct {
+	Kind  CacheEventKind
+	Node  *CachedNode // node events and CacheInitialized (nil: no node)
+	State StateChange // connection events
+}
+
+// cacheItem is an event not yet delivered: a connection state, or a node
+// state the dispatcher turns into events against the last one delivered.
+type cacheItem struct {
+	state *StateChange
+	node  *nodeData
+	init  bool
+}
+
+// NewNodeCache returns a cache of the node at path (relative to the
+// Session's namespace), which need not exist. It does no I/O; an invalid
+// path or a nil session is reported by Start.
+func NewNodeCache(s *Session, path string) *NodeCache {
+	c := &NodeCache{s: s, path: path, err: checkRecipe(s, path),
+		events: make(chan CacheEvent), ready: make(chan struct{}),
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if c.err == nil {
+		c.abs = s.abs(path)
+	}
+	return c
+}
+
+// Path returns the cached node's path, as given to NewNodeCache.
+func (c *NodeCache) Path() string { return c.path }
+
+// Start loads the node, then keeps the copy up to date in the background
+// until Close. It returns once the node is loaded (nil), or fails with
+// ctx's error, ErrClosed, ErrCacheStarted when called twice or after
+// Close, ErrInvalidPath or ErrNilSession, or the read's error; after a
+// failure the cache is closed.
+func (c *NodeCache) Start(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	c.mu.Lock()
+	if c.started || c.closed {
+		c.mu.Unlock()
+		return ErrCacheStarted
+	}
+	c.started = true
+	run, cancel := ctxUntil(c.s.closedCh)
+	c.cancel = cancel
+	c.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	if !c.s.spawn(func() { defer wg.Done(); c.run(run) }) {
+		wg.Done()
+	}
+	if !c.s.spawn(func() { defer wg.Done(); c.dispatch(run) }) {
+		wg.Done()
+		close(c.events)
+	}
+	go func() { // ends once both have: their ctx ends with the Session or Close
+		wg.Wait()
+		close(c.done)
+	}()
+	select {
+	case <-c.ready:
+		return nil
+	case <-run.Done():
+		_ = c.Close()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.stopErr != nil {
+			return c.stopErr
+		}
+		return ErrClosed
+	case <-ctx.Done():
+		_ = c.Close()
+		return ctx.Err()
+	}
+}
+
+// run keeps the copy up to date until ctx ends or a read fails for
+// good.
+func (c *NodeCache) run(ctx context.Context) {
+	err := follow(ctx, c.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
+		return c.s.readData(ctx, c.abs)
+	}, newerData, c.onState, c.onNode)
+	c.mu.Lock()
+	if !c.closed {
+		c.stopErr = err
+	}
+	cancel := c.cancel
+	c.mu.Unlock()
+	cancel() // stops the dispatcher
+}
+
+// Get returns the node as last read, and whether it exists. It returns
+// false before Start has loaded the node.
+func (c *NodeCache) Get() (CachedNode, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || c.cur.stat == nil {
+		return CachedNode{}, false
+	}
+	return *c.cached(*c.cur), true
+}
+
+// Events returns the channel the cache's events arrive on (see NodeCache
+// for their order and coalescing). It is closed when the cache stops.
+func (c *NodeCache) Events() <-chan CacheEvent { return c.events }
+
+// Err returns nil while the cache runs or after its Close, and why it
+// stopped on its own otherwise: ErrClosed after the Session's Close, or
+// the read's error (such as one matching zk.ErrNoAuth).
+func (c *NodeCache) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopErr
+}
+
+// Close stops the cache and waits for its goroutines; the Events channel
+// is closed. Get keeps returning the last copy. Close is idempotent and
+// does no I/O. The cache's last watch stays on the server until the node
+// changes (or, for a node that does not exist, is created) or the
+// ZooKeeper session ends: go-zookeeper cannot remove a watch. Its
+// notification is then dropped by the client.
+func (c *NodeCache) Close() error {
+	c.mu.Lock()
+	if !c.started {
+		c.started, c.closed = true, true
+		c.mu.Unlock()
+		close(c.events)
+		close(c.done)
+		return nil
+	}
+	c.closed = true
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	<-c.done
+	return nil
+}
+
+// onNode takes a read newer than the last: it becomes the copy, and an
+// item to deliver, merged into the last item when that is a node state
+// not delivered yet.
+func (c *NodeCache) onNode(n nodeData) error {
+	c.mu.Lock()
+	first := c.cur == nil
+	c.cur = &n
+	switch k := len(c.pend); {
+	case first:
+		c.pend = append(c.pend, cacheItem{node: &n, init: true})
+		close(c.ready)
+	case k > 0 && c.pend[k-1].node != nil && !c.pend[k-1].init:
+		c.pend[k-1].node = &n
+	default:
+		c.pend = append(c.pend, cacheItem{node: &n})
+	}
+	c.mu.Unlock()
+	c.signal()
+	return nil
+}
+
+// onState queues the connection states a reader of the cache cares about.
+func (c *NodeCache) onState(sc StateChange) {
+	switch sc.State {
+	case StateSuspended, StateReconnected, StateLost:
+	default:
+		return
+	}
+	c.mu.Lock()
+	if c.cur != nil { // before the load, Start's caller learns of it by waiting
+		c.pend = append(c.pend, cacheItem{state: &sc})
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *NodeCache) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch delivers the queued items as events until ctx ends, then
+// closes the Events channel.
+func (c *NodeCache) dispatch(ctx context.Context) {
+	defer close(c.events)
+	var last nodeData // the node as last delivered
+	for {
+		c.mu.Lock()
+		var it cacheItem
+		ok := len(c.pend) > 0
+		if ok {
+			it = c.pend[0]
+			c.pend[0] = cacheItem{}
+			c.pend = c.pend[1:]
+		}
+		c.mu.Unlock()
+		if !ok {
+			select {
+			case <-c.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		for _, ev := range c.toEvents(it, &last) {
+			select {
+			case c.events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// toEvents turns an item into the events it stands for, given the node as
+// last delivered (which it updates).
+func (c *NodeCache) toEvents(it cacheItem, last *nodeData) []CacheEvent {
+	if it.state != nil {
+		kind := map[ConnState]CacheEventKind{StateSuspended: CacheSuspended, StateReconnected: CacheReconnected, StateLost: CacheLost}[it.state.State]
+		return []CacheEvent{{Kind: kind, State: *it.state}}
+	}
+	cur, prev := *it.node, *last
+	*last = cur
+	switch {
+	case it.init:
+		ev := CacheEvent{Kind: CacheInitialized}
+		if cur.stat != nil {
+			ev.Node = c.cached(cur)
+		}
+		return []CacheEvent{ev}
+	case prev.stat == nil && cur.stat == nil:
+		return nil
+	case prev.stat == nil:
+		return []CacheEvent{{Kind: NodeCreated, Node: c.cached(cur)}}
+	case cur.stat == nil:
+		return []CacheEvent{{Kind: NodeDeleted, Node: c.cached(prev)}}
+	case cur.stat.Czxid != prev.stat.Czxid:
+		return []CacheEvent{{Kind: NodeDeleted, Node: c.cached(prev)}, {Kind: NodeCreated, Node: c.cached(cur)}}
+	case cur.stat.Mzxid != prev.stat.Mzxid:
+		return []CacheEvent{{Kind: NodeChanged, Node: c.cached(cur)}}
+	}
+	return nil
+}
+
+func (c *NodeCache) cached(n nodeData) *CachedNode {
+	return &CachedNode{Path: c.path, Data: n.data, Stat: *newNodeStat(n.stat)}
+}
