@@ -192,6 +192,9 @@ func (c *NodeCache) run(ctx context.Context) {
 	err := follow(ctx, c.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
 		return c.s.readData(ctx, c.abs)
 	}, newerData, c.onState, c.onNode)
+	if err != nil && ctx.Err() != nil && c.s.isClosed() {
+		err = ErrClosed // ctx ended with the Session before its state change arrived
+	}
 	c.mu.Lock()
 	if !c.closed {
 		c.stopErr = err

@@ -113,11 +113,10 @@ func queuedRequests() int {
 // connection, queues a request while it is down, lets it reconnect, and
 // returns what the second connection carried and how long the request
 // waited after that. No reply is let through on a mere timeout meanwhile:
-// the bound on the wait for SetWatches is 10 s (wire.ResumeWait an hour, a
+// the bound on the wait for SetWatches is 10 s (wire.SetResumeWait an hour, a
 // sixth of the 60 s session timeout).
 func resumeWithQueuedRequest(t *testing.T, opts ...SessionOption) ([]string, time.Duration) {
-	t.Cleanup(func(d time.Duration) func() { return func() { wire.ResumeWait = d } }(wire.ResumeWait))
-	wire.ResumeWait = time.Hour
+	t.Cleanup(wire.SetResumeWait(time.Hour))
 	l := &connLog{gate: make(chan struct{})}
 	ctx, s := zkSession(t, 30*time.Second, append(opts, WithSessionTimeout(time.Minute), WithDialer(l.dial))...)
 	conn := s.Conn()

@@ -162,10 +162,14 @@ func TestZKWatchChildrenSeesTheLastListingAndNotDataChanges(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, raw.Delete(path+"/b", -1))
-	require.Eventually(t, func() bool {
+	_, parent, err := raw.Exists(path)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // the listing after b's deletion, not the one before b's creation
 		c, _ := last()
-		return c.stat != nil && len(c.kids) == 2 && c.kids[0] == "a" && c.kids[1] == "c"
+		return c.stat != nil && c.stat.Pzxid == parent.Pzxid
 	}, 10*time.Second, time.Millisecond)
+	c, _ = last()
+	require.Equal(t, []string{"a", "c"}, c.kids)
 	_, n := last()
 	_, err = raw.Set(path, []byte("data"), -1)
 	require.NoError(t, err)

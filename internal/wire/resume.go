@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,17 +34,26 @@ import (
 // except the replies to the credentials an authenticated client sends
 // first (below).
 // A client that holds no watch sends no SetWatches and reads no zxid; its
-// replies wait ResumeWait at most (a sixth of the session timeout when
+// replies wait resumeWait at most (a sixth of the session timeout when
 // that is less: go-zookeeper's read deadline is two thirds of it), then
 // go on. A new session (the first connection, or one after an expiry)
 // holds no watch to re-set.
 
-// ResumeWait is the longest a resumed connection's replies wait for the
+// resumeWait (200 ms) is the longest a resumed connection's replies wait for the
 // SetWatches request: go-zookeeper writes it within microseconds when it
 // holds watches, and sends none when it holds none. It only has to outlast
 // go-zookeeper finding its watch list empty, microseconds after the
 // handshake; a client without watches pays it once per reconnection.
-var ResumeWait = 200 * time.Millisecond // a var for tests only
+var resumeWait atomic.Int64 // nanoseconds; SetResumeWait
+
+func init() { resumeWait.Store(int64(200 * time.Millisecond)) }
+
+// SetResumeWait sets resumeWait (tests only; a connection of an earlier
+// test may still read it) and returns the function that restores it.
+func SetResumeWait(d time.Duration) (restore func()) {
+	old := resumeWait.Swap(int64(d))
+	return func() { resumeWait.Store(old) }
+}
 
 // Opcodes of the requests a resumed connection starts with.
 const (
@@ -128,7 +138,7 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 			return c.r.Read(p)
 		}
 		r.state = resumeHolding
-		r.timer = time.NewTimer(min(ResumeWait, timeout/6))
+		r.timer = time.NewTimer(min(time.Duration(resumeWait.Load()), timeout/6))
 	}
 	if r.off < r.size { // the rest of a SetAuth reply
 		return r.pass(c.r, p)

@@ -71,8 +71,7 @@ func firstReply(c, server net.Conn) <-chan error {
 }
 
 func setResumeWait(t *testing.T, d time.Duration) {
-	t.Cleanup(func(old time.Duration) func() { return func() { ResumeWait = old } }(ResumeWait))
-	ResumeWait = d
+	t.Cleanup(SetResumeWait(d))
 }
 
 func TestResumedConnectionReadsItsFirstReplyOnlyOnceSetWatchesIsWritten(t *testing.T) {
