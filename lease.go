@@ -161,17 +161,16 @@ type hold struct {
 	node  ownNode
 	token int64
 	sig   *signal // ends ownership: lost or released
-	stop  chan struct{}
-	onEnd func() // drops the hold from its recipe's bookkeeping
+	onEnd func()  // drops the hold from its recipe's bookkeeping
 	// markedRelease releases with releaseMarked, telling a fast-handoff
 	// waiter behind the node that it was a holder's release.
 	markedRelease bool
 
 	mu    sync.Mutex
 	count int
-	// A hold has no goroutine until selfWatchGrace has passed: late
-	// starts its monitor, and unhook drops the epoch hook that reports a
-	// loss until then.
+	// late sets the watch on the node once the hold has lasted
+	// selfWatchGrace (see monitor); unhook drops the epoch hook that
+	// reports a loss of the epoch.
 	late   *time.Timer
 	unhook func()
 	// expiry ends the hold at its lease time (leasetime.go); revoked
@@ -181,55 +180,80 @@ type hold struct {
 	revoked   *signal
 }
 
-// newHold starts watching a freshly granted node: its own-node watch, the
-// session generation and the ownership epoch.
+// newHold starts watching a freshly granted node: its own-node watch
+// (selfW, nil when none is set yet), the session generation and the
+// ownership epoch. A hold costs no goroutine of its own (holdwatch.go),
+// except on a Session adopted with NewSession once it has lasted
+// selfWatchGrace.
 func newHold(s *Session, node ownNode, token int64, selfW <-chan zk.Event, epoch *signal, onEnd func()) *hold {
-	h := &hold{s: s, node: node, token: token, sig: newSignal(), stop: make(chan struct{}), onEnd: onEnd, count: 1}
+	h := &hold{s: s, node: node, token: token, sig: newSignal(), onEnd: onEnd, count: 1}
 	s.opsMu.RLock()
 	defer s.opsMu.RUnlock()
 	if s.isClosed() { // Close came between the grant and here
 		h.sig.fire(lost(ErrClosed))
 		return h
 	}
-	// A short hold, the common case, costs no goroutine: until its
-	// monitor starts, a loss of the epoch is reported by a hook.
 	h.mu.Lock() // the hook and the timer may run before the fields are set
 	defer h.mu.Unlock()
 	h.unhook = epoch.onFire(func() {
 		// Under the Session's mutex, maybe in Close (before it waits):
 		// no blocking here.
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			h.lose(epoch.err, true)
-		}()
+		h.loseLater(epoch.err, true)
 	})
-	h.late = time.AfterFunc(selfWatchGrace, func() { h.watchLate(selfW, epoch) })
+	deleted := s.held.add(h)
+	if !deleted && selfW != nil && s.direct {
+		select {
+		case ev := <-selfW:
+			deleted = ev.Type == zk.EventNodeDeleted
+		default:
+		}
+	}
+	switch {
+	case deleted:
+		h.loseLater(lost(ErrNodeDeleted), false)
+	case selfW == nil || !s.direct:
+		// A short hold, the common case, sets no watch: a deletion of its
+		// node meanwhile is found when the watch is set.
+		h.late = time.AfterFunc(selfWatchGrace, func() { h.watchLate(selfW) })
+	}
 	return h
+}
+
+// loseLater runs lose on a goroutine the Session's Close waits for.
+func (h *hold) loseLater(err error, cleanup bool) {
+	h.s.wg.Add(1)
+	go func() {
+		defer h.s.wg.Done()
+		h.lose(err, cleanup)
+	}()
 }
 
 // watchLate starts the monitor of a hold once it has lasted
 // selfWatchGrace, with the watch on its node's deletion (nil when the
 // node was granted without reading it: the monitor sets it).
-func (h *hold) watchLate(selfW <-chan zk.Event, epoch *signal) {
+func (h *hold) watchLate(selfW <-chan zk.Event) {
 	h.s.opsMu.RLock()
 	defer h.s.opsMu.RUnlock()
 	if h.s.isClosed() || h.sig.fired() {
 		return
 	}
 	h.s.wg.Add(1)
-	go h.monitor(selfW, epoch)
+	go h.monitor(selfW)
 }
 
-// quiet stops what a hold runs before its monitor starts.
+// quiet stops what a hold runs until it ends: its grace timer, its epoch
+// hook, and its entry among the Session's held nodes.
 func (h *hold) quiet() {
 	h.mu.Lock()
 	late, unhook := h.late, h.unhook
 	h.mu.Unlock()
 	if late != nil {
 		late.Stop()
+	}
+	if unhook != nil {
 		unhook()
 	}
+	h.s.held.remove(h)
 }
 
 // lease hands out one more lease on the hold, or reports that the hold has
@@ -244,52 +268,38 @@ func (h *hold) lease() (*Lease, bool) {
 	return &Lease{h: h}, true
 }
 
-func (h *hold) monitor(selfW <-chan zk.Event, epoch *signal) {
+// monitor sets the watch on the hold's node when none is set. On a
+// Session made by Connect it then returns: the Session's event callback
+// reports the deletion (holdwatch.go). Otherwise it waits on the watch
+// until the node is deleted or the hold ends.
+func (h *hold) monitor(selfW <-chan zk.Event) {
 	defer h.s.wg.Done()
-	h.quiet() // from here on the monitor watches the epoch
-	// The watch is set on its own goroutine, so that a loss of the session
-	// or the epoch meanwhile is still reported at once.
-	var rearmed chan (<-chan zk.Event)
-	rearm := func() {
-		rearmed = make(chan (<-chan zk.Event), 1)
-		h.s.wg.Add(1)
-		go func(c chan<- (<-chan zk.Event)) {
-			defer h.s.wg.Done()
-			c <- h.rearm()
-		}(rearmed)
-	}
-	if selfW == nil {
-		rearm()
-	}
 	for {
+		if selfW == nil {
+			if selfW = h.setWatch(); selfW == nil || h.s.direct {
+				return
+			}
+		}
 		select {
-		case <-h.stop:
-			return
-		case <-h.sig.done: // lost elsewhere (lease time, Proclaim): nothing left to watch
-			return
-		case selfW = <-rearmed:
-			rearmed = nil
-		case <-epoch.done:
-			h.lose(epoch.err, true)
+		case <-h.sig.done:
 			return
 		case ev := <-selfW:
-			selfW = nil
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				h.lose(lost(ErrNodeDeleted), false)
 				return
 			case zk.EventNotWatching:
-				// the session is ending: the epoch fires next
-			default:
-				rearm()
+				return // the session is ending: the epoch reports it
 			}
+			selfW = nil
 		}
 	}
 }
 
-// rearm sets the own-node watch (again, after an event that was not the
-// node's deletion), until the hold ends.
-func (h *hold) rearm() <-chan zk.Event {
+// setWatch sets the watch on the hold's node's deletion. It returns nil
+// when the hold has ended, or when the node is gone: it then ends the
+// hold.
+func (h *hold) setWatch() <-chan zk.Event {
 	ctx, cancel := ctxUntil(h.sig.done)
 	defer cancel()
 	for {
@@ -298,9 +308,8 @@ func (h *hold) rearm() <-chan zk.Event {
 		case err == nil:
 			return w
 		case err == zk.ErrNoNode:
-			ch := make(chan zk.Event, 1)
-			ch <- zk.Event{Type: zk.EventNodeDeleted, Path: h.node.path}
-			return ch
+			h.lose(lost(ErrNodeDeleted), false)
+			return nil
 		case isRetryable(err):
 			if _, _, err := h.s.awaitConnected(ctx); err != nil {
 				return nil
@@ -343,7 +352,6 @@ func (h *hold) release(ctx context.Context) error {
 		return nil
 	}
 	h.sig.fire(ErrReleased)
-	close(h.stop)
 	h.mu.Unlock()
 	h.quiet()
 	h.stopExpiry()
@@ -361,7 +369,7 @@ func (h *hold) release(ctx context.Context) error {
 	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, h.s.rel(h.node.path), err)
 }
 
-// selfWatchGrace is how long a hold goes before its monitor starts
-// watching its node's deletion: a shorter hold costs no goroutine and no
-// request (docs/design.md, "Watching one's own node late").
+// selfWatchGrace is how long a hold granted without a watch on its node
+// goes before it sets one: a shorter hold costs no request
+// (docs/design.md, "Watching one's own node late").
 var selfWatchGrace = 10 * time.Millisecond // a var for tests only

@@ -33,6 +33,8 @@ type Session struct {
 	wire     *wire.Layer // Connect's connections (nil: NewSession, or WithWireLayer(false); see internal/wire)
 	owned    sync.Map    // path -> struct{}: ephemeral nodes this Session created and has not deleted
 	drops    sync.Map    // path -> struct{}: paths created only to be watched, deleted on Close if still unused
+	held     heldNodes   // the nodes its leases hold, watched through the event callback (holdwatch.go)
+	direct   bool        // events come from the client's callback (Connect), not a channel (NewSession)
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex
@@ -77,6 +79,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	s := newSession(cfg)
 	s.ownsConn = true
+	s.direct = true // zk.WithEventCallback below
 	dial := cfg.dialer
 	if dial == nil {
 		dial = net.DialTimeout

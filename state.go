@@ -157,10 +157,14 @@ func (s *signal) fired() bool {
 	}
 }
 
-// enqueue is the client's event callback: it never blocks. Only session
-// events are queued; node events reach their watchers directly.
+// enqueue is the client's event callback: it never blocks. It queues
+// session events and the deletions of held nodes (holdwatch.go); other
+// node events reach their watchers directly.
 func (s *Session) enqueue(ev zk.Event) {
-	if ev.Type != zk.EventSession {
+	switch {
+	case ev.Type == zk.EventSession:
+	case ev.Type == zk.EventNodeDeleted && s.held.deleted(ev.Path):
+	default:
 		return
 	}
 	s.qmu.Lock()
@@ -185,8 +189,13 @@ func (s *Session) drain() {
 		s.queue = nil
 		s.qmu.Unlock()
 		for _, ev := range batch {
-			if ev.Type == zk.EventSession {
+			switch ev.Type {
+			case zk.EventSession:
 				s.onSessionEvent(ev)
+			case zk.EventNodeDeleted:
+				if h := s.held.get(ev.Path); h != nil {
+					h.lose(lost(ErrNodeDeleted), false)
+				}
 			}
 		}
 	}

@@ -103,15 +103,17 @@ func TestZKHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the hold did not end when its epoch did")
 			}
-			assert.False(t, h.late.Stop(), "the grace timer was stopped by the loss")
+			if h.late != nil {
+				assert.False(t, h.late.Stop(), "the grace timer was stopped by the loss")
+			}
 			assert.True(t, h.sig.fired())
 		})
 	}
 }
 
-// A holder that waited has had the watch on its node's deletion since it
-// queued, but its monitor reads it only once the hold is selfWatchGrace
-// old: a deletion before then still ends the lease, then.
+// A holder that waited may hold with or without the watch on its node's
+// deletion set (it sets it once it has waited selfWatchGrace): either way
+// a deletion of its node ends its lease.
 func TestZKWaitedHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
 	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
 	selfWatchGrace = 300 * time.Millisecond
@@ -138,13 +140,11 @@ func TestZKWaitedHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
 	require.NoError(t, l0.Release(ctx))
 	a := <-ac
 	require.NoError(t, a.err)
-	granted := time.Now()
 	require.NoError(t, raw.Delete(a.l.Path(), -1))
 	select {
 	case <-a.l.Done():
 		assert.ErrorIs(t, a.l.Err(), ErrNodeDeleted)
 		assert.ErrorIs(t, a.l.Err(), ErrLockLost)
-		assert.GreaterOrEqual(t, time.Since(granted), selfWatchGrace/2, "this test must exercise a deletion during the grace, reported when it ends")
 	case <-ctx.Done():
 		t.Fatal("the lease did not end after its node was deleted")
 	}
