@@ -79,17 +79,21 @@ func TestZKDoubleBarrierReleasesEnterOnlyWhenNAreInAndLeaveOnlyWhenAllAreOut(t *
 
 	// One at a time, so that each arrival wakes the members already waiting:
 	// a wake-up is not a full barrier.
+	// The channels are made up front: testify's Never may still run a
+	// check on its own goroutine after it returned.
 	entered := make([]chan error, n)
+	for i := range entered {
+		entered[i] = make(chan error, 1)
+	}
 	anyEntered := func() bool {
 		for _, ch := range entered {
-			if ch != nil && barrierReturned(ch) {
+			if barrierReturned(ch) {
 				return true
 			}
 		}
 		return false
 	}
 	for i := range n - 1 {
-		entered[i] = make(chan error, 1)
 		go func() { entered[i] <- members[i].Enter(ctx) }()
 		require.Eventually(t, func() bool {
 			kids, _, err := raw.Children(path)

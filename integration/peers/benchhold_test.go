@@ -31,7 +31,7 @@ func TestBenchContended_HoldKeepsEachHolderInsideLongEnoughToBeSeen(t *testing.T
 			for i := range ps {
 				ps[i] = StartSynced(t, kind, "bench-contended", "--sync", "1", "--servers", servers,
 					"--path", fmt.Sprintf("%s-%d", uniquePath(t), i), "--id", fmt.Sprintf("%s%d", kind, i),
-					"--sessions", "1", "--duration", "1000ms", "--hold-us", strconv.FormatInt(hold.Microseconds(), 10), "--log", log)
+					"--sessions", "1", "--duration", "3000ms", "--hold-us", strconv.FormatInt(hold.Microseconds(), 10), "--log", log)
 			}
 			for _, p := range ps {
 				_, err := p.WaitLine(ctx, "READY")

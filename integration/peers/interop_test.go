@@ -305,12 +305,14 @@ func TestMutexForeignOrderUnsafe(t *testing.T) {
 			path := uniquePath(t)
 			logPath := filepath.Join(t.TempDir(), "shared.log")
 			common := []string{"--servers", servers, "--path", path, "--log", logPath}
-			// The holder acquires once and keeps the lock for 8 s.
+			// The holder acquires once and keeps the lock for 8 s (its
+			// duration bounds its connect too: a JVM on a busy machine can
+			// take more than a second to get there).
 			holder := Start(t, tc.holder.kind, append(append([]string{tc.holder.mode, "--id", tc.holder.id,
-				"--duration", "1s", "--hold-ms", "8000"}, common...), tc.holder.extra...)...)
+				"--duration", "5s", "--hold-ms", "8000"}, common...), tc.holder.extra...)...)
 			waitForLine(t, logPath, "ENTER "+tc.holder.id+" ", holder)
 			intruder := Start(t, tc.intruder.kind, append(append([]string{tc.intruder.mode, "--id", tc.intruder.id,
-				"--duration", "2s", "--hold-ms", "1"}, common...), tc.intruder.extra...)...)
+				"--duration", "5s", "--hold-ms", "1"}, common...), tc.intruder.extra...)...)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			for _, p := range []*Process{intruder, holder} {
