@@ -21,9 +21,12 @@ unit:
 integration:
 	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 10m ./...
 
+# The Docker backend tests; a Docker daemon this target starts is stopped when it ends
+# (one that was already running is left alone).
 docker:
-	integration/docker/ensure-docker.sh
-	integration/docker/build-image.sh
+	export DOCKERD_PIDFILE="$${TMPDIR:-/tmp}/zkrecipes-dockerd.make.$$$$.pid"; \
+	trap "$(CURDIR)/integration/docker/stop-docker.sh" EXIT; \
+	integration/docker/ensure-docker.sh && integration/docker/build-image.sh && \
 	cd integration && ZK_TEST_BACKEND=docker ZK_TEST_IMAGE=$${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian} \
 		go test -race -count=1 -run Docker ./zktest/...
 

@@ -84,9 +84,12 @@ func newFlagSet(name, head string) *flag.FlagSet {
 // parseOrExit runs parse and turns its failures into an exit status
 // (0 after --help); ok is false when the command must exit with it.
 func parseOrExit(fs *flag.FlagSet, args []string) (pos, rest []string, code int, ok bool) {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package calls it on -h too: print it once, below
 	pos, rest, err := parse(fs, args)
+	fs.Usage = usage
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		usage()
 		return nil, nil, 0, false
 	}
 	if err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -75,4 +77,24 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// --help prints a command's usage once, and exits 0.
+func TestHelpPrintsTheUsageOnce(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	code := run([]string{"lock", "--help"})
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	if n := strings.Count(string(out), "usage: zkr lock"); n != 1 {
+		t.Errorf("the usage is printed %d times:\n%s", n, out)
+	}
 }
