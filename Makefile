@@ -1,5 +1,5 @@
 # zkrecipes build entry points. `make test` is what CI runs (.ci/run).
-.PHONY: all deps lint test unit integration docker demo bench
+.PHONY: all deps lint test unit integration docker demo bench bench-ensemble
 
 all: test
 
@@ -41,3 +41,7 @@ demo:
 # and chart.png. (The Go-only benchmarks: cd integration && go test -run '^$$' -bench . ./bench/)
 bench:
 	cd integration && go run ./cmd/zkbench -out bench
+
+# The same on a 3-server ensemble on 127.0.0.1; writes integration/bench/ensemble/.
+bench-ensemble:
+	cd integration && go run ./cmd/zkbench -servers 3 -out bench/ensemble

