@@ -165,6 +165,9 @@ func (q *Queue) head(ctx context.Context, remove, wait bool) ([]byte, error) {
 			kids, err = s.children(ctx, q.dir)
 		}
 		if err == nil {
+			if !cached {
+				bo.Reset() // a listing went through: the next failure is a new one
+			}
 			var item []byte
 			item, err = q.takeFirst(ctx, queueItems(kids, cached), remove)
 			if err == nil || errors.Is(err, ErrTakeUncertain) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -374,4 +375,56 @@ func TestZKQueueTakeWaitingWhenTheSessionClosesReturnsErrClosed(t *testing.T) {
 		t.Fatal("Take still waiting after Close")
 	}
 	require.NoError(t, raw.Delete(dir, -1))
+}
+
+// A Take that waits long gets through more connection losses than its
+// retry policy allows in a row, as long as each is over before the next:
+// the policy counts failures in a row, not over the Take's life.
+func TestZKQueueTakeWaitingThroughSeparateConnectionLossesKeepsItsRetryBudget(t *testing.T) {
+	loser := &replyLoser{}
+	dir := "/zkt/queue-budget-" + newUUID()
+	var listed, lost atomic.Int32
+	tracer := TracerFunc(func(ev TraceEvent) {
+		if ev.Op == "getChildren" && ev.Path == dir {
+			if ev.Err == nil {
+				listed.Add(1)
+			} else {
+				lost.Add(1)
+			}
+		}
+	})
+	ctx, s := loser.session(t, 60*time.Second, WithRetryPolicy(RetryNTimes(2, 10*time.Millisecond)), WithTracer(tracer))
+	raw := zkRaw(t)
+	_, err := raw.Create(dir, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	q := NewQueue(s, dir)
+
+	type took struct {
+		item []byte
+		err  error
+	}
+	got := make(chan took, 1)
+	go func() {
+		item, err := q.Take(ctx)
+		got <- took{item, err}
+	}()
+	require.Eventually(t, func() bool { return listed.Load() >= 2 }, 10*time.Second, time.Millisecond, "Take waits on a watched listing")
+	for i := range 4 {
+		before := listed.Load()
+		loser.lose("getChildren "+dir, 1)
+		// A child that is no item wakes the taker, whose listing's reply is lost.
+		_, err := raw.Create(fmt.Sprintf("%s/other-%d", dir, i), nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return lost.Load() == int32(i+1) && listed.Load() >= before+2 }, 20*time.Second, time.Millisecond,
+			"loss %d: the listing failed, then Take listed again and waits", i+1)
+	}
+	_, err = raw.Create(dir+"/qn-", []byte("item"), zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		assert.Equal(t, "item", string(r.item))
+	case <-ctx.Done():
+		t.Fatal("Take did not return the item")
+	}
 }
