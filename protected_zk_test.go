@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,4 +95,37 @@ func TestZKProtectedCreateMakesContainerParents(t *testing.T) {
 	// Containers: the server's container manager deletes them once empty.
 	// (zk.Stat does not expose the container flag; the create mode is
 	// asserted by the server accepting CreateContainer.)
+}
+
+// A lock's first use under parents that exist creates its own container
+// only, one request whatever the depth (per-entity locks: /locks/orders/<id>).
+func TestZKFirstLockUnderExistingParentsCreatesOnlyItsOwnContainer(t *testing.T) {
+	var mu sync.Mutex
+	var creates []string
+	tracer := TracerFunc(func(ev TraceEvent) {
+		if ev.Op == "createContainer" {
+			mu.Lock()
+			creates = append(creates, ev.Path)
+			mu.Unlock()
+		}
+	})
+	ctx, s := zkSession(t, 30*time.Second, WithTracer(tracer))
+	require.NoError(t, s.ensureParents(ctx, "/zkt"))
+	mu.Lock()
+	creates = nil
+	mu.Unlock()
+	base := "/zkt/entities-" + newUUID() + "/a/b"
+	require.NoError(t, s.ensureParents(ctx, base))
+	mu.Lock()
+	// …/a/b and …/a fail (no parent), then …/entities-…, …/a and …/a/b.
+	assert.Len(t, creates, 5, "a fresh path: %q", creates)
+	creates = nil
+	mu.Unlock()
+
+	l, err := NewMutex(s, base+"/order-1").Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{base + "/order-1"}, creates)
 }

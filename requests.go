@@ -299,21 +299,28 @@ func (s *Session) multi(ctx context.Context, path string, ops ...any) ([]zk.Mult
 }
 
 // ensureParents creates every missing ancestor of dir, and dir itself, as
-// container nodes, which the server deletes once they are empty.
+// container nodes, which the server deletes once they are empty. It
+// creates dir first and goes up only as far as ancestors are missing:
+// under existing parents (a per-entity lock's /locks/orders) it costs one
+// request, whatever the depth.
 func (s *Session) ensureParents(ctx context.Context, dir string) error {
-	for i := 1; i <= len(dir); i++ {
-		if i < len(dir) && dir[i] != '/' {
-			continue
-		}
-		p := dir[:i]
-		_, err := call(ctx, s, "createContainer", p, func() (string, error) {
-			return s.conn.CreateContainer(p, nil, zk.FlagContainer, toZKACL(s.cfg.acl))
-		}, nil)
-		if err != nil && err != zk.ErrNodeExists {
-			return err
+	err := s.createContainer(ctx, dir)
+	if err == zk.ErrNoNode && dir != "/" {
+		if err = s.ensureParents(ctx, parentPath(dir)); err == nil {
+			err = s.createContainer(ctx, dir)
 		}
 	}
+	if err != nil && err != zk.ErrNodeExists {
+		return err
+	}
 	return nil
+}
+
+func (s *Session) createContainer(ctx context.Context, p string) error {
+	_, err := call(ctx, s, "createContainer", p, func() (string, error) {
+		return s.conn.CreateContainer(p, nil, zk.FlagContainer, toZKACL(s.cfg.acl))
+	}, nil)
+	return err
 }
 
 // deleteEventually deletes path in the background, retrying through
