@@ -272,7 +272,7 @@ func (i Instance) URI(vars map[string]string) (string, error) {
 	v := map[string]string{"[": "{", "]": "}", "scheme": "http", "name": i.Name, "id": i.ID,
 		"address": i.Address, "port": optInt(i.Port), "ssl-port": optInt(i.SSLPort),
 		"registration-time-utc": strconv.FormatInt(i.RegistrationTime.UnixMilli(), 10),
-		"service-type": strings.ToLower(string(i.serviceType()))}
+		"service-type":          strings.ToLower(string(i.serviceType()))}
 	if i.SSLPort != 0 {
 		v["scheme"] = "https"
 	}
