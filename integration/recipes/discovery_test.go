@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func awaitCache(t *testing.T, c *discovery.ServiceCache, within time.Duration, i
 	deadline := time.After(within)
 	for {
 		ch := c.Changed()
-		if got := instanceIDs(c.Instances()); assert.ObjectsAreEqual(ids, got) {
+		if got := instanceIDs(c.Instances()); slices.Equal(ids, got) {
 			return
 		}
 		select {
