@@ -202,6 +202,9 @@ func (n *PersistentNode) Status() (NodeStatus, <-chan struct{}) {
 // ctx's error if ctx ends first, and ErrClosed if the node or its Session
 // is closed (or was never started).
 func (n *PersistentNode) WaitInPlace(ctx context.Context) error {
+	if n.err != nil {
+		return n.err
+	}
 	if ctx == nil {
 		return invalidArg("nil context")
 	}
@@ -281,6 +284,9 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 // node is then deleted in the background (or ends with its session).
 // Close is idempotent: later calls return what the first did.
 func (n *PersistentNode) Close(ctx context.Context) error {
+	if n.err != nil {
+		return nil
+	}
 	if ctx == nil {
 		return invalidArg("nil context")
 	}

@@ -222,5 +222,3 @@ func (c *ServiceCache) checkReadyLocked() {
 	}
 	c.readyOnce.Do(func() { close(c.ready) })
 }
-
-var errNilCtx = errors.New("zkrecipes/discovery: nil context")

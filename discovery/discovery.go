@@ -111,6 +111,9 @@ func key(name, id string) string { return name + "/" + id }
 // (Unregister it to give up). It fails with ErrBadName, ErrBadInstance,
 // ErrClosed after Close, and the Session's errors.
 func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
+	if ctx == nil {
+		return errNilCtx
+	}
 	if err := d.check(inst.Name, inst.ID); err != nil {
 		return err
 	}
@@ -158,6 +161,9 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 // otherwise as PersistentNode.SetData: the data is kept and written when
 // the node is next in place.
 func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
+	if ctx == nil {
+		return errNilCtx
+	}
 	if err := d.check(inst.Name, inst.ID); err != nil {
 		return err
 	}
@@ -185,6 +191,9 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 // It fails with ErrNotRegistered for an instance not registered here,
 // and as PersistentNode.Close otherwise.
 func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) error {
+	if ctx == nil {
+		return errNilCtx
+	}
 	if err := d.check(name, id); err != nil {
 		return err
 	}
@@ -217,6 +226,9 @@ func (d *ServiceDiscovery) Status(name, id string) (zr.NodeStatus, <-chan struct
 // error of their deletes (see PersistentNode.Close). Later calls on the
 // ServiceDiscovery fail with ErrClosed; Close is idempotent.
 func (d *ServiceDiscovery) Close(ctx context.Context) error {
+	if ctx == nil {
+		return errNilCtx
+	}
 	d.mu.Lock()
 	regs := d.regs
 	d.regs = map[string]*registration{}
@@ -234,6 +246,9 @@ func (d *ServiceDiscovery) Close(ctx context.Context) error {
 // QueryForNames returns the names of the services under the base path,
 // sorted (none when the base path does not exist).
 func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) {
+	if ctx == nil {
+		return nil, errNilCtx
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -248,6 +263,9 @@ func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) 
 // A node that does not hold an instance (ErrBadInstance) is skipped, not
 // an error: one bad registration does not hide the others.
 func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) ([]Instance, error) {
+	if ctx == nil {
+		return nil, errNilCtx
+	}
 	if err := d.check(name, "\x00"); err != nil {
 		return nil, err
 	}
@@ -275,6 +293,9 @@ func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) (
 // ErrNoInstance when there is none, and ErrBadInstance when the node does
 // not hold an instance.
 func (d *ServiceDiscovery) QueryForInstance(ctx context.Context, name, id string) (Instance, error) {
+	if ctx == nil {
+		return Instance{}, errNilCtx
+	}
 	if err := d.check(name, id); err != nil {
 		return Instance{}, err
 	}

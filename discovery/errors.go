@@ -1,6 +1,11 @@
 package discovery
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	zr "github.com/zkrecipes/zkrecipes"
+)
 
 // Errors returned by this package. Compare with errors.Is: they are
 // wrapped with detail before they reach you. Errors of the Session (such
@@ -28,3 +33,6 @@ var (
 	// Provider after its Close.
 	ErrClosed = errors.New("zkrecipes/discovery: closed")
 )
+
+// errNilCtx is what every call given a nil context returns.
+var errNilCtx = fmt.Errorf("%w: nil context", zr.ErrInvalidArgument)
