@@ -187,5 +187,9 @@ func (p *Provider) purgeLocked() {
 	}
 }
 
+// Changed returns a channel that is closed at the next change of the
+// service's instances (see ServiceCache.Changed).
+func (p *Provider) Changed() <-chan struct{} { return p.cache.Changed() }
+
 // Close stops the Provider's cache. It is idempotent.
 func (p *Provider) Close() error { return p.cache.Close() }
