@@ -235,3 +235,31 @@ func TestPersistentNode_SessionCloseEndsIt(t *testing.T) {
 	assert.ErrorIs(t, n.WaitInPlace(ctxT(t, 5*time.Second)), zr.ErrClosed)
 	assert.NoError(t, n.Close(ctxT(t, time.Second)))
 }
+
+func TestPersistentNode_ACreateWhoseReplyIsLostMakesOneNode(t *testing.T) {
+	c := server(t)
+	for _, mode := range nodeModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			proxy := zktest.NewProxy(t, c.Servers()[0])
+			cl := connect(t, c, []string{proxy.Addr()})
+			obs := raw(t, c)
+			dir := testPath(t)
+			_, err := obs.Create(parentOf(dir), nil, 0, zk.WorldACL(zk.PermAll))
+			if err != zk.ErrNodeExists {
+				require.NoError(t, err)
+			}
+			_, err = obs.Create(dir, nil, 0, zk.WorldACL(zk.PermAll))
+			require.NoError(t, err)
+			// The keeper's first request reads the node (or lists dir for a
+			// protected name); the second, the create, loses its reply.
+			lost := proxy.LoseRepliesAfter(1, 300*time.Millisecond)
+			n := zr.NewPersistentNode(cl.Session, dir+"/member", []byte("x"), zr.WithCreateMode(mode))
+			require.NoError(t, n.Start())
+			t.Cleanup(func() { _ = n.Close(context.Background()) })
+			<-lost
+			require.NoError(t, n.WaitInPlace(ctxT(t, 20*time.Second)))
+			onlyNodeOwnedBy(t, obs, cl.Session, dir, "member", 5*time.Second)
+			require.Never(t, func() bool { return len(nodesOf(t, obs, dir, "member")) != 1 }, 500*time.Millisecond, 10*time.Millisecond)
+		})
+	}
+}
