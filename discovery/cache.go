@@ -3,7 +3,9 @@ package discovery
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	zr "github.com/zkrecipes/zkrecipes"
 )
@@ -21,6 +23,8 @@ type ServiceCache struct {
 	d    *ServiceDiscovery
 	name string
 	dir  string
+
+	snap atomic.Pointer[[]Instance] // sorted by ID, rebuilt on every change; never modified
 
 	mu        sync.Mutex
 	nodes     map[string]*cachedNode // by node name
@@ -96,17 +100,14 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 }
 
 // Instances returns the service's instances as last read, sorted by ID.
-func (c *ServiceCache) Instances() []Instance {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]Instance, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		if n.inst != nil {
-			out = append(out, *n.inst)
-		}
+func (c *ServiceCache) Instances() []Instance { return slices.Clone(c.snapshot()) }
+
+// snapshot returns the current instances, shared: never modify them.
+func (c *ServiceCache) snapshot() []Instance {
+	if p := c.snap.Load(); p != nil {
+		return *p
 	}
-	sortInstances(out)
-	return out
+	return nil
 }
 
 // Changed returns a channel that is closed at the next change of
@@ -207,6 +208,14 @@ func (c *ServiceCache) watchNode(ctx context.Context, name string, n *cachedNode
 }
 
 func (c *ServiceCache) notifyLocked() {
+	out := make([]Instance, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		if n.inst != nil {
+			out = append(out, *n.inst)
+		}
+	}
+	sortInstances(out)
+	c.snap.Store(&out)
 	close(c.changed)
 	c.changed = make(chan struct{})
 }

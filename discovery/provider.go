@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,8 +106,18 @@ type Provider struct {
 	cfg   providerConfig
 	now   func() time.Time
 
-	mu   sync.Mutex
-	down map[string]*downStatus // by instance ID
+	downs atomic.Int32 // len(down), read without the lock
+	mu    sync.Mutex
+	down  map[string]*downStatus // by instance ID
+}
+
+func anyDisabled(in []Instance) bool {
+	for i := range in {
+		if in[i].Disabled {
+			return true
+		}
+	}
+	return false
 }
 
 type downStatus struct {
@@ -132,7 +143,7 @@ func (p *Provider) Start(ctx context.Context) error { return p.cache.Start(ctx) 
 // Instance chooses an instance with the Provider's Strategy among the
 // available ones. It fails with ErrNoInstance when there is none.
 func (p *Provider) Instance() (Instance, error) {
-	in := p.Available()
+	in := p.available()
 	if len(in) == 0 {
 		return Instance{}, fmt.Errorf("%w: %s", ErrNoInstance, p.cache.name)
 	}
@@ -141,12 +152,19 @@ func (p *Provider) Instance() (Instance, error) {
 
 // Available returns the instances a call of Instance chooses among:
 // enabled, and not down; sorted by ID.
-func (p *Provider) Available() []Instance {
-	all := p.cache.Instances()
+func (p *Provider) Available() []Instance { return slices.Clone(p.available()) }
+
+// available is Available, shared with the cache when nothing is left
+// out: never modify it.
+func (p *Provider) available() []Instance {
+	all := p.cache.snapshot()
+	if p.downs.Load() == 0 && !anyDisabled(all) {
+		return all
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.purgeLocked()
-	out := all[:0]
+	out := make([]Instance, 0, len(all))
 	for _, i := range all {
 		if i.Disabled {
 			continue
@@ -174,6 +192,7 @@ func (p *Provider) NoteError(inst Instance) {
 	if !ok {
 		d = &downStatus{since: p.now()}
 		p.down[inst.ID] = d
+		p.downs.Store(int32(len(p.down)))
 	}
 	d.errors++
 }
@@ -185,6 +204,7 @@ func (p *Provider) purgeLocked() {
 			delete(p.down, id)
 		}
 	}
+	p.downs.Store(int32(len(p.down)))
 }
 
 // Changed returns a channel that is closed at the next change of the

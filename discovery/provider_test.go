@@ -10,9 +10,12 @@ import (
 func providerOf(ins []Instance, opts ...ProviderOption) *Provider {
 	d := New(nil, "/s")
 	p := d.NewProvider("svc", opts...)
+	p.cache.mu.Lock()
 	for i := range ins {
 		p.cache.nodes[ins[i].ID] = &cachedNode{inst: &ins[i], loaded: true}
 	}
+	p.cache.notifyLocked()
+	p.cache.mu.Unlock()
 	return p
 }
 

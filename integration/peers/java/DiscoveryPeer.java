@@ -39,10 +39,22 @@ import org.apache.curator.x.discovery.details.JsonInstanceSerializer;
  *   <li>{@code cache NAME N}: a ServiceCache, waited on until it holds N instances (20 s at
  *       most); answers {@code CACHE id,...} (sorted) with what it holds then.
  *   <li>{@code provider NAME}: a ServiceProvider's getInstance; answers {@code PROVIDER id}.
+ *   <li>{@code follow NAME}: starts a ServiceCache of NAME kept until exit, whose listener
+ *       notes the wall-clock time of every change; answers {@code OK}.
+ *   <li>{@code await NAME N}: waits (20 s at most) until the followed cache has held N
+ *       instances; answers {@code AT <unix ns>} of the first change that made it so.
  * </ul>
  */
 public final class DiscoveryPeer {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Map<String, ServiceCache<Map>> FOLLOWED = new HashMap<>();
+    /** Per followed service: [instances, unix ns] of every change, in order. */
+    private static final Map<String, List<long[]>> CHANGES = new HashMap<>();
+
+    private static long unixNanos() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000_000L + now.getNano();
+    }
 
     public static void main(String[] args) throws Exception {
         if (args.length != 2) {
@@ -80,6 +92,9 @@ public final class DiscoveryPeer {
             }
             System.out.println(answer);
             System.out.flush();
+        }
+        for (ServiceCache<Map> c : FOLLOWED.values()) {
+            c.close();
         }
         sd.close();
         client.close();
@@ -137,6 +152,40 @@ public final class DiscoveryPeer {
                 } finally {
                     p.close();
                 }
+            }
+            case "follow": {
+                ServiceCache<Map> cache = sd.serviceCacheBuilder().name(f[1]).build();
+                List<long[]> changes = java.util.Collections.synchronizedList(new ArrayList<>());
+                cache.addListener(new org.apache.curator.x.discovery.details.ServiceCacheListener() {
+                    @Override
+                    public void cacheChanged() {
+                        changes.add(new long[] {cache.getInstances().size(), unixNanos()});
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, org.apache.curator.framework.state.ConnectionState s) {}
+                });
+                cache.start();
+                FOLLOWED.put(f[1], cache);
+                CHANGES.put(f[1], changes);
+                return "OK";
+            }
+            case "await": {
+                int n = Integer.parseInt(f[2]);
+                List<long[]> changes = CHANGES.get(f[1]);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (System.nanoTime() < deadline) {
+                    synchronized (changes) {
+                        for (long[] c : changes) {
+                            if (c[0] == n) {
+                                changes.clear();
+                                return "AT " + c[1];
+                            }
+                        }
+                    }
+                    Thread.sleep(1);
+                }
+                return "ERR timeout";
             }
             default:
                 return "ERR unknown command " + f[0];
