@@ -12,7 +12,9 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"go.uber.org/goleak"
 )
 
@@ -181,4 +183,43 @@ func TestServiceCache_CloseLeavesNoGoroutine(t *testing.T) {
 	require.NoError(t, d.Close(ctx))
 	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"))
 	assert.False(t, errors.Is(cache.Err(), discovery.ErrClosed))
+}
+
+func TestDiscovery_RegistrationSurvivesServerKillsNeverDuplicated(t *testing.T) {
+	server(t) // the suite's backend must be available
+	ens := zktest.Start(t, zktest.WithSize(3))
+	ctx := ctxT(t, 3*time.Minute)
+	_, err := ens.WaitLeader(ctx)
+	require.NoError(t, err)
+	reg := connect(t, ens, nil, zr.WithSessionTimeout(6*time.Second))
+	watcher := connect(t, ens, nil, zr.WithSessionTimeout(6*time.Second))
+	base := testPath(t)
+	d := discovery.New(reg.Session, base)
+	defer d.Close(context.Background())
+	require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "h", Port: 1}))
+	cache := discovery.New(watcher.Session, base).NewCache("api")
+	defer cache.Close()
+	require.NoError(t, cache.Start(ctx))
+	obs := raw(t, ens)
+	for i := 0; i < ens.Size(); i++ {
+		require.NoError(t, ens.Kill(i))
+		_, err := ens.WaitLeader(ctx)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			st, _, err := d.Status("api", "a")
+			return err == nil && st.InPlace
+		}, 30*time.Second, 20*time.Millisecond, "registration in place after killing server %d", i)
+		require.Eventually(t, func() bool { // the observer may be on the killed server: retry
+			kids, _, err := obs.Children(base + "/api")
+			if err != nil || len(kids) != 1 {
+				require.LessOrEqual(t, len(kids), 1, "never two copies: %v", kids)
+				return false
+			}
+			_, st, err := obs.Get(base + "/api/a")
+			return err == nil && st.EphemeralOwner == reg.SessionID()
+		}, 20*time.Second, 20*time.Millisecond, "one node, of the current session")
+		awaitCache(t, cache, 10*time.Second, "a")
+		require.NoError(t, ens.Restart(i))
+		require.NoError(t, ens.WaitServing(ctx, i))
+	}
 }
