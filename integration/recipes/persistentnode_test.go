@@ -44,6 +44,30 @@ func nodesOf(t *testing.T, obs *zk.Conn, dir, name string) map[string]nodeSeen {
 	return out
 }
 
+// mkdirsRetry creates path and its missing ancestors as persistent nodes,
+// again if a container ancestor is reaped meanwhile.
+func mkdirsRetry(t *testing.T, obs *zk.Conn, path string) {
+	t.Helper()
+	for try := 0; ; try++ {
+		var err error
+		for i := 1; i <= len(path); i++ {
+			if i < len(path) && path[i] != '/' {
+				continue
+			}
+			if _, err = obs.Create(path[:i], nil, 0, zk.WorldACL(zk.PermAll)); err == zk.ErrNodeExists {
+				err = nil
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return
+		}
+		require.Less(t, try, 5, "create %s: %v", path, err)
+	}
+}
+
 type nodeSeen struct {
 	owner int64
 	data  string
@@ -192,11 +216,8 @@ func TestPersistentNode_AdoptsANodeAnotherClientMade(t *testing.T) {
 	cl := connect(t, c, nil)
 	obs := raw(t, c)
 	dir := testPath(t)
-	_, err := obs.Create(dir, nil, 0, zk.WorldACL(zk.PermAll))
-	if err != zk.ErrNodeExists {
-		require.NoError(t, err)
-	}
-	_, err = obs.Create(dir+"/member", []byte("theirs"), 0, zk.WorldACL(zk.PermAll))
+	mkdirsRetry(t, obs, dir)
+	_, err := obs.Create(dir+"/member", []byte("theirs"), 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	startNode(t, cl.Session, dir+"/member", "ours", zr.ModePersistent)
 	data, _, err := obs.Get(dir + "/member")
@@ -244,12 +265,7 @@ func TestPersistentNode_ACreateWhoseReplyIsLostMakesOneNode(t *testing.T) {
 			cl := connect(t, c, []string{proxy.Addr()})
 			obs := raw(t, c)
 			dir := testPath(t)
-			_, err := obs.Create(parentOf(dir), nil, 0, zk.WorldACL(zk.PermAll))
-			if err != zk.ErrNodeExists {
-				require.NoError(t, err)
-			}
-			_, err = obs.Create(dir, nil, 0, zk.WorldACL(zk.PermAll))
-			require.NoError(t, err)
+			mkdirsRetry(t, obs, dir)
 			// The keeper's first request reads the node (or lists dir for a
 			// protected name); the second, the create, loses its reply.
 			lost := proxy.LoseRepliesAfter(1, 300*time.Millisecond)
