@@ -36,8 +36,13 @@ func (random) Choose(in []Instance) Instance { return in[rand.IntN(len(in))] }
 
 // Sticky returns a Strategy that keeps returning the instance it chose
 // last, by ID, while that instance is available, and asks master for a
-// new one otherwise.
-func Sticky(master Strategy) Strategy { return &sticky{master: master} }
+// new one otherwise. A nil master is RoundRobin().
+func Sticky(master Strategy) Strategy {
+	if master == nil {
+		master = RoundRobin()
+	}
+	return &sticky{master: master}
+}
 
 type sticky struct {
 	master Strategy

@@ -99,3 +99,10 @@ func TestProvider_LeavesOutDownAndDisabledInstancesForAWhile(t *testing.T) {
 		t.Errorf("back after the policy's time: %d", got)
 	}
 }
+
+func TestSticky_WithANilMasterFallsBackToRoundRobin(t *testing.T) {
+	p := providerOf(ids(2), WithStrategy(Sticky(nil)))
+	if _, err := p.Instance(); err != nil {
+		t.Fatal(err)
+	}
+}
