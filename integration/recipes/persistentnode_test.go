@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,29 @@ func startNode(t *testing.T, s *zr.Session, path string, data string, mode zr.Cr
 // name, with their owners and data.
 func nodesOf(t *testing.T, obs *zk.Conn, dir, name string) map[string]nodeSeen {
 	t.Helper()
+	// The observer's own connection may drop on a busy machine: a lost
+	// connection is retried, for up to 10 s.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := tryNodesOf(obs, dir, name)
+		if err == nil || !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline) {
+			require.NoError(t, err, "list %s", dir)
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func tryNodesOf(obs *zk.Conn, dir, name string) (map[string]nodeSeen, error) {
 	out := map[string]nodeSeen{}
-	for _, k := range children(t, obs, dir) {
+	kids, _, err := obs.Children(dir)
+	if err == zk.ErrNoNode {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
 		if !strings.Contains(k, name) {
 			continue
 		}
@@ -38,10 +60,12 @@ func nodesOf(t *testing.T, obs *zk.Conn, dir, name string) map[string]nodeSeen {
 		if err == zk.ErrNoNode {
 			continue
 		}
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		out[k] = nodeSeen{owner: st.EphemeralOwner, data: string(data)}
 	}
-	return out
+	return out, nil
 }
 
 // mkdirsRetry creates path and its missing ancestors as persistent nodes,
