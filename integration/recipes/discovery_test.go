@@ -181,7 +181,7 @@ func TestServiceCache_CloseLeavesNoGoroutine(t *testing.T) {
 	awaitCache(t, cache, time.Second, "a")
 	require.NoError(t, cache.Close())
 	require.NoError(t, d.Close(ctx))
-	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"))
+	goleak.VerifyNone(t, append(ownGoroutinesOnly, ignore)...)
 	assert.False(t, errors.Is(cache.Err(), discovery.ErrClosed))
 }
 

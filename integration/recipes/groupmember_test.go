@@ -73,6 +73,6 @@ func TestGroupMember_CloseLeavesNoNodeAndNoGoroutine(t *testing.T) {
 	require.NoError(t, g.WaitInPlace(ctxT(t, 10*time.Second)))
 	require.NoError(t, g.Close(ctxT(t, 5*time.Second)))
 	assert.Empty(t, children(t, obs, path))
-	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"))
+	goleak.VerifyNone(t, append(ownGoroutinesOnly, ignore)...)
 	assert.ErrorIs(t, zr.NewGroupMember(cl.Session, path, "a/b", nil).Start(context.Background()), zr.ErrInvalidArgument)
 }
