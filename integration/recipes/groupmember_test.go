@@ -53,8 +53,12 @@ func TestGroupMember_EveryMemberSeesTheGroupFollowChanges(t *testing.T) {
 	awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1", "b": "22"})
 
 	// b's session expires: b comes back, and a's view converges.
+	oldID := bs.SessionID()
 	bs.expire(t)
-	require.Eventually(t, func() bool { st, _ := b.Status(); return st.InPlace }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { // in place again under the new session
+		st, _ := b.Status()
+		return st.InPlace && bs.SessionID() != oldID && bs.State() == zr.StateReconnected
+	}, 10*time.Second, 10*time.Millisecond)
 	awaitMembers(t, a, 10*time.Second, map[string]string{"a": "1", "b": "22"})
 
 	require.NoError(t, b.Close(ctx))
