@@ -122,6 +122,36 @@ var badRecipes = []recipeUnderTest{
 	}},
 }
 
+// The keepers (PersistentNode, GroupMember): their calls that take a
+// context; Start, which starts a goroutine on a valid input, has rows of
+// its own in badInputTable.
+var badKeepers = []recipeUnderTest{
+	{"PersistentNode", func(s *Session, path string, nilOpt bool) map[string]func(context.Context) error {
+		var opts []PersistentNodeOption
+		if nilOpt {
+			opts = append(opts, nil)
+		}
+		n := NewPersistentNode(s, path, nil, opts...)
+		return map[string]func(context.Context) error{
+			"WaitInPlace": func(ctx context.Context) error { return n.WaitInPlace(ctx) },
+			"SetData":     func(ctx context.Context) error { return n.SetData(ctx, []byte("x")) },
+		}
+	}},
+	{"GroupMember", func(s *Session, path string, nilOpt bool) map[string]func(context.Context) error {
+		if nilOpt {
+			return nil // no options
+		}
+		g := NewGroupMember(s, path, "me", nil)
+		return map[string]func(context.Context) error{
+			"Start":       func(ctx context.Context) error { return g.Start(ctx) },
+			"WaitInPlace": func(ctx context.Context) error { return g.WaitInPlace(ctx) },
+			"SetData":     func(ctx context.Context) error { return g.SetData(ctx, []byte("x")) },
+		}
+	}},
+}
+
+func init() { badRecipes = append(badRecipes, badKeepers...) }
+
 func badInputTable() []badCall {
 	var rows []badCall
 	unused := &Session{} // never reached: validation comes first
@@ -195,6 +225,14 @@ func badInputTable() []badCall {
 			_, err := NewSemaphore(unused, "/a", 2, WithSharedCount("/zookeeper/count")).Acquire(ctx, 1)
 			return err
 		}, ErrInvalidPath},
+		badCall{"PersistentNode(nil session).Start", func(context.Context) error { return NewPersistentNode(nil, "/a", nil).Start() }, ErrNilSession},
+		badCall{"PersistentNode(root).Start", func(context.Context) error { return NewPersistentNode(unused, "/", nil).Start() }, ErrInvalidPath},
+		badCall{"PersistentNode(unknown mode).Start", func(context.Context) error {
+			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(9))).Start()
+		}, ErrInvalidArgument},
+		badCall{"GroupMember(empty id)", func(ctx context.Context) error { return NewGroupMember(unused, "/a", "", nil).Start(ctx) }, ErrInvalidArgument},
+		badCall{"GroupMember(id with slash)", func(ctx context.Context) error { return NewGroupMember(unused, "/a", "x/y", nil).Start(ctx) }, ErrInvalidArgument},
+		badCall{"GroupMember(id ..)", func(ctx context.Context) error { return NewGroupMember(unused, "/a", "..", nil).Start(ctx) }, ErrInvalidArgument},
 		badCall{"MultiLock(no locks)", func(ctx context.Context) error { _, err := NewMultiLock().Acquire(ctx); return err }, ErrInvalidArgument},
 		badCall{"MultiLock(nil lock)", func(ctx context.Context) error { _, err := NewMultiLock(nil).Acquire(ctx); return err }, ErrInvalidArgument},
 		badCall{"MultiLock(typed nil lock)", func(ctx context.Context) error {

@@ -224,3 +224,7 @@ var ErrNotHolder = errors.New("zkrecipes: not a holder of the lock")
 // ErrCacheStarted is returned by a cache's Start when it was started
 // before, or closed: a cache starts once.
 var ErrCacheStarted = errors.New("zkrecipes: cache already started or closed; a cache starts once")
+
+// ErrNodeStarted is returned by PersistentNode.Start when it was started
+// before, or closed: a PersistentNode starts once.
+var ErrNodeStarted = errors.New("zkrecipes: persistent node already started or closed; a node starts once")

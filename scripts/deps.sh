@@ -7,7 +7,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}" # staticcheck 2026.2.2, supports Go 1.26
-PKGS=(zookeeper libcurator-recipes-java python3-kazoo docker.io default-jdk-headless)
+PKGS=(zookeeper libcurator-recipes-java libcurator-discovery-java python3-kazoo docker.io default-jdk-headless)
 
 die() { echo "deps.sh: $*" >&2; exit 1; }
 

@@ -8,6 +8,8 @@
 //	zkr inspect PATH [--json]                  the holder and the queue: data, session, age
 //	zkr count get|set|add PATH [N]             read or change a SharedCount or DistributedAtomicLong
 //	zkr barrier set|remove|wait PATH           a Curator DistributedBarrier
+//	zkr services [NAME]                         list services and their instances (curator-x-discovery)
+//	zkr register NAME ADDR:PORT -- CMD ...      register an instance while CMD runs
 //
 // Servers come from --servers or ZK_SERVERS (host:port,...). Every command
 // takes --help.
@@ -57,6 +59,8 @@ usage:
   zkr inspect PATH [--json]                 show the holder and the queue
   zkr count get|set|add PATH [N]            read or change a shared counter
   zkr barrier set|remove|wait PATH          set, remove, or wait until removed
+  zkr services [NAME]                       list services and instances (curator-x-discovery)
+  zkr register NAME ADDR:PORT -- CMD ...    register an instance while CMD runs
 
 Run 'zkr COMMAND --help' for the flags of a command.
 Servers come from --servers or $ZK_SERVERS.
@@ -84,6 +88,10 @@ func run(args []string) int {
 		return cmdCount(args[1:])
 	case "barrier":
 		return cmdBarrier(args[1:])
+	case "services":
+		return cmdServices(args[1:])
+	case "register":
+		return cmdRegister(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0

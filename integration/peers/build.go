@@ -28,6 +28,7 @@ var sources embed.FS
 // manifests' Class-Path entries pull in the rest (guava, jackson, netty, jute...).
 var curatorJars = []string{
 	"curator-recipes.jar",
+	"curator-x-discovery.jar", // and its jackson jars, by its manifest
 	"curator-framework.jar",
 	"curator-client.jar",
 	"zookeeper.jar",

@@ -66,7 +66,7 @@ func Available(kind string) error {
 			}
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("curator peer: missing %s (Debian: libcurator-recipes-java libzookeeper-java libslf4j-java; or set ZKRECIPES_JAVA_LIB)", strings.Join(missing, ", "))
+			return fmt.Errorf("curator peer: missing %s (Debian: libcurator-recipes-java libcurator-discovery-java libzookeeper-java libslf4j-java; or set ZKRECIPES_JAVA_LIB)", strings.Join(missing, ", "))
 		}
 		return nil
 	case Kazoo:

@@ -1,0 +1,346 @@
+// Package discovery registers service instances and finds them in
+// ZooKeeper, wire-compatible with Apache Curator's curator-x-discovery
+// 5.x: the same paths (<base path>/<service name>/<instance id>) and the
+// same JSON (Curator's default JsonInstanceSerializer), so that a Go
+// service registered here is found by a Java ServiceDiscovery, and the
+// other way round.
+//
+// A registration is a zkrecipes.PersistentNode: it comes back after a
+// session expiry or a deletion, never twice, and says whether it is in
+// place (Status). A ServiceCache follows one service's instances; a
+// Provider picks one of them (round robin, random or sticky) and leaves
+// out those reported down with NoteError for a while.
+//
+// The package uses only zkrecipes' public API.
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	zr "github.com/zkrecipes/zkrecipes"
+)
+
+// ServiceDiscovery registers instances under a base path and queries
+// them, as Curator's ServiceDiscovery.
+//
+// New does no I/O. A ServiceDiscovery is safe for concurrent use. Close
+// unregisters what it registered; the Session's Close ends the
+// registrations too (ephemeral ones end with the session).
+type ServiceDiscovery struct {
+	s    *zr.Session
+	base string
+	err  error
+
+	mu     sync.Mutex
+	regs   map[string]*registration // by name/id
+	closed bool
+}
+
+type registration struct {
+	inst Instance
+	node *zr.PersistentNode
+}
+
+// New returns a ServiceDiscovery for the services under basePath
+// (relative to the Session's namespace), such as "/services". Bad
+// arguments are reported by every call.
+func New(s *zr.Session, basePath string) *ServiceDiscovery {
+	d := &ServiceDiscovery{s: s, base: basePath, regs: map[string]*registration{}}
+	switch {
+	case s == nil:
+		d.err = zr.ErrNilSession
+	case basePath == "" || basePath[0] != '/' || path.Clean(basePath) != basePath:
+		d.err = fmt.Errorf("%w: base path %q must be absolute and clean", zr.ErrInvalidPath, basePath)
+	}
+	return d
+}
+
+// BasePath returns the base path given to New.
+func (d *ServiceDiscovery) BasePath() string { return d.base }
+
+func (d *ServiceDiscovery) servicePath(name string) string {
+	if d.base == "/" {
+		return "/" + name
+	}
+	return d.base + "/" + name
+}
+
+func (d *ServiceDiscovery) instancePath(name, id string) string {
+	return d.servicePath(name) + "/" + id
+}
+
+func checkName(what, n string) error {
+	if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
+		return fmt.Errorf("%w: %s %q", ErrBadName, what, n)
+	}
+	return nil
+}
+
+func (d *ServiceDiscovery) check(name, id string) error {
+	if d.err != nil {
+		return d.err
+	}
+	if err := checkName("service name", name); err != nil {
+		return err
+	}
+	if id != "\x00" {
+		return checkName("instance id", id)
+	}
+	return nil
+}
+
+func key(name, id string) string { return name + "/" + id }
+
+// Register registers inst and keeps it registered until Unregister or
+// Close: its node is made again after a session expiry or a deletion. A
+// zero RegistrationTime is set to now, and the node's kind follows Type
+// (Dynamic: ephemeral, the default; DynamicSequential: ephemeral
+// sequential; Static and Permanent: persistent). Registering an instance
+// this ServiceDiscovery has registered already updates it.
+//
+// Register returns once the node is in place; if ctx ends first it
+// returns ctx's error and the registration stays, still being made
+// (Unregister it to give up). It fails with ErrBadName, ErrBadInstance,
+// ErrClosed after Close, and the Session's errors.
+func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
+	if ctx == nil {
+		return errNilCtx
+	}
+	if err := d.check(inst.Name, inst.ID); err != nil {
+		return err
+	}
+	if inst.RegistrationTime.IsZero() {
+		inst.RegistrationTime = time.Now()
+	}
+	inst.RegistrationTime = inst.RegistrationTime.Truncate(time.Millisecond)
+	data, err := inst.Marshal()
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	if r, ok := d.regs[key(inst.Name, inst.ID)]; ok {
+		r.inst = inst
+		node := r.node
+		d.mu.Unlock()
+		if err := node.SetData(ctx, data); err != nil {
+			return err
+		}
+		return node.WaitInPlace(ctx)
+	}
+	mode := zr.ModeEphemeral
+	switch inst.Type {
+	case DynamicSequential:
+		mode = zr.ModeEphemeralSequential
+	case Static, Permanent:
+		mode = zr.ModePersistent
+	}
+	node := zr.NewPersistentNode(d.s, d.instancePath(inst.Name, inst.ID), data, zr.WithCreateMode(mode))
+	if err := node.Start(); err != nil {
+		d.mu.Unlock()
+		return err
+	}
+	d.regs[key(inst.Name, inst.ID)] = &registration{inst: inst, node: node}
+	d.mu.Unlock()
+	return node.WaitInPlace(ctx)
+}
+
+// Update writes inst over its registration (found by name and ID). It
+// fails with ErrNotRegistered for an instance not registered here, and
+// otherwise as PersistentNode.SetData: the data is kept and written when
+// the node is next in place.
+func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
+	if ctx == nil {
+		return errNilCtx
+	}
+	if err := d.check(inst.Name, inst.ID); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	r, ok := d.regs[key(inst.Name, inst.ID)]
+	if !ok {
+		d.mu.Unlock()
+		return fmt.Errorf("%w: %s/%s", ErrNotRegistered, inst.Name, inst.ID)
+	}
+	if inst.RegistrationTime.IsZero() {
+		inst.RegistrationTime = r.inst.RegistrationTime
+	}
+	data, err := inst.Marshal()
+	if err == nil {
+		r.inst = inst
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return r.node.SetData(ctx, data)
+}
+
+// Unregister stops keeping the instance registered and deletes its node.
+// It fails with ErrNotRegistered for an instance not registered here,
+// and as PersistentNode.Close otherwise.
+func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) error {
+	if ctx == nil {
+		return errNilCtx
+	}
+	if err := d.check(name, id); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	r, ok := d.regs[key(name, id)]
+	delete(d.regs, key(name, id))
+	d.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s/%s", ErrNotRegistered, name, id)
+	}
+	return r.node.Close(ctx)
+}
+
+// Status returns whether the registration of the instance is in place
+// now, and a channel that is closed when that changes (see
+// zkrecipes.NodeStatus). It fails with ErrNotRegistered for an instance
+// not registered here.
+func (d *ServiceDiscovery) Status(name, id string) (zr.NodeStatus, <-chan struct{}, error) {
+	d.mu.Lock()
+	r, ok := d.regs[key(name, id)]
+	d.mu.Unlock()
+	if !ok {
+		return zr.NodeStatus{}, nil, fmt.Errorf("%w: %s/%s", ErrNotRegistered, name, id)
+	}
+	st, ch := r.node.Status()
+	return st, ch, nil
+}
+
+// Close unregisters every instance registered here and returns the first
+// error of their deletes (see PersistentNode.Close). Later calls on the
+// ServiceDiscovery fail with ErrClosed; Close is idempotent.
+func (d *ServiceDiscovery) Close(ctx context.Context) error {
+	if ctx == nil {
+		return errNilCtx
+	}
+	d.mu.Lock()
+	regs := d.regs
+	d.regs = map[string]*registration{}
+	d.closed = true
+	d.mu.Unlock()
+	var first error
+	for _, r := range regs {
+		if err := r.node.Close(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// QueryForNames returns the names of the services under the base path,
+// sorted (none when the base path does not exist).
+func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) {
+	if ctx == nil {
+		return nil, errNilCtx
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	names, err := d.children(ctx, d.base)
+	if err != nil {
+		return nil, fmt.Errorf("zkrecipes/discovery: list services under %s: %w", d.base, err)
+	}
+	return names, nil
+}
+
+// QueryForInstances reads every instance of the service, sorted by ID.
+// A node that does not hold an instance (ErrBadInstance) is skipped, not
+// an error: one bad registration does not hide the others.
+func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) ([]Instance, error) {
+	if ctx == nil {
+		return nil, errNilCtx
+	}
+	if err := d.check(name, "\x00"); err != nil {
+		return nil, err
+	}
+	ids, err := d.children(ctx, d.servicePath(name))
+	if err != nil {
+		return nil, fmt.Errorf("zkrecipes/discovery: list instances of %s: %w", name, err)
+	}
+	var out []Instance
+	for _, id := range ids {
+		inst, err := d.read(ctx, d.instancePath(name, id))
+		switch {
+		case err == nil:
+			out = append(out, inst)
+		case errors.Is(err, ErrNoInstance) || errors.Is(err, ErrBadInstance):
+		default:
+			return nil, err
+		}
+	}
+	sortInstances(out)
+	return out, nil
+}
+
+// QueryForInstance reads one instance of the service by the name of its
+// node (its ID, unless registered DynamicSequential). It fails with
+// ErrNoInstance when there is none, and ErrBadInstance when the node does
+// not hold an instance.
+func (d *ServiceDiscovery) QueryForInstance(ctx context.Context, name, id string) (Instance, error) {
+	if ctx == nil {
+		return Instance{}, errNilCtx
+	}
+	if err := d.check(name, id); err != nil {
+		return Instance{}, err
+	}
+	return d.read(ctx, d.instancePath(name, id))
+}
+
+func sortInstances(in []Instance) {
+	sort.Slice(in, func(i, j int) bool { return in[i].ID < in[j].ID })
+}
+
+// The reads go through the Session's connection. go-zookeeper cannot
+// cancel a request: ctx is checked before each, and a request in flight
+// ends with its reply or with the connection.
+
+func (d *ServiceDiscovery) abs(p string) string { return d.s.Namespace() + p }
+
+func (d *ServiceDiscovery) children(ctx context.Context, p string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	kids, _, err := d.s.Conn().Children(d.abs(p))
+	if err == zk.ErrNoNode {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(kids)
+	return kids, nil
+}
+
+func (d *ServiceDiscovery) read(ctx context.Context, p string) (Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return Instance{}, err
+	}
+	data, _, err := d.s.Conn().Get(d.abs(p))
+	if err == zk.ErrNoNode {
+		return Instance{}, fmt.Errorf("%w: %s", ErrNoInstance, p)
+	}
+	if err != nil {
+		return Instance{}, fmt.Errorf("zkrecipes/discovery: read %s: %w", p, err)
+	}
+	inst, err := Unmarshal(data)
+	if err != nil {
+		return Instance{}, fmt.Errorf("%s: %w", p, err)
+	}
+	return inst, nil
+}

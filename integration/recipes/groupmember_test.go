@@ -1,0 +1,82 @@
+package recipes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"go.uber.org/goleak"
+)
+
+// awaitMembers waits until g's view is want.
+func awaitMembers(t *testing.T, g *zr.GroupMember, within time.Duration, want map[string]string) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		ch := g.Changed()
+		got := map[string]string{}
+		for id, d := range g.Members() {
+			got[id] = string(d)
+		}
+		if assert.ObjectsAreEqual(want, got) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("members %v, want %v", got, want)
+		}
+	}
+}
+
+func TestGroupMember_EveryMemberSeesTheGroupFollowChanges(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	a := zr.NewGroupMember(connect(t, c, nil).Session, path, "a", []byte("1"))
+	defer a.Close(context.Background())
+	require.NoError(t, a.Start(ctx))
+	require.NoError(t, a.WaitInPlace(ctx))
+	awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1"})
+
+	bs := connect(t, c, nil)
+	b := zr.NewGroupMember(bs.Session, path, "b", []byte("2"))
+	defer b.Close(context.Background())
+	require.NoError(t, b.Start(ctx))
+	awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1", "b": "2"})
+	awaitMembers(t, b, 5*time.Second, map[string]string{"a": "1", "b": "2"})
+
+	require.NoError(t, b.SetData(ctx, []byte("22")))
+	awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1", "b": "22"})
+
+	// b's session expires: b comes back, and a's view converges.
+	oldID := bs.SessionID()
+	bs.expire(t)
+	require.Eventually(t, func() bool { // in place again under the new session
+		st, _ := b.Status()
+		return st.InPlace && bs.SessionID() != oldID && bs.State() == zr.StateReconnected
+	}, 10*time.Second, 10*time.Millisecond)
+	awaitMembers(t, a, 10*time.Second, map[string]string{"a": "1", "b": "22"})
+
+	require.NoError(t, b.Close(ctx))
+	awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1"})
+	assert.Empty(t, children(t, raw(t, c), path+"/b"))
+}
+
+func TestGroupMember_CloseLeavesNoNodeAndNoGoroutine(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	path := testPath(t)
+	obs := raw(t, c)
+	ignore := goleak.IgnoreCurrent()
+	g := zr.NewGroupMember(cl.Session, path, "me", nil)
+	require.NoError(t, g.Start(ctxT(t, 10*time.Second)))
+	require.NoError(t, g.WaitInPlace(ctxT(t, 10*time.Second)))
+	require.NoError(t, g.Close(ctxT(t, 5*time.Second)))
+	assert.Empty(t, children(t, obs, path))
+	goleak.VerifyNone(t, append(ownGoroutinesOnly, ignore)...)
+	assert.ErrorIs(t, zr.NewGroupMember(cl.Session, path, "a/b", nil).Start(context.Background()), zr.ErrInvalidArgument)
+}

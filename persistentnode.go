@@ -1,0 +1,596 @@
+package zkrecipes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// CreateMode says what kind of node a PersistentNode keeps.
+type CreateMode int
+
+const (
+	// ModeEphemeral: an ephemeral node at the path given; it ends with the
+	// ZooKeeper session, and the PersistentNode makes it again on the next.
+	ModeEphemeral CreateMode = iota
+	// ModeEphemeralSequential: an ephemeral node under the path's parent,
+	// named "_c_<uuid>-<name>" followed by the sequence number.
+	ModeEphemeralSequential
+	// ModePersistent: a persistent node at the path given.
+	ModePersistent
+	// ModePersistentSequential: a persistent sequential node with a
+	// protected name, as ModeEphemeralSequential.
+	ModePersistentSequential
+)
+
+func (m CreateMode) String() string {
+	switch m {
+	case ModeEphemeral:
+		return "EPHEMERAL"
+	case ModeEphemeralSequential:
+		return "EPHEMERAL_SEQUENTIAL"
+	case ModePersistent:
+		return "PERSISTENT"
+	case ModePersistentSequential:
+		return "PERSISTENT_SEQUENTIAL"
+	}
+	return fmt.Sprintf("CreateMode(%d)", int(m))
+}
+
+func (m CreateMode) ephemeral() bool { return m == ModeEphemeral || m == ModeEphemeralSequential }
+func (m CreateMode) sequential() bool {
+	return m == ModeEphemeralSequential || m == ModePersistentSequential
+}
+
+func (m CreateMode) flags() int32 {
+	var f int32
+	if m.ephemeral() {
+		f |= zk.FlagEphemeral
+	}
+	if m.sequential() {
+		f |= zk.FlagSequence
+	}
+	return f
+}
+
+// PersistentNodeOption configures NewPersistentNode.
+type PersistentNodeOption func(*persistentNodeConfig)
+
+type persistentNodeConfig struct {
+	mode CreateMode
+	err  error
+}
+
+// WithCreateMode sets the kind of node kept. The default is ModeEphemeral.
+func WithCreateMode(m CreateMode) PersistentNodeOption {
+	return func(c *persistentNodeConfig) {
+		if m < ModeEphemeral || m > ModePersistentSequential {
+			c.err = invalidArg("unknown CreateMode %d", int(m))
+		}
+		c.mode = m
+	}
+}
+
+// NodeStatus is what a PersistentNode knows of its node.
+type NodeStatus struct {
+	// InPlace is true while the node is known to exist with the data last
+	// set: from the create (or the check after a reconnection) until the
+	// connection is suspended or the node is seen deleted.
+	InPlace bool
+	// Path is the node's path, relative to the Session's namespace (for a
+	// sequential mode, the name the server gave it); "" before the first
+	// create.
+	Path string
+	// Err is the error of the last failed attempt to put the node in
+	// place (nil once it is in place).
+	Err error
+}
+
+// PersistentNode keeps a node in ZooKeeper for as long as it runs, as
+// Curator's PersistentNode: it creates the node, and creates it again
+// when the ZooKeeper session that owned it expires or another client
+// deletes it. Missing parents are created as containers.
+//
+// There is never more than one node per PersistentNode: a create whose
+// reply is lost is looked for before another is sent (sequential modes
+// carry a protected name for that), and an ephemeral node left by an
+// earlier ZooKeeper session of this PersistentNode is deleted before a
+// new one is made. A node of the same path that another client made is
+// adopted and its data overwritten, as Curator does.
+//
+// Status and Changed tell whether the node is in place: a service can
+// report itself ready only while it is. Between a suspension and the
+// check after the reconnection the node may exist without Status saying
+// so; never the other way round, except for the time it takes the
+// server's notification of a deletion to arrive.
+//
+// NewPersistentNode does no I/O. A PersistentNode is safe for concurrent
+// use. It runs from Start until Close or the Session's Close; no goroutine
+// of it is left after either.
+type PersistentNode struct {
+	s    *Session
+	path string // relative, as given
+	abs  string
+	cfg  persistentNodeConfig
+	err  error
+	uuid string // of the protected name, for the sequential modes
+
+	wake chan struct{} // SetData asks the keeper to look again
+	done chan struct{} // closed when the keeper has ended
+
+	mu       sync.Mutex
+	data     []byte
+	dataVer  uint64 // bumped by SetData
+	written  uint64 // the dataVer the node is known to hold
+	node     string // absolute path of the current node ("" none known)
+	mine     map[int64]bool
+	status   NodeStatus
+	changed  chan struct{}
+	started  bool
+	closed   bool
+	cancel   context.CancelFunc
+	closeErr error
+}
+
+// NewPersistentNode returns a PersistentNode that keeps a node at path
+// (relative to the Session's namespace) holding data; for the sequential
+// modes, path's last element is the name the node's name ends with. The
+// caller may not modify data afterwards. Errors in the arguments are
+// returned by Start.
+func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentNodeOption) *PersistentNode {
+	n := &PersistentNode{s: s, path: path, data: data, dataVer: 1, wake: make(chan struct{}, 1),
+		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID()}
+	n.err = checkRecipe(s, path)
+	for _, o := range opts {
+		if o == nil {
+			n.err = invalidArg("nil PersistentNodeOption")
+			continue
+		}
+		o(&n.cfg)
+	}
+	if n.err == nil {
+		n.err = n.cfg.err
+	}
+	if n.err == nil && path == "/" {
+		n.err = invalidArg("a PersistentNode cannot keep the root")
+	}
+	if n.err == nil {
+		n.abs = s.abs(path)
+	}
+	return n
+}
+
+// Start starts keeping the node in the background and returns at once;
+// WaitInPlace waits for the node. It fails with ErrNodeStarted when
+// called twice or after Close, ErrClosed after the Session's Close, and
+// ErrInvalidPath, ErrInvalidArgument or ErrNilSession for bad arguments.
+func (n *PersistentNode) Start() error {
+	if n.err != nil {
+		return n.err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.started || n.closed {
+		return ErrNodeStarted
+	}
+	n.started = true
+	ctx, cancel := ctxUntil(n.s.closedCh)
+	n.cancel = cancel
+	if !n.s.spawn(func() { defer close(n.done); n.keep(ctx) }) {
+		cancel()
+		close(n.done)
+		return ErrClosed
+	}
+	return nil
+}
+
+// Status returns what the PersistentNode knows of its node now, and a
+// channel that is closed at the next change of it.
+func (n *PersistentNode) Status() (NodeStatus, <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.status, n.changed
+}
+
+// WaitInPlace waits until the node is in place. It returns nil then,
+// ctx's error if ctx ends first, and ErrClosed if the node or its Session
+// is closed (or was never started).
+func (n *PersistentNode) WaitInPlace(ctx context.Context) error {
+	if n.err != nil {
+		return n.err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	for {
+		st, ch := n.Status()
+		if st.InPlace {
+			return nil
+		}
+		n.mu.Lock()
+		stopped := n.closed || !n.started
+		n.mu.Unlock()
+		if stopped {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-n.done:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Data returns the data last set (by NewPersistentNode or SetData). The
+// caller must not modify it.
+func (n *PersistentNode) Data() []byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.data
+}
+
+// SetData sets the node's data, now if the node is in place, else when
+// it is next created. It returns nil once the node holds data, or the
+// error of the write (ctx's error, a lost connection): the data is kept
+// and written when the node is next checked. It fails with ErrClosed
+// after Close. The caller may not modify data afterwards.
+func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
+	if n.err != nil {
+		return n.err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return ErrClosed
+	}
+	n.data = data
+	n.dataVer++
+	ver, node, started := n.dataVer, n.node, n.started
+	n.mu.Unlock()
+	if !started || node == "" {
+		return nil
+	}
+	_, err := call(ctx, n.s, "setData", node, func() (*zk.Stat, error) { return n.s.conn.Set(node, data, -1) }, nil)
+	switch {
+	case err == nil:
+		n.mu.Lock()
+		if n.written < ver && n.node == node {
+			n.written = ver
+		}
+		n.mu.Unlock()
+		return nil
+	case err == zk.ErrNoNode:
+		n.poke() // made again with data
+		return nil
+	}
+	n.poke()
+	return fmt.Errorf("zkrecipes: set data of %s: %w", n.s.rel(node), err)
+}
+
+// Close stops keeping the node and deletes it. It returns nil once the
+// node is gone, or ErrReleaseDeferred when the delete could not be
+// confirmed before ctx ended or with the connection down: an ephemeral
+// node is then deleted in the background (or ends with its session).
+// Close is idempotent: later calls return what the first did.
+func (n *PersistentNode) Close(ctx context.Context) error {
+	if n.err != nil {
+		return nil
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	n.mu.Lock()
+	if n.closed {
+		err := n.closeErr
+		n.mu.Unlock()
+		return err
+	}
+	n.closed = true
+	started, cancel := n.started, n.cancel
+	n.mu.Unlock()
+	if !started {
+		return nil
+	}
+	cancel()
+	<-n.done
+	err := n.remove(ctx)
+	n.mu.Lock()
+	n.closeErr = err
+	n.node = ""
+	n.setStatusLocked(NodeStatus{Path: n.status.Path})
+	n.mu.Unlock()
+	return err
+}
+
+// remove deletes the node on Close: every node carrying the protected
+// name for the sequential modes (a create may have been in flight), the
+// path for the others.
+func (n *PersistentNode) remove(ctx context.Context) error {
+	if n.s.isClosed() {
+		return nil // an ephemeral node ended with the session; Close's own cleanup ran
+	}
+	var err error
+	if n.cfg.mode.sequential() {
+		err = n.s.deleteProtected(ctx, parentPath(n.abs), n.uuid)
+	} else if err = n.s.delete(ctx, n.abs); err == zk.ErrNoNode {
+		err = nil
+	}
+	if err == nil {
+		return nil
+	}
+	if n.cfg.mode.sequential() {
+		n.s.cleanupProtected(parentPath(n.abs), n.uuid)
+	} else {
+		n.s.deleteEventually(n.abs, n.s.SessionID())
+	}
+	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, err)
+}
+
+// poke asks the keeper to check the node again.
+func (n *PersistentNode) poke() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// setStatusLocked records st and wakes the Status watchers if it changed.
+func (n *PersistentNode) setStatusLocked(st NodeStatus) {
+	if st.InPlace == n.status.InPlace && st.Path == n.status.Path && errors.Is(st.Err, n.status.Err) && errors.Is(n.status.Err, st.Err) {
+		return
+	}
+	n.status = st
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+func (n *PersistentNode) setStatus(inPlace bool, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := NodeStatus{InPlace: inPlace, Path: n.status.Path, Err: err}
+	if n.node != "" {
+		st.Path = n.s.rel(n.node)
+	}
+	n.setStatusLocked(st)
+}
+
+// keep is the keeper's loop: put the node in place, watch it, and look
+// again when the watch fires, the connection comes back, or SetData asks.
+func (n *PersistentNode) keep(ctx context.Context) {
+	states, cancel := n.s.Subscribe()
+	defer cancel()
+	defer n.setStatus(false, nil) // nobody keeps it any more
+	bo := n.s.cfg.retry()
+	for {
+		gen, _, err := n.s.awaitConnected(ctx)
+		if err != nil {
+			return
+		}
+		w, err := n.ensure(ctx, gen)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			n.setStatus(false, err)
+			n.s.cfg.log.Warn("zkrecipes: persistent node not in place, will retry", "path", n.path, "err", err)
+			d := bo.NextBackOff()
+			if d == Stop {
+				d = maxKeepBackoff
+			}
+			if !n.await(ctx, nil, states, d) {
+				return
+			}
+			continue
+		}
+		bo.Reset()
+		n.setStatus(true, nil)
+		if !n.await(ctx, w, states, 0) {
+			return
+		}
+	}
+}
+
+// maxKeepBackoff is the wait between attempts once the retry policy has
+// given up: a PersistentNode never stops trying.
+const maxKeepBackoff = 2 * time.Second
+
+// await waits until the watch w fires, the connection comes back, SetData
+// asks, or (if d > 0) d passes. A suspension makes the node's status
+// unknown meanwhile. It returns false when the keeper must stop.
+func (n *PersistentNode) await(ctx context.Context, w <-chan zk.Event, states <-chan StateChange, d time.Duration) bool {
+	var timer <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		select {
+		case <-w:
+			return true
+		case <-n.wake:
+			return true
+		case <-timer:
+			return true
+		case c, ok := <-states:
+			if !ok || c.State == StateClosed {
+				return false
+			}
+			switch c.State {
+			case StateSuspended, StateLost:
+				n.setStatus(false, nil)
+			case StateReconnected, StateConnected:
+				return true
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// ensure makes sure the node exists under session gen with the data last
+// set, and returns a watch on it.
+func (n *PersistentNode) ensure(ctx context.Context, gen *generation) (<-chan zk.Event, error) {
+	for {
+		n.mu.Lock()
+		node, data, ver, written := n.node, n.data, n.dataVer, n.written
+		n.mu.Unlock()
+		if node == "" && !n.cfg.mode.sequential() {
+			node = n.abs
+		}
+		if node != "" {
+			cur, st, w, err := n.s.getW(ctx, node)
+			switch {
+			case err == zk.ErrNoNode:
+				n.forget(node)
+			case err != nil:
+				return nil, err
+			case n.cfg.mode.ephemeral() && st.EphemeralOwner != gen.id && n.isMine(st.EphemeralOwner):
+				// Ours, of a session that has ended or is ending: it is
+				// about to vanish, so make it again under this one.
+				n.s.cfg.log.Info("zkrecipes: persistent node left by an older session; replacing it", "path", node)
+				if err := n.s.delete(ctx, node); err != nil && err != zk.ErrNoNode {
+					return nil, err
+				}
+				n.forget(node)
+			default:
+				if n.cfg.mode.ephemeral() && st.EphemeralOwner != gen.id {
+					n.s.cfg.log.Warn("zkrecipes: persistent node exists, owned by another session; adopting it", "path", node,
+						"owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
+				}
+				n.adopt(node, st.EphemeralOwner, st.EphemeralOwner == gen.id)
+				if written >= ver {
+					return w, nil
+				}
+				if bytes.Equal(cur, data) {
+					n.markWritten(ver)
+					return w, nil
+				}
+				if _, err := call(ctx, n.s, "setData", node, func() (*zk.Stat, error) { return n.s.conn.Set(node, data, -1) }, nil); err != nil {
+					return nil, err
+				}
+				n.markWritten(ver)
+				// read again, with a fresh watch
+			}
+		}
+		if n.cfg.mode.sequential() {
+			found, err := n.findOwn(ctx, gen)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				continue
+			}
+		}
+		if err := n.create(ctx, gen, data, ver); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// create makes the node once; a lost reply leaves it to the next look.
+func (n *PersistentNode) create(ctx context.Context, gen *generation, data []byte, ver uint64) error {
+	path := n.abs
+	if n.cfg.mode.sequential() {
+		path = joinPath(parentPath(n.abs), protectedName(n.uuid, baseName(n.abs)))
+	}
+	p, err := n.s.create(ctx, path, data, n.cfg.mode.flags())
+	switch {
+	case err == zk.ErrNoNode:
+		return n.s.ensureParents(ctx, parentPath(n.abs))
+	case err == zk.ErrNodeExists:
+		return nil // adopted on the next look
+	case err != nil:
+		return err
+	}
+	var owner int64
+	if n.cfg.mode.ephemeral() {
+		n.s.own(p)
+		owner = gen.id
+	}
+	n.adopt(p, owner, owner != 0)
+	n.markWritten(ver)
+	return nil
+}
+
+// findOwn looks for a node carrying the protected name: one that a create
+// whose reply was lost made. It adopts one of this session (or a
+// persistent one) and deletes ephemeral ones of older sessions.
+func (n *PersistentNode) findOwn(ctx context.Context, gen *generation) (bool, error) {
+	dir := parentPath(n.abs)
+	kids, err := n.s.children(ctx, dir)
+	if err == zk.ErrNoNode {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	found := false
+	for _, k := range kids {
+		if !strings.HasPrefix(k, protectedPrefix+n.uuid) {
+			continue
+		}
+		p := joinPath(dir, k)
+		st, err := n.s.exists(ctx, p)
+		if err == zk.ErrNoNode {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if !found && (!n.cfg.mode.ephemeral() || st.EphemeralOwner == gen.id) {
+			found = true
+			n.adopt(p, st.EphemeralOwner, st.EphemeralOwner == gen.id)
+			continue
+		}
+		if err := n.s.delete(ctx, p); err != nil && err != zk.ErrNoNode {
+			return false, err
+		}
+	}
+	return found, nil
+}
+
+// adopt records node as the current one; mine says that owner is a
+// session of this PersistentNode's (its create, or found by its UUID).
+func (n *PersistentNode) adopt(node string, owner int64, mine bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.node = node
+	if mine && owner != 0 {
+		n.mine[owner] = true
+	}
+}
+
+func (n *PersistentNode) forget(node string) {
+	n.s.disown(node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.node == node {
+		n.node, n.written = "", 0
+	}
+}
+
+func (n *PersistentNode) isMine(owner int64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mine[owner]
+}
+
+func (n *PersistentNode) markWritten(ver uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ver > n.written {
+		n.written = ver
+	}
+}
