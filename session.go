@@ -39,6 +39,8 @@ type Session struct {
 	queue []zk.Event
 	wake  chan struct{}
 
+	notes notifyRoutes // node notifications for the caches (see notify.go)
+
 	mu        sync.Mutex
 	state     ConnState
 	gen       *generation // the current (or last) ZooKeeper session

@@ -1,0 +1,146 @@
+package zkrecipes
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// nextTreeEvent returns the cache's next event, failing the test if none
+// comes within 10 seconds.
+func nextTreeEvent(t *testing.T, c *TreeCache) CacheEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-c.Events():
+		require.True(t, ok, "events closed")
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	return CacheEvent{}
+}
+
+func TestZKTreeCacheLoadsTheTreeThenReportsEachChangeWithItsStat(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	root := "/zkt/treecache-" + newUUID()
+	acl := zk.WorldACL(zk.PermAll)
+	_, _ = raw.Create("/zkt", nil, 0, acl)
+	for _, p := range []string{root, root + "/a", root + "/a/x", root + "/b"} {
+		_, err := raw.Create(p, []byte(p), 0, acl)
+		require.NoError(t, err)
+	}
+	c := NewTreeCache(s, root)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	assert.Equal(t, 4, c.Len())
+	kids, ok := c.Children(root)
+	require.True(t, ok)
+	assert.Equal(t, []string{"a", "b"}, kids)
+	n, ok := c.Get(root + "/a/x")
+	require.True(t, ok)
+	assert.Equal(t, root+"/a/x", string(n.Data))
+
+	var created []string
+	for {
+		ev := nextTreeEvent(t, c)
+		if ev.Kind == CacheInitialized {
+			break
+		}
+		require.Equal(t, NodeCreated, ev.Kind)
+		created = append(created, ev.Node.Path)
+	}
+	assert.Equal(t, root, created[0], "parents first")
+	assert.ElementsMatch(t, []string{root, root + "/a", root + "/a/x", root + "/b"}, created)
+
+	st, err := raw.Set(root+"/a/x", []byte("two"), -1)
+	require.NoError(t, err)
+	ev := nextTreeEvent(t, c)
+	require.Equal(t, NodeChanged, ev.Kind)
+	assert.Equal(t, root+"/a/x", ev.Node.Path)
+	assert.Equal(t, "two", string(ev.Node.Data))
+	assert.Equal(t, st.Mzxid, ev.Node.Stat.Mzxid)
+	assert.Equal(t, st.Czxid, ev.Node.Stat.Czxid)
+	assert.Equal(t, int32(1), ev.Node.Stat.Version)
+
+	_, err = raw.Create(root+"/b/new", []byte("n"), 0, acl)
+	require.NoError(t, err)
+	ev = nextTreeEvent(t, c)
+	require.Equal(t, NodeCreated, ev.Kind)
+	assert.Equal(t, root+"/b/new", ev.Node.Path)
+	assert.Equal(t, "n", string(ev.Node.Data))
+
+	require.NoError(t, raw.Delete(root+"/a/x", -1))
+	ev = nextTreeEvent(t, c)
+	require.Equal(t, NodeDeleted, ev.Kind)
+	assert.Equal(t, root+"/a/x", ev.Node.Path)
+	assert.Equal(t, "two", string(ev.Node.Data), "a deletion carries the node as last seen")
+	_, ok = c.Get(root + "/a/x")
+	assert.False(t, ok)
+	kids, _ = c.Children(root + "/a")
+	assert.Empty(t, kids)
+
+	// The whole tree deleted, then the root created again.
+	for _, p := range []string{root + "/b/new", root + "/b", root + "/a", root} {
+		require.NoError(t, raw.Delete(p, -1))
+	}
+	require.Eventually(t, func() bool { return c.Len() == 0 }, 10*time.Second, time.Millisecond)
+	_, err = raw.Create(root, []byte("again"), 0, acl)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { n, ok := c.Get(root); return ok && string(n.Data) == "again" }, 10*time.Second, time.Millisecond,
+		"the root's creation is watched for")
+	_ = raw.Delete(root, -1)
+	require.NoError(t, c.Close())
+	assert.NoError(t, c.Err())
+}
+
+func TestZKTreeCacheHonoursTheDepthLimitAndThePathFilter(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	root := "/zkt/treecache-" + newUUID()
+	acl := zk.WorldACL(zk.PermAll)
+	_, _ = raw.Create("/zkt", nil, 0, acl)
+	for _, p := range []string{root, root + "/a", root + "/a/deep", root + "/skip", root + "/skip/x"} {
+		_, err := raw.Create(p, nil, 0, acl)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for _, p := range []string{root + "/a/deep", root + "/a", root + "/skip/x", root + "/skip", root + "/c", root} {
+			_ = raw.Delete(p, -1)
+		}
+	})
+	c := NewTreeCache(s, root, WithMaxDepth(1), WithPathFilter(func(p string) bool { return p != root+"/skip" }))
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	assert.ElementsMatch(t, []string{root, root + "/a"}, keys(c.Snapshot()))
+	_, err := raw.Create(root+"/c", nil, 0, acl)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := c.Get(root + "/c"); return ok }, 10*time.Second, time.Millisecond)
+	_, ok := c.Get(root + "/a/deep")
+	assert.False(t, ok, "below the depth limit")
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestZKTreeCacheStartTwiceFailsAndSessionCloseStopsItWithErrClosed(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	c := NewTreeCache(s, "/zkt/treecache-"+newUUID())
+	require.NoError(t, c.Start(ctx))
+	assert.ErrorIs(t, c.Start(ctx), ErrCacheStarted)
+	assert.Zero(t, c.Len(), "a missing root is an empty tree")
+	require.NoError(t, s.Close())
+	for range c.Events() { // closed when the cache stops
+	}
+	assert.ErrorIs(t, c.Err(), ErrClosed)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, NewTreeCache(s, "/x").Start(ctx), ErrClosed)
+}
