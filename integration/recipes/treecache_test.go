@@ -1,10 +1,14 @@
 package recipes_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/peers"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"go.uber.org/goleak"
 )
@@ -363,4 +368,59 @@ func TestTreeCache_CloseLeavesNoGoroutine(t *testing.T) {
 	assert.Equal(t, "a", strings.Join(kids, ","), "the cache writes nothing")
 	w := &treeWriter{t: t, conn: conn}
 	w.deleteTree(root)
+}
+
+// A Curator client writes a tree (creating parents as containers, deleting
+// subtrees recursively); the Go TreeCache ends on what the server holds.
+func TestInterop_CuratorWritesATreeTheGoTreeCacheFollows(t *testing.T) {
+	c := server(t)
+	if err := peers.Available(peers.Curator); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Curator unavailable on CI: %v", err)
+		}
+		t.Skipf("Curator unavailable: %v", err)
+	}
+	cl := connect(t, c, nil)
+	conn := raw(t, c)
+	root := testPath(t)
+	cache := zr.NewTreeCache(cl.Session, root)
+	defer cache.Close()
+	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
+	r := &treeReplay{tree: map[string]seenNode{}, conn: map[zr.CacheEventKind]int{}}
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		r.consume(root, cache.Events())
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cp, err := peers.BuildJava(ctx)
+	require.NoError(t, err)
+	seed := rand.Int64N(1 << 40)
+	t.Logf("seed %d", seed)
+	cmd := exec.CommandContext(ctx, "java", "-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers.CuratorTreePeer",
+		"write", strings.Join(c.Servers(), ","), root, strconv.FormatInt(seed, 10), "300")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "curator peer: %s", out)
+	require.Contains(t, string(out), "done 300")
+
+	want := freshTree(t, conn, root)
+	require.NotEmpty(t, want)
+	require.Eventually(t, func() bool { return fmt.Sprint(want) == fmt.Sprint(cachedTree(cache)) }, 20*time.Second, 5*time.Millisecond,
+		"the cache ends on the tree Curator left")
+	var curatorData int
+	for _, n := range want {
+		if strings.HasPrefix(n.data, "curator-") {
+			curatorData++
+		}
+	}
+	assert.Positive(t, curatorData, "Curator's data is there")
+	require.NoError(t, cache.Close())
+	<-consumed
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Empty(t, r.bad)
+	assert.Equal(t, want, r.tree, "the events replay to the same tree")
+	(&treeWriter{t: t, conn: conn}).deleteTree(root)
 }
