@@ -8,6 +8,7 @@
 //	zkr inspect PATH [--json]                  the holder and the queue: data, session, age
 //	zkr count get|set|add PATH [N]             read or change a SharedCount or DistributedAtomicLong
 //	zkr barrier set|remove|wait PATH           a Curator DistributedBarrier
+//	zkr watch PATH [-r]                        print the node (-r: the tree) and every change
 //
 // Servers come from --servers or ZK_SERVERS (host:port,...). Every command
 // takes --help.
@@ -57,6 +58,7 @@ usage:
   zkr inspect PATH [--json]                 show the holder and the queue
   zkr count get|set|add PATH [N]            read or change a shared counter
   zkr barrier set|remove|wait PATH          set, remove, or wait until removed
+  zkr watch PATH [-r]                       print the node (-r: the tree) and every change
 
 Run 'zkr COMMAND --help' for the flags of a command.
 Servers come from --servers or $ZK_SERVERS.
@@ -84,6 +86,8 @@ func run(args []string) int {
 		return cmdCount(args[1:])
 	case "barrier":
 		return cmdBarrier(args[1:])
+	case "watch":
+		return cmdWatch(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0
