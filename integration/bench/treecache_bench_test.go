@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	zr "github.com/zkrecipes/zkrecipes"
+)
+
+// BenchmarkTreeCache10k: a TreeCache of a tree of 10,001 nodes (a root,
+// 100 children, 99 grandchildren each, 32 bytes of data per node), once
+// whatever b.N is. Reported: the time Start takes to load it
+// (load-ms), the heap it adds per node with its 10,001 initial events
+// still queued (heap-B/node-queued) and once they are read
+// (heap-B/node; the cache, its session's watch registrations and the
+// data), and the time from a write to its NodeChanged event over 1,000
+// writes of random nodes, one at a time (write-event p50/p99). For
+// scale, zk-watch-B/node is what a data and a children watch per node cost
+// in go-zookeeper alone (its watch registry), on a plain connection.
+func BenchmarkTreeCache10k(b *testing.B) {
+	e := env(b)
+	ctx := ctxFor(b, 10*time.Minute)
+	root := benchPath(b)
+	acl := zk.WorldACL(zk.PermAll)
+	conn := e.Observer
+	if err := ensurePath(conn, root); err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 32)
+	var paths []string
+	var ops []any
+	flush := func() {
+		if _, err := conn.Multi(ops...); err != nil {
+			b.Fatal(err)
+		}
+		ops = ops[:0]
+	}
+	for i := range 100 {
+		p := fmt.Sprintf("%s/c%03d", root, i)
+		ops = append(ops, &zk.CreateRequest{Path: p, Data: data, Acl: acl})
+		paths = append(paths, p)
+		for j := range 99 {
+			q := fmt.Sprintf("%s/g%03d", p, j)
+			ops = append(ops, &zk.CreateRequest{Path: q, Data: data, Acl: acl})
+			paths = append(paths, q)
+		}
+		flush()
+	}
+	s := openSessions(b, e, 1)[0]
+
+	var before, queued, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := zr.NewTreeCache(s, root)
+	t0 := time.Now()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	load := time.Since(t0)
+	n := c.Len()
+	if n != len(paths)+1 {
+		b.Fatalf("cached %d nodes, want %d", n, len(paths)+1)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&queued)
+	for ev := range c.Events() {
+		if ev.Kind == zr.CacheInitialized {
+			break
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+
+	r := rand.New(rand.NewPCG(1, 2))
+	lat := make([]time.Duration, 0, 1000)
+	b.ResetTimer()
+	for i := range 1000 {
+		p := paths[r.IntN(len(paths))]
+		t0 := time.Now()
+		st, err := conn.Set(p, []byte(fmt.Sprint(i)), -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for ev := range c.Events() {
+			if ev.Node != nil && ev.Node.Path == p && ev.Node.Stat.Mzxid >= st.Mzxid {
+				break
+			}
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	_ = c.Close()
+	watchHeap := rawWatchHeap(b, e, paths)
+	b.ReportMetric(float64(load.Milliseconds()), "load-ms")
+	b.ReportMetric(float64(queued.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/node-queued")
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/node")
+	b.ReportMetric(watchHeap, "zk-watch-B/node")
+	b.ReportMetric(float64(Percentile(lat, 0.5)), "write-event-p50-ns")
+	b.ReportMetric(float64(Percentile(lat, 0.99)), "write-event-p99-ns")
+	b.ReportMetric(0, "ns/op")
+}
+
+// rawWatchHeap sets a data and a children watch on every path from a plain
+// go-zookeeper connection and returns the heap that adds per path.
+func rawWatchHeap(b *testing.B, e Env, paths []string) float64 {
+	ctx := ctxFor(b, time.Minute)
+	conn, err := ConnectRaw(ctx, e.Servers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(paths); i += 32 {
+				_, _, _, _ = conn.GetW(paths[i])
+				_, _, _, _ = conn.ChildrenW(paths[i])
+			}
+		}()
+	}
+	wg.Wait()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(conn)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(len(paths))
+}
