@@ -382,7 +382,11 @@ func (q *eventQueue) pop() (CacheEvent, bool) {
 		q.items[q.head] = queuedEvent{}
 		pos := q.base + q.head
 		q.head++
-		if q.head > 64 && q.head*2 > len(q.items) { // drop the delivered front
+		switch {
+		case q.head == len(q.items): // all delivered: free the backing array
+			q.base += q.head
+			q.items, q.head = nil, 0
+		case q.head > 64 && q.head*2 > len(q.items): // drop the delivered front
 			q.items = slices.Delete(q.items, 0, q.head)
 			q.base += q.head
 			q.head = 0
@@ -393,6 +397,9 @@ func (q *eventQueue) pop() (CacheEvent, bool) {
 		if it.Node != nil {
 			if p, ok := q.last[it.Node.Path]; ok && p == pos {
 				delete(q.last, it.Node.Path)
+				if len(q.last) == 0 {
+					q.last = nil // a map never shrinks: let a large one go
+				}
 			}
 		}
 		return it.CacheEvent, true

@@ -1,15 +1,19 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/peers"
 )
 
 // BenchmarkTreeCache10k: a TreeCache of a tree of 10,001 nodes (a root,
@@ -106,6 +110,47 @@ func BenchmarkTreeCache10k(b *testing.B) {
 	b.ReportMetric(float64(Percentile(lat, 0.5)), "write-event-p50-ns")
 	b.ReportMetric(float64(Percentile(lat, 0.99)), "write-event-p99-ns")
 	b.ReportMetric(0, "ns/op")
+	curatorCache(b, e, root)
+}
+
+// curatorCache runs Curator's CuratorCache on the same tree in a peer
+// process (peers/java/CuratorCacheBench.java), measured the same way, and
+// reports its figures beside ours; without Curator it reports nothing.
+func curatorCache(b *testing.B, e Env, root string) {
+	if err := peers.Available(peers.Curator); err != nil {
+		b.Logf("Curator unavailable, no comparison: %v", err)
+		return
+	}
+	ctx := ctxFor(b, 10*time.Minute)
+	cp, err := peers.BuildJava(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "java", "-XX:+UseSerialGC", "-Xmx1g", "-cp", cp, "zkrecipes.peers.CuratorCacheBench",
+		strings.Join(e.Servers, ","), root, "1000")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("curator cache bench: %v: %s", err, stderr.String())
+	}
+	b.Logf("curator: %s", strings.TrimSpace(stderr.String()))
+	var r struct {
+		Nodes       int     `json:"nodes"`
+		LoadMS      float64 `json:"load_ms"`
+		HeapPerNode float64 `json:"heap_b_per_node"`
+		P50NS       float64 `json:"p50_ns"`
+		P99NS       float64 `json:"p99_ns"`
+	}
+	line := strings.TrimSpace(string(out))
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		b.Fatalf("curator cache bench: %v: %q", err, line)
+	}
+	b.Logf("curator: %s", line)
+	b.ReportMetric(r.LoadMS, "curator-load-ms")
+	b.ReportMetric(r.HeapPerNode, "curator-heap-B/node")
+	b.ReportMetric(r.P50NS, "curator-write-event-p50-ns")
+	b.ReportMetric(r.P99NS, "curator-write-event-p99-ns")
 }
 
 // rawWatchHeap sets a data and a children watch on every path from a plain
