@@ -74,6 +74,7 @@ type TreeCache struct {
 	loaded  bool
 	cancel  context.CancelFunc
 	nodes   map[string]*treeNode // by path as the cache reports it
+	armedIn int64                // the session the nodes' armed bits hold for (0: none)
 	pend    eventQueue
 	stopErr error
 }
@@ -81,10 +82,19 @@ type TreeCache struct {
 // treeNode is one cached node. Its children's names are slices of their
 // paths (the map's keys), in no particular order.
 type treeNode struct {
-	data []byte
-	stat zk.Stat
-	kids []string
+	data  []byte
+	stat  zk.Stat
+	kids  []string
+	armed watchBits // the watches this node has on the server, as far as the cache knows
 }
+
+// watchBits says which of a node's watches are set: armData, armKids.
+type watchBits uint8
+
+const (
+	armData watchBits = 1 << iota
+	armKids
+)
 
 // TreeCacheOption configures NewTreeCache.
 type TreeCacheOption func(*treeConfig)

@@ -129,14 +129,34 @@ func (c *TreeCache) onState(sc StateChange) {
 // resync reads the whole tree and makes the copy equal to it: what is
 // gone or was replaced (a new czxid) is deleted, children first, then
 // what is new is created, parents first, and what changed is updated.
+//
+// Reading the whole tree with watches again would register a second watch
+// per node with go-zookeeper after every reconnection (it keeps a channel
+// per watch until the watch fires). So under the same session, on a
+// connection made by Connect (whose callback sees every notification), a
+// node whose watches are still set is read without new ones: go-zookeeper
+// set them again on the server when it reconnected, and the server
+// notifies at once of what changed meanwhile.
 func (c *TreeCache) resync(ctx context.Context) error {
-	c.takeNotes() // the reads below cover what they report
+	sid := c.s.SessionID()
+	c.mu.Lock()
+	c.disarm(c.takeNotes()) // the reads below cover what they report
+	if c.armedIn != sid || !c.s.ownsConn {
+		for _, n := range c.nodes {
+			n.armed = 0
+		}
+	}
+	c.mu.Unlock()
 	loaded, err := c.loadRoot(ctx)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.armedIn = 0
+	if c.s.SessionID() == sid {
+		c.armedIn = sid
+	}
 	fresh := make(map[string]*loadedNode, len(loaded))
 	for i := range loaded {
 		fresh[loaded[i].path] = &loaded[i]
@@ -173,6 +193,9 @@ func (c *TreeCache) handle(ctx context.Context, notes []zk.Event) error {
 		path string
 		kids bool
 	}
+	c.mu.Lock()
+	c.disarm(notes)
+	c.mu.Unlock()
 	seen := make(map[what]bool, len(notes))
 	for _, ev := range notes {
 		w := what{c.s.rel(ev.Path), ev.Type == zk.EventNodeChildrenChanged}
@@ -189,6 +212,24 @@ func (c *TreeCache) handle(ctx context.Context, notes []zk.Event) error {
 		}
 	}
 	return nil
+}
+
+// disarm clears the watches the notifications fired (c.mu held).
+func (c *TreeCache) disarm(notes []zk.Event) {
+	for _, ev := range notes {
+		n := c.nodes[c.s.rel(ev.Path)]
+		if n == nil {
+			continue
+		}
+		switch ev.Type {
+		case zk.EventNodeChildrenChanged:
+			n.armed &^= armKids
+		case zk.EventNodeDeleted:
+			n.armed = 0
+		default:
+			n.armed &^= armData
+		}
+	}
 }
 
 // refreshData reads the node at p again after a notification on it: a
@@ -215,10 +256,10 @@ func (c *TreeCache) refreshData(ctx context.Context, p string) error {
 		c.mu.Unlock()
 		return c.loadMerge(ctx, p)
 	case st.Mzxid > n.stat.Mzxid:
-		n.data, n.stat = data, *st
+		n.data, n.stat, n.armed = data, *st, n.armed|armData
 		c.emit(NodeChanged, p, n)
 	default:
-		n.stat = *st
+		n.stat, n.armed = *st, n.armed|armData
 	}
 	c.mu.Unlock()
 	return nil
@@ -249,6 +290,7 @@ func (c *TreeCache) refreshChildren(ctx context.Context, p string) error {
 		return c.loadMerge(ctx, p)
 	}
 	n.stat.Pzxid, n.stat.Cversion, n.stat.NumChildren = st.Pzxid, st.Cversion, st.NumChildren
+	n.armed |= armKids
 	listed := make(map[string]bool, len(kids))
 	for _, k := range kids {
 		if c.keep(joinPath(p, k)) {
@@ -302,9 +344,10 @@ func (c *TreeCache) keep(p string) bool { return c.cfg.keep == nil || c.cfg.keep
 
 // loadedNode is one node read by load.
 type loadedNode struct {
-	path string
-	data []byte
-	stat *zk.Stat
+	path  string
+	data  []byte
+	stat  *zk.Stat
+	armed watchBits // the node's watches set after the read
 }
 
 // reloadRoot loads the whole tree into the copy; when the root does not
@@ -367,8 +410,14 @@ func (c *TreeCache) load(ctx context.Context, roots ...string) ([]loadedNode, er
 		for ; next < len(todo) && running < maxTreeReads; next++ {
 			p := todo[next]
 			list := c.listed(p)
+			c.mu.Lock()
+			var armed watchBits
+			if n := c.nodes[p]; n != nil {
+				armed = n.armed
+			}
+			c.mu.Unlock()
 			if !c.s.spawn(func() {
-				n, kids, err := c.read(p, list)
+				n, kids, err := c.read(p, list, armed)
 				results <- result{n, kids, err}
 			}) {
 				return nil, ErrClosed
@@ -403,9 +452,10 @@ func (c *TreeCache) load(ctx context.Context, roots ...string) ([]loadedNode, er
 }
 
 // read reads the node at p with a data watch and, when list is set, lists
-// it with a children watch. A node not found, or found replaced between
-// the two reads, is returned with a nil stat.
-func (c *TreeCache) read(p string, list bool) (loadedNode, []string, error) {
+// it with a children watch; a watch the node has already (armed) is not
+// set again. A node not found, or found replaced between the two reads, is
+// returned with a nil stat.
+func (c *TreeCache) read(p string, list bool, armed watchBits) (loadedNode, []string, error) {
 	abs := c.s.abs(p)
 	type got struct {
 		data []byte
@@ -413,12 +463,20 @@ func (c *TreeCache) read(p string, list bool) (loadedNode, []string, error) {
 		st   *zk.Stat
 	}
 	g, err := traced(c.s, "getData", abs, func() (got, error) {
+		if armed&armData != 0 {
+			d, st, err := c.s.conn.Get(abs)
+			return got{data: d, st: st}, err
+		}
 		d, st, _, err := c.s.conn.GetW(abs)
 		return got{data: d, st: st}, err
 	})
 	if err == nil && list {
 		var k got
 		k, err = traced(c.s, "getChildren", abs, func() (got, error) {
+			if armed&armKids != 0 {
+				kids, st, err := c.s.conn.Children(abs)
+				return got{kids: kids, st: st}, err
+			}
 			kids, st, _, err := c.s.conn.ChildrenW(abs)
 			return got{kids: kids, st: st}, err
 		})
@@ -433,7 +491,11 @@ func (c *TreeCache) read(p string, list bool) (loadedNode, []string, error) {
 	if err != nil {
 		return loadedNode{}, nil, c.s.opError("getData", abs, err)
 	}
-	return loadedNode{path: p, data: g.data, stat: g.st}, g.kids, nil
+	armed = armData
+	if list {
+		armed |= armKids
+	}
+	return loadedNode{path: p, data: g.data, stat: g.st, armed: armed}, g.kids, nil
 }
 
 // merge adds loaded nodes (parents first) to the copy, and updates those
@@ -448,10 +510,10 @@ func (c *TreeCache) merge(loaded []loadedNode) {
 		case n == nil:
 			c.insert(f)
 		case f.stat.Mzxid > n.stat.Mzxid:
-			n.data, n.stat = f.data, *f.stat
+			n.data, n.stat, n.armed = f.data, *f.stat, f.armed
 			c.emit(NodeChanged, f.path, n)
 		default:
-			n.stat = *f.stat
+			n.stat, n.armed = *f.stat, f.armed
 		}
 	}
 }
@@ -465,7 +527,7 @@ func (c *TreeCache) insert(f loadedNode) {
 		}
 		parent.kids = append(parent.kids, baseName(f.path))
 	}
-	n := &treeNode{data: f.data, stat: *f.stat}
+	n := &treeNode{data: f.data, stat: *f.stat, armed: f.armed}
 	c.nodes[f.path] = n
 	c.emit(NodeCreated, f.path, n)
 }
