@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -111,6 +113,112 @@ func BenchmarkTreeCache10k(b *testing.B) {
 	b.ReportMetric(float64(Percentile(lat, 0.99)), "write-event-p99-ns")
 	b.ReportMetric(0, "ns/op")
 	curatorCache(b, e, root)
+	kazooCache(b, e, root)
+}
+
+// kazooScript measures kazoo's TreeCache as the Go side measures its own:
+// argv: servers, root, writes; prints one JSON line.
+const kazooScript = `
+import gc, json, os, queue, random, sys, time
+from kazoo.client import KazooClient
+from kazoo.recipe.cache import TreeCache, TreeEvent
+servers, root, writes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+paths = []
+for i in range(100):
+    c = "%s/c%03d" % (root, i)
+    paths.append(c)
+    paths.extend("%s/g%03d" % (c, j) for j in range(99))
+client, writer = KazooClient(hosts=servers), KazooClient(hosts=servers)
+client.start(30); writer.start(30)
+def rss():
+    gc.collect()
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+before = rss()
+events, initialized = queue.Queue(), queue.Queue()
+def on(ev):
+    if ev.event_type == TreeEvent.INITIALIZED:
+        initialized.put(True)
+    elif ev.event_type == TreeEvent.NODE_UPDATED:
+        events.put(ev.event_data)
+t0 = time.perf_counter()
+cache = TreeCache(client, root)
+cache.listen(on)
+cache.start()
+initialized.get(timeout=300)
+load = time.perf_counter() - t0
+after = rss()
+r = random.Random(1)
+lat = []
+for i in range(writes):
+    p = paths[r.randrange(len(paths))]
+    w0 = time.perf_counter()
+    st = writer.set(p, str(i).encode())
+    while True:
+        d = events.get(timeout=30)
+        if d.path == p and d.stat.mzxid >= st.mzxid:
+            break
+    lat.append(time.perf_counter() - w0)
+lat.sort()
+print(json.dumps({"impl": "kazoo-treecache", "nodes": len(paths) + 1, "load_ms": int(load * 1000),
+    "heap_b_per_node": (after - before) / (len(paths) + 1),
+    "p50_ns": int(lat[len(lat) // 2] * 1e9), "p99_ns": int(lat[min(len(lat) - 1, int(len(lat) * 0.99 + 0.999) - 1)] * 1e9)}))
+cache.close(); writer.stop(); client.stop()
+`
+
+// kazooCache runs kazoo's TreeCache on the same tree in a Python process
+// (Debian's python3-kazoo; memory is the growth of the process's resident
+// set over the load, after a collection); without kazoo it reports
+// nothing.
+func kazooCache(b *testing.B, e Env, root string) {
+	if err := peers.Available(peers.Kazoo); err != nil {
+		b.Logf("kazoo unavailable, no comparison: %v", err)
+		return
+	}
+	python := "/usr/bin/python3"
+	if p := os.Getenv("ZKRECIPES_PYTHON"); p != "" {
+		python = p
+	}
+	script := filepath.Join(b.TempDir(), "kazoo_cache_bench.py")
+	if err := os.WriteFile(script, []byte(kazooScript), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	r := runPeerBench(b, "kazoo", python, script, strings.Join(e.Servers, ","), root, "1000")
+	b.ReportMetric(r.LoadMS, "kazoo-load-ms")
+	b.ReportMetric(r.HeapPerNode, "kazoo-heap-B/node")
+	b.ReportMetric(r.P50NS, "kazoo-write-event-p50-ns")
+	b.ReportMetric(r.P99NS, "kazoo-write-event-p99-ns")
+}
+
+// peerBench is the JSON line the Curator and kazoo cache benchmarks print.
+type peerBench struct {
+	Nodes       int     `json:"nodes"`
+	LoadMS      float64 `json:"load_ms"`
+	HeapPerNode float64 `json:"heap_b_per_node"`
+	P50NS       float64 `json:"p50_ns"`
+	P99NS       float64 `json:"p99_ns"`
+}
+
+// runPeerBench runs a peer's cache benchmark and parses its JSON line.
+func runPeerBench(b *testing.B, name string, argv ...string) peerBench {
+	ctx := ctxFor(b, 10*time.Minute)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("%s cache bench: %v: %s", name, err, stderr.String())
+	}
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		b.Logf("%s: %s", name, s)
+	}
+	var r peerBench
+	line := strings.TrimSpace(string(out))
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		b.Fatalf("%s cache bench: %v: %q", name, err, line)
+	}
+	b.Logf("%s: %s", name, line)
+	return r
 }
 
 // curatorCache runs Curator's CuratorCache on the same tree in a peer
@@ -126,27 +234,8 @@ func curatorCache(b *testing.B, e Env, root string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, "java", "-XX:+UseSerialGC", "-Xmx1g", "-cp", cp, "zkrecipes.peers.CuratorCacheBench",
+	r := runPeerBench(b, "curator", "java", "-XX:+UseSerialGC", "-Xmx1g", "-cp", cp, "zkrecipes.peers.CuratorCacheBench",
 		strings.Join(e.Servers, ","), root, "1000")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("curator cache bench: %v: %s", err, stderr.String())
-	}
-	b.Logf("curator: %s", strings.TrimSpace(stderr.String()))
-	var r struct {
-		Nodes       int     `json:"nodes"`
-		LoadMS      float64 `json:"load_ms"`
-		HeapPerNode float64 `json:"heap_b_per_node"`
-		P50NS       float64 `json:"p50_ns"`
-		P99NS       float64 `json:"p99_ns"`
-	}
-	line := strings.TrimSpace(string(out))
-	if err := json.Unmarshal([]byte(line), &r); err != nil {
-		b.Fatalf("curator cache bench: %v: %q", err, line)
-	}
-	b.Logf("curator: %s", line)
 	b.ReportMetric(r.LoadMS, "curator-load-ms")
 	b.ReportMetric(r.HeapPerNode, "curator-heap-B/node")
 	b.ReportMetric(r.P50NS, "curator-write-event-p50-ns")
