@@ -84,11 +84,11 @@ func (c *TreeCache) follow(ctx context.Context, states <-chan StateChange) error
 		}
 		select {
 		case <-c.noted:
-			notes := c.takeNotes()
-			if !resync {
-				if err := fail(c.handle(ctx, notes)); err != nil {
-					return err
-				}
+			if resync {
+				break // the resync takes the notifications, and clears the watches they fired
+			}
+			if err := fail(c.handle(ctx, c.takeNotes())); err != nil {
+				return err
 			}
 		case <-retry:
 			retry = nil
