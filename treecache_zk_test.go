@@ -1,6 +1,11 @@
 package zkrecipes
 
 import (
+	"encoding/binary"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,4 +148,102 @@ func TestZKTreeCacheStartTwiceFailsAndSessionCloseStopsItWithErrClosed(t *testin
 	assert.ErrorIs(t, c.Err(), ErrClosed)
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, NewTreeCache(s, "/x").Start(ctx), ErrClosed)
+}
+
+// watchCountingConn counts, in what a Session writes, the getData and
+// getChildren requests under prefix that set a watch and those that do not.
+type watchCountingConn struct {
+	net.Conn
+	prefix          string
+	watching, plain *atomic.Int32
+}
+
+func (c *watchCountingConn) Write(p []byte) (int, error) {
+	for q := p; len(q) >= 16; {
+		n := int(binary.BigEndian.Uint32(q[0:4])) + 4
+		l := int(binary.BigEndian.Uint32(q[12:16]))
+		if n > len(q) || 16+l+1 > n {
+			break
+		}
+		op := binary.BigEndian.Uint32(q[8:12])
+		if (op == 4 || op == 12) && strings.HasPrefix(string(q[16:16+l]), c.prefix) {
+			if q[16+l] != 0 {
+				c.watching.Add(1)
+			} else {
+				c.plain.Add(1)
+			}
+		}
+		q = q[n:]
+	}
+	return c.Conn.Write(p)
+}
+
+// After a lost connection under the same session, the cache reads the
+// tree again without setting a second watch on every node (go-zookeeper
+// would keep a channel for each), and the watches it had still report
+// the changes that follow.
+func TestZKTreeCacheResyncUnderTheSameSessionSetsNoSecondWatch(t *testing.T) {
+	raw := zkRaw(t)
+	root := "/zkt/treecache-" + newUUID()
+	acl := zk.WorldACL(zk.PermAll)
+	_, _ = raw.Create("/zkt", nil, 0, acl)
+	kids := []string{"a", "b", "c"}
+	for _, p := range append([]string{""}, kids...) {
+		_, err := raw.Create(strings.TrimSuffix(root+"/"+p, "/"), nil, 0, acl)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for _, k := range kids {
+			_ = raw.Delete(root+"/"+k, -1)
+		}
+		_ = raw.Delete(root, -1)
+	})
+	var watching, plain atomic.Int32
+	var mu sync.Mutex
+	var conns []net.Conn
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+		return &watchCountingConn{Conn: c, prefix: root, watching: &watching, plain: &plain}, nil
+	}
+	ctx, s := zkSession(t, 30*time.Second, WithDialer(dial))
+	c := NewTreeCache(s, root)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	assert.Equal(t, int32(8), watching.Load(), "the load: a data and a children watch per node")
+	assert.Zero(t, plain.Load())
+	for ev := nextTreeEvent(t, c); ev.Kind != CacheInitialized; ev = nextTreeEvent(t, c) {
+	}
+
+	id := s.SessionID()
+	mu.Lock()
+	require.NoError(t, conns[len(conns)-1].Close())
+	mu.Unlock()
+	for ev := nextTreeEvent(t, c); ev.Kind != CacheReconnected; ev = nextTreeEvent(t, c) {
+	}
+	require.Equal(t, id, s.SessionID(), "the same session")
+	require.Eventually(t, func() bool { return plain.Load() == 8 }, 10*time.Second, time.Millisecond, "the resync reads every node")
+	assert.Equal(t, int32(8), watching.Load(), "and sets no watch again")
+
+	for _, k := range kids {
+		_, err := raw.Set(root+"/"+k, []byte("after"), -1)
+		require.NoError(t, err)
+	}
+	_, err := raw.Create(root+"/a/new", nil, 0, acl)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = raw.Delete(root+"/a/new", -1) })
+	require.Eventually(t, func() bool {
+		for _, k := range kids {
+			if n, ok := c.Get(root + "/" + k); !ok || string(n.Data) != "after" {
+				return false
+			}
+		}
+		_, ok := c.Get(root + "/a/new")
+		return ok
+	}, 10*time.Second, time.Millisecond, "the watches set before the reconnection report what follows")
 }
