@@ -39,8 +39,10 @@ import (
 //
 // The cache issues one getData and one getChildren per node to load the
 // tree (several at a time), and per change only what it needs: a data
-// change is one getData, a child created or deleted one getChildren of
-// its parent plus the new child's reads. No goroutine runs per node.
+// change is one getData, a new child one getChildren of its parent plus
+// the child's two reads, a deleted child one getChildren of its parent.
+// After a reconnection the whole tree is read again, without setting a
+// second watch where one is still set. No goroutine runs per node.
 // ZooKeeper cannot remove a watch: after Close the cache's watches stay
 // on the server until their node changes or the session ends, and their
 // notifications are dropped by the client.

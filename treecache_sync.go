@@ -187,7 +187,10 @@ func (c *TreeCache) prune(p string, fresh map[string]*loadedNode) {
 	}
 }
 
-// handle reads again what the notifications name, once each, in order.
+// handle reads again what the notifications name, once each: listings
+// first, then data, each in the order they came. A deletion notifies the
+// node and its parent; the parent's listing removes the node, and its
+// getData is then not needed.
 func (c *TreeCache) handle(ctx context.Context, notes []zk.Event) error {
 	type what struct {
 		path string
@@ -197,12 +200,24 @@ func (c *TreeCache) handle(ctx context.Context, notes []zk.Event) error {
 	c.disarm(notes)
 	c.mu.Unlock()
 	seen := make(map[what]bool, len(notes))
+	var todo []what
 	for _, ev := range notes {
 		w := what{c.s.rel(ev.Path), ev.Type == zk.EventNodeChildrenChanged}
-		if seen[w] {
-			continue
+		if !seen[w] {
+			seen[w] = true
+			todo = append(todo, w)
 		}
-		seen[w] = true
+	}
+	slices.SortStableFunc(todo, func(a, b what) int {
+		switch {
+		case a.kids == b.kids:
+			return 0
+		case a.kids:
+			return -1
+		}
+		return 1
+	})
+	for _, w := range todo {
 		op, refresh := "getData", c.refreshData
 		if w.kids {
 			op, refresh = "getChildren", c.refreshChildren

@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"encoding/binary"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -246,4 +247,72 @@ func TestZKTreeCacheResyncUnderTheSameSessionSetsNoSecondWatch(t *testing.T) {
 		_, ok := c.Get(root + "/a/new")
 		return ok
 	}, 10*time.Second, time.Millisecond, "the watches set before the reconnection report what follows")
+}
+
+// treeOps records the requests a Session makes, as "op path".
+type treeOps struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (l *treeOps) TraceOp(ev TraceEvent) {
+	l.mu.Lock()
+	l.ops = append(l.ops, ev.Op+" "+ev.Path)
+	l.mu.Unlock()
+}
+
+func (l *treeOps) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ops := l.ops
+	l.ops = nil
+	return ops
+}
+
+// A change costs what it needs: a data change one getData of the node (no
+// listing of its siblings), a new leaf one listing of its parent and its
+// own two reads, a deletion one listing of its parent (and at most one
+// getData of the node, when its notification comes apart from its
+// parent's).
+func TestZKTreeCacheReadsOnlyWhatAChangeNeeds(t *testing.T) {
+	raw := zkRaw(t)
+	root := "/zkt/treecache-" + newUUID()
+	acl := zk.WorldACL(zk.PermAll)
+	_, _ = raw.Create("/zkt", nil, 0, acl)
+	for _, p := range []string{root, root + "/a", root + "/b", root + "/c"} {
+		_, err := raw.Create(p, nil, 0, acl)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for _, p := range []string{root + "/a/new", root + "/a", root + "/b", root + "/c", root} {
+			_ = raw.Delete(p, -1)
+		}
+	})
+	log := &treeOps{}
+	ctx, s := zkSession(t, 30*time.Second, WithTracer(log))
+	c := NewTreeCache(s, root)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	ops := log.take()
+	assert.Len(t, ops, 8, "the load: one getData and one getChildren per node: %v", ops)
+	for ev := nextTreeEvent(t, c); ev.Kind != CacheInitialized; ev = nextTreeEvent(t, c) {
+	}
+
+	_, err := raw.Set(root+"/b", []byte("x"), -1)
+	require.NoError(t, err)
+	require.Equal(t, NodeChanged, nextTreeEvent(t, c).Kind)
+	assert.Equal(t, []string{"getData " + root + "/b"}, log.take(), "a data change")
+
+	_, err = raw.Create(root+"/a/new", nil, 0, acl)
+	require.NoError(t, err)
+	require.Equal(t, NodeCreated, nextTreeEvent(t, c).Kind)
+	assert.ElementsMatch(t, []string{"getChildren " + root + "/a", "getData " + root + "/a/new", "getChildren " + root + "/a/new"}, log.take(), "a new leaf")
+
+	require.NoError(t, raw.Delete(root+"/c", -1))
+	require.Equal(t, NodeDeleted, nextTreeEvent(t, c).Kind)
+	var extra []string
+	require.Eventually(t, func() bool { extra = append(extra, log.take()...); return slices.Contains(extra, "getChildren "+root) },
+		5*time.Second, time.Millisecond)
+	assert.Subset(t, []string{"getChildren " + root, "getData " + root + "/c"}, extra, "a deletion: %v", extra)
+	assert.LessOrEqual(t, len(extra), 2, "%v", extra)
 }
