@@ -26,6 +26,15 @@ type notifyRoute struct {
 	fn  func(zk.Event) // called on the client's receiving goroutine: must not block
 }
 
+// onEvent is the client's event callback: it never blocks. Node
+// notifications go to the routes, then every event to enqueue.
+func (s *Session) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		s.notes.route(ev)
+	}
+	s.enqueue(ev)
+}
+
 // watchTree has fn called with every notification on abs or below it
 // (node events only) until the returned function is called.
 func (s *Session) watchTree(abs string, fn func(zk.Event)) (cancel func()) {

@@ -158,11 +158,9 @@ func (s *signal) fired() bool {
 }
 
 // enqueue is the client's event callback: it never blocks. Only session
-// events are queued; node events reach their watchers directly, and the
-// routes of notify.go.
+// events are queued; node events reach their watchers directly.
 func (s *Session) enqueue(ev zk.Event) {
 	if ev.Type != zk.EventSession {
-		s.notes.route(ev)
 		return
 	}
 	s.qmu.Lock()
