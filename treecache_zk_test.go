@@ -316,3 +316,35 @@ func TestZKTreeCacheReadsOnlyWhatAChangeNeeds(t *testing.T) {
 	assert.Subset(t, []string{"getChildren " + root, "getData " + root + "/c"}, extra, "a deletion: %v", extra)
 	assert.LessOrEqual(t, len(extra), 2, "%v", extra)
 }
+
+// Under a namespace, paths are the Session's: the cache reports and finds
+// nodes without the namespace, and follows their changes.
+func TestZKTreeCacheWorksUnderANamespace(t *testing.T) {
+	raw := zkRaw(t)
+	ns := "/zkt/ns-" + newUUID()
+	acl := zk.WorldACL(zk.PermAll)
+	_, _ = raw.Create("/zkt", nil, 0, acl)
+	for _, p := range []string{ns, ns + "/cfg", ns + "/cfg/a"} {
+		_, err := raw.Create(p, []byte("v"), 0, acl)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for _, p := range []string{ns + "/cfg/b", ns + "/cfg/a", ns + "/cfg", ns} {
+			_ = raw.Delete(p, -1)
+		}
+	})
+	ctx, s := zkSession(t, 30*time.Second, WithNamespace(ns))
+	c := NewTreeCache(s, "/cfg")
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	assert.ElementsMatch(t, []string{"/cfg", "/cfg/a"}, keys(c.Snapshot()))
+	_, err := raw.Create(ns+"/cfg/b", []byte("new"), 0, acl)
+	require.NoError(t, err)
+	_, err = raw.Set(ns+"/cfg/a", []byte("changed"), -1)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		a, okA := c.Get("/cfg/a")
+		_, okB := c.Get("/cfg/b")
+		return okA && okB && string(a.Data) == "changed"
+	}, 10*time.Second, time.Millisecond)
+}
