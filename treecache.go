@@ -32,10 +32,9 @@ import (
 // a node's data changes are merged into the node's last undelivered
 // NodeCreated or NodeChanged, and a node created and deleted again before
 // its NodeCreated was delivered is dropped with its deletion. So the
-// queue holds at most one event per cached node, plus one deletion per
-// node the reader has seen and the cache no longer holds, plus the
-// connection events; a slow reader may miss intermediate values, never
-// the last one.
+// queue holds at most one event per node the cache holds plus one per
+// node the reader holds (a deletion), plus the connection events; a slow
+// reader may miss intermediate values, never the last one.
 //
 // The cache issues one getData and one getChildren per node to load the
 // tree (several at a time), and per change only what it needs: a data
