@@ -120,6 +120,16 @@ var badRecipes = []recipeUnderTest{
 			"TryAcquire": func(ctx context.Context) error { _, err := ml.TryAcquire(ctx); return err },
 		}
 	}},
+	{"TreeCache", func(s *Session, path string, nilOpt bool) map[string]func(context.Context) error {
+		var opts []TreeCacheOption
+		if nilOpt {
+			opts = append(opts, nil)
+		}
+		c := NewTreeCache(s, path, opts...)
+		return map[string]func(context.Context) error{
+			"Start": func(ctx context.Context) error { return c.Start(ctx) },
+		}
+	}},
 }
 
 // The keepers (PersistentNode, GroupMember): their calls that take a

@@ -58,3 +58,36 @@ func ExampleNodeCache() {
 		}
 	}
 }
+
+// A local copy of a whole tree (a configuration, say): read without a
+// round trip, with every creation, change and deletion below the root as
+// events.
+func ExampleTreeCache() {
+	ctx := context.Background()
+	session, err := zkrecipes.Connect(ctx, servers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer session.Close()
+
+	cache := zkrecipes.NewTreeCache(session, "/config")
+	if err := cache.Start(ctx); err != nil { // the tree is loaded once Start returns
+		log.Fatal(err)
+	}
+	defer cache.Close()
+	if n, ok := cache.Get("/config/db/url"); ok {
+		log.Printf("db url %s", n.Data)
+	}
+	kids, _ := cache.Children("/config")
+	log.Printf("sections: %v", kids)
+	for ev := range cache.Events() { // closed by Close
+		switch ev.Kind {
+		case zkrecipes.NodeCreated, zkrecipes.NodeChanged:
+			log.Printf("%v %s = %s", ev.Kind, ev.Node.Path, ev.Node.Data)
+		case zkrecipes.NodeDeleted:
+			log.Printf("%s deleted", ev.Node.Path)
+		case zkrecipes.CacheInitialized:
+			log.Printf("loaded %d nodes", cache.Len())
+		}
+	}
+}

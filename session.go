@@ -41,6 +41,8 @@ type Session struct {
 	queue []zk.Event
 	wake  chan struct{}
 
+	notes notifyRoutes // node notifications for the caches (see notify.go)
+
 	mu        sync.Mutex
 	state     ConnState
 	gen       *generation // the current (or last) ZooKeeper session
@@ -88,7 +90,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		s.wire = wire.New()
 		dial = s.wire.Dialer(dial)
 	}
-	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.enqueue),
+	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false),
 		zk.WithDialer(zk.Dialer(dial)))
 	if err != nil {
@@ -146,7 +148,7 @@ func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts
 				if !ok {
 					return
 				}
-				s.enqueue(ev)
+				s.onEvent(ev)
 			case <-s.closedCh:
 				return
 			}

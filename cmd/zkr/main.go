@@ -10,6 +10,7 @@
 //	zkr barrier set|remove|wait PATH           a Curator DistributedBarrier
 //	zkr services [NAME]                         list services and their instances (curator-x-discovery)
 //	zkr register NAME ADDR:PORT -- CMD ...      register an instance while CMD runs
+//	zkr watch PATH [-r]                        print the node (-r: the tree) and every change
 //
 // Servers come from --servers or ZK_SERVERS (host:port,...). Every command
 // takes --help.
@@ -61,6 +62,7 @@ usage:
   zkr barrier set|remove|wait PATH          set, remove, or wait until removed
   zkr services [NAME]                       list services and instances (curator-x-discovery)
   zkr register NAME ADDR:PORT -- CMD ...    register an instance while CMD runs
+  zkr watch PATH [-r]                       print the node (-r: the tree) and every change
 
 Run 'zkr COMMAND --help' for the flags of a command.
 Servers come from --servers or $ZK_SERVERS.
@@ -92,6 +94,8 @@ func run(args []string) int {
 		return cmdServices(args[1:])
 	case "register":
 		return cmdRegister(args[1:])
+	case "watch":
+		return cmdWatch(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0

@@ -1,0 +1,419 @@
+package zkrecipes
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// TreeCache keeps a local copy of a node and its descendants (data and
+// Stat of each), like Curator's CuratorCache and kazoo's TreeCache: it
+// loads the tree, watches every node in it, and reads again what changes,
+// after every notification, reconnection and session expiry.
+//
+// Get, Children and Snapshot read the local copy. Events delivers what
+// changed, in order: first NodeCreated for every node Start loaded
+// (parents before their children), then CacheInitialized (Node nil); then
+// NodeCreated, NodeChanged and NodeDeleted as the tree changes (a parent's
+// creation before its children's, their deletions before its own), and
+// CacheSuspended, CacheReconnected and CacheLost as the Session's
+// connection does (between CacheSuspended and CacheReconnected the copy
+// may be stale; after CacheReconnected the tree is read again and what
+// changed meanwhile follows as node events). Replaying the node events
+// from an empty tree gives what Snapshot returns once the events are
+// drained. A node deleted and created again is reported as NodeDeleted
+// then NodeCreated with a new Czxid, even when both happened while the
+// connection was down; the events of one node come in Mzxid order.
+//
+// Back-pressure: the cache never waits for its reader, and never blocks
+// the Session. While events are not received, they wait in a queue where
+// a node's data changes are merged into the node's last undelivered
+// NodeCreated or NodeChanged, and a node created and deleted again before
+// its NodeCreated was delivered is dropped with its deletion. So the
+// queue holds at most one event per node the cache holds plus one per
+// node the reader holds (a deletion), plus the connection events; a slow
+// reader may miss intermediate values, never the last one.
+//
+// The cache issues one getData and one getChildren per node to load the
+// tree (several at a time), and per change only what it needs: a data
+// change is one getData, a new child one getChildren of its parent plus
+// the child's two reads, a deleted child one getChildren of its parent.
+// After a reconnection the whole tree is read again, without setting a
+// second watch where one is still set. No goroutine runs per node.
+// ZooKeeper cannot remove a watch: after Close the cache's watches stay
+// on the server until their node changes or the session ends, and their
+// notifications are dropped by the client.
+//
+// On a Session made by NewSession, go-zookeeper hands notifications over
+// a channel that drops them when a burst outgrows its buffer; the cache
+// may then miss changes until the next reconnection. Use Connect.
+//
+// NewTreeCache does no I/O. A TreeCache is safe for concurrent use; it
+// runs from Start until Close, the Session's Close, or a read error that
+// cannot pass (see Err). No goroutine of it is left after Close returns.
+type TreeCache struct {
+	s    *Session
+	path string
+	abs  string
+	cfg  treeConfig
+	err  error
+
+	events chan CacheEvent
+	ready  chan struct{} // closed once the tree is loaded
+	wake   chan struct{} // the dispatcher has events to deliver
+	noted  chan struct{} // notifications wait in queue
+	done   chan struct{} // closed when the cache's goroutines have ended
+
+	nmu   sync.Mutex
+	queue []zk.Event // notifications not yet handled
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	loaded  bool
+	cancel  context.CancelFunc
+	nodes   map[string]*treeNode // by path as the cache reports it
+	armedIn int64                // the session the nodes' armed bits hold for (0: none)
+	pend    eventQueue
+	stopErr error
+}
+
+// treeNode is one cached node. Its children's names are slices of their
+// paths (the map's keys), in no particular order.
+type treeNode struct {
+	data  []byte
+	stat  zk.Stat
+	kids  []string
+	armed watchBits // the watches this node has on the server, as far as the cache knows
+}
+
+// watchBits says which of a node's watches are set: armData, armKids.
+type watchBits uint8
+
+const (
+	armData watchBits = 1 << iota
+	armKids
+)
+
+// TreeCacheOption configures NewTreeCache.
+type TreeCacheOption func(*treeConfig)
+
+type treeConfig struct {
+	maxDepth int                    // < 0: no limit
+	keep     func(path string) bool // nil: every node
+	err      error
+}
+
+// WithMaxDepth caches only the nodes at most depth levels below the
+// cache's root: 0 caches the root alone, 1 the root and its children.
+// Nodes at the limit are not listed, so a change to their children is not
+// reported. Default: no limit.
+func WithMaxDepth(depth int) TreeCacheOption {
+	return func(c *treeConfig) {
+		if depth < 0 && c.err == nil {
+			c.err = invalidArg("max depth %d must not be negative", depth)
+		}
+		c.maxDepth = depth
+	}
+}
+
+// WithPathFilter caches only the nodes below the root for which keep
+// returns true, given their path (as the cache reports it); a node left
+// out is not read, nor are its descendants. keep runs on the cache's
+// goroutine and must not block. Default: every node.
+func WithPathFilter(keep func(path string) bool) TreeCacheOption {
+	return func(c *treeConfig) {
+		if keep == nil && c.err == nil {
+			c.err = invalidArg("nil path filter")
+		}
+		c.keep = keep
+	}
+}
+
+// NewTreeCache returns a cache of the node at path (relative to the
+// Session's namespace) and its descendants; the node need not exist. It
+// does no I/O; an invalid path, option or a nil session is reported by
+// Start.
+func NewTreeCache(s *Session, path string, opts ...TreeCacheOption) *TreeCache {
+	c := &TreeCache{s: s, path: path, err: checkRecipe(s, path), cfg: treeConfig{maxDepth: -1},
+		events: make(chan CacheEvent), ready: make(chan struct{}),
+		wake: make(chan struct{}, 1), noted: make(chan struct{}, 1), done: make(chan struct{}),
+		nodes: map[string]*treeNode{}}
+	for _, o := range opts {
+		if o == nil {
+			c.err = firstErr(c.err, invalidArg("nil TreeCacheOption"))
+			continue
+		}
+		o(&c.cfg)
+	}
+	c.err = firstErr(c.err, c.cfg.err)
+	if c.err == nil {
+		c.abs = s.abs(path)
+	}
+	return c
+}
+
+// Path returns the cached tree's root, as given to NewTreeCache.
+func (c *TreeCache) Path() string { return c.path }
+
+// Start loads the tree, then keeps the copy up to date in the background
+// until Close. It returns once the tree is loaded (nil), or fails with
+// ctx's error, ErrClosed, ErrCacheStarted when called twice or after
+// Close, ErrInvalidPath, ErrInvalidArgument or ErrNilSession, or a read's
+// error; after a failure the cache is closed.
+func (c *TreeCache) Start(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	c.mu.Lock()
+	if c.started || c.closed {
+		c.mu.Unlock()
+		return ErrCacheStarted
+	}
+	c.started = true
+	run, cancel := ctxUntil(c.s.closedCh)
+	c.cancel = cancel
+	c.mu.Unlock()
+
+	// Routes and states are taken before the first read, so that no
+	// change after it goes unnoticed.
+	unroute := c.s.watchTree(c.abs, c.note)
+	states, unsub := c.s.Subscribe()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	if !c.s.spawn(func() { defer wg.Done(); c.run(run, states) }) {
+		wg.Done()
+		cancel()
+	}
+	if !c.s.spawn(func() { defer wg.Done(); c.dispatch(run) }) {
+		wg.Done()
+		close(c.events)
+	}
+	go func() { // ends once both have: their ctx ends with the Session or Close
+		wg.Wait()
+		unroute()
+		unsub()
+		close(c.done)
+	}()
+	select {
+	case <-c.ready:
+		return nil
+	case <-run.Done():
+		_ = c.Close()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.stopErr != nil {
+			return c.stopErr
+		}
+		return ErrClosed
+	case <-ctx.Done():
+		_ = c.Close()
+		return ctx.Err()
+	}
+}
+
+// Get returns the node at path (as given to the cache, or below it) as
+// last read, and whether the cache holds it. It returns false before Start
+// has loaded the tree.
+func (c *TreeCache) Get(path string) (CachedNode, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[path]
+	if n == nil {
+		return CachedNode{}, false
+	}
+	return *n.cached(path), true
+}
+
+// Children returns the sorted names of the cached children of the node at
+// path, and whether the cache holds that node. A node at the depth limit
+// (WithMaxDepth) has no cached children, nor do the children WithPathFilter
+// leaves out appear.
+func (c *TreeCache) Children(path string) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[path]
+	if n == nil {
+		return nil, false
+	}
+	kids := slices.Clone(n.kids)
+	slices.Sort(kids)
+	return kids, true
+}
+
+// Snapshot returns a copy of every cached node, by path. It is the
+// caller's; the nodes' Data is shared with the cache: do not modify it.
+func (c *TreeCache) Snapshot() map[string]CachedNode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[string]CachedNode, len(c.nodes))
+	for p, n := range c.nodes {
+		m[p] = *n.cached(p)
+	}
+	return m
+}
+
+// Len returns the number of cached nodes.
+func (c *TreeCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.nodes)
+}
+
+// Events returns the channel the cache's events arrive on (see TreeCache
+// for their order and coalescing). It is closed when the cache stops.
+func (c *TreeCache) Events() <-chan CacheEvent { return c.events }
+
+// Err returns nil while the cache runs or after its Close, and why it
+// stopped on its own otherwise: ErrClosed after the Session's Close, or a
+// read's error (such as one matching zk.ErrNoAuth).
+func (c *TreeCache) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopErr
+}
+
+// Close stops the cache and waits for its goroutines; the Events channel
+// is closed. Get, Children and Snapshot keep returning the last copy.
+// Close is idempotent and does no I/O.
+func (c *TreeCache) Close() error {
+	c.mu.Lock()
+	if !c.started {
+		c.started, c.closed = true, true
+		c.mu.Unlock()
+		close(c.events)
+		close(c.done)
+		return nil
+	}
+	c.closed = true
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	<-c.done
+	return nil
+}
+
+func (n *treeNode) cached(path string) *CachedNode {
+	return &CachedNode{Path: path, Data: n.data, Stat: *newNodeStat(&n.stat)}
+}
+
+// emit queues a node event (c.mu held).
+func (c *TreeCache) emit(kind CacheEventKind, path string, n *treeNode) {
+	c.pend.pushNode(kind, n.cached(path))
+	c.signal()
+}
+
+func (c *TreeCache) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch delivers the queued events until ctx ends, then closes the
+// Events channel.
+func (c *TreeCache) dispatch(ctx context.Context) {
+	defer close(c.events)
+	for {
+		c.mu.Lock()
+		ev, ok := c.pend.pop()
+		c.mu.Unlock()
+		if !ok {
+			select {
+			case <-c.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case c.events <- ev:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// eventQueue holds the events not yet delivered, merging a node's events
+// as TreeCache's doc says. Positions are absolute: base counts the events
+// dropped from the front of items.
+type eventQueue struct {
+	items []queuedEvent
+	head  int            // items[:head] are delivered
+	base  int            // absolute position of items[0]
+	last  map[string]int // path -> position of its last undelivered node event
+}
+
+type queuedEvent struct {
+	CacheEvent
+	dead bool // merged away
+}
+
+func (q *eventQueue) push(ev CacheEvent) {
+	q.items = append(q.items, queuedEvent{CacheEvent: ev})
+}
+
+// pushNode queues a node event, merged with the node's last undelivered
+// one where that keeps the replay exact: a change into a creation or a
+// change; a deletion cancels a creation, and replaces a change (at the
+// end, after the deletions of the node's children).
+func (q *eventQueue) pushNode(kind CacheEventKind, n *CachedNode) {
+	if q.last == nil {
+		q.last = map[string]int{}
+	}
+	if i, ok := q.last[n.Path]; ok {
+		l := &q.items[i-q.base]
+		switch {
+		case kind == NodeChanged && (l.Kind == NodeCreated || l.Kind == NodeChanged):
+			l.Node = n
+			return
+		case kind == NodeDeleted && l.Kind == NodeCreated:
+			l.dead, l.Node = true, nil
+			delete(q.last, n.Path)
+			return
+		case kind == NodeDeleted && l.Kind == NodeChanged:
+			l.dead, l.Node = true, nil
+		}
+	}
+	q.push(CacheEvent{Kind: kind, Node: n})
+	q.last[n.Path] = q.base + len(q.items) - 1
+}
+
+// pop returns the next event to deliver.
+func (q *eventQueue) pop() (CacheEvent, bool) {
+	for q.head < len(q.items) {
+		it := q.items[q.head]
+		q.items[q.head] = queuedEvent{}
+		pos := q.base + q.head
+		q.head++
+		switch {
+		case q.head == len(q.items): // all delivered: free the backing array
+			q.base += q.head
+			q.items, q.head = nil, 0
+		case q.head > 64 && q.head*2 > len(q.items): // drop the delivered front
+			q.items = slices.Delete(q.items, 0, q.head)
+			q.base += q.head
+			q.head = 0
+		}
+		if it.dead {
+			continue
+		}
+		if it.Node != nil {
+			if p, ok := q.last[it.Node.Path]; ok && p == pos {
+				delete(q.last, it.Node.Path)
+				if len(q.last) == 0 {
+					q.last = nil // a map never shrinks: let a large one go
+				}
+			}
+		}
+		return it.CacheEvent, true
+	}
+	return CacheEvent{}, false
+}
