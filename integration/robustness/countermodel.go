@@ -1,0 +1,271 @@
+package robustness
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/zkrecipes/zkrecipes/integration/chaos"
+)
+
+// CounterOp is the input of an AtomicCounter operation.
+type CounterOp struct {
+	Kind     string // "get", "add" or "cas"
+	Delta    int64  // add
+	Expected int64  // cas
+	New      int64  // cas
+}
+
+// CounterResult is the output of an AtomicCounter operation.
+type CounterResult struct {
+	Unknown   bool  // the outcome is unknown: applied or not
+	Succeeded bool  // cas: the value was set
+	Value     int64 // get: the value read; add, cas: the value before
+}
+
+// CounterModel is AtomicCounter's specification: one 64-bit register,
+// initially 0. get returns it; add adds a delta and returns the value
+// before; cas sets it only if it holds the expected value, and returns
+// the value before. An operation of unknown outcome changes the register
+// as the operation would have.
+var CounterModel = porcupine.Model{
+	Init: func() any { return int64(0) },
+	Step: func(state, input, output any) (bool, any) {
+		v := state.(int64)
+		in := input.(CounterOp)
+		out := output.(CounterResult)
+		switch in.Kind {
+		case "get":
+			return out.Value == v, v
+		case "add":
+			if !out.Unknown && out.Value != v {
+				return false, v
+			}
+			return true, v + in.Delta
+		case "cas":
+			if out.Unknown {
+				if v == in.Expected {
+					return true, in.New
+				}
+				return true, v
+			}
+			if out.Value != v || out.Succeeded != (v == in.Expected) {
+				return false, v
+			}
+			if out.Succeeded {
+				return true, in.New
+			}
+			return true, v
+		}
+		return false, v
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(CounterOp), output.(CounterResult)
+		res := fmt.Sprint(out.Value)
+		if out.Unknown {
+			res = "?"
+		}
+		switch in.Kind {
+		case "add":
+			return fmt.Sprintf("add(%d) -> was %s", in.Delta, res)
+		case "cas":
+			return fmt.Sprintf("cas(%d, %d) -> %v, was %s", in.Expected, in.New, out.Succeeded, res)
+		}
+		return "get() -> " + res
+	},
+}
+
+// CountOp is the input of a SharedCount operation.
+type CountOp struct {
+	Kind    string // "get" or "trySet"
+	N       int32  // trySet: the new count
+	Version int32  // trySet: the expected version
+}
+
+// CountResult is the output of a SharedCount operation.
+type CountResult struct {
+	Unknown bool  // the outcome is unknown
+	OK      bool  // trySet: written (false: the version had changed)
+	Count   int32 // get
+	Version int32 // get: the version read; trySet: the new version
+}
+
+// countState is a shared count and its node's data version.
+type countState struct {
+	Count, Version int32
+}
+
+// SharedCountModel is SharedCount's specification: a 32-bit count with a
+// version, initially 0 at version 0. get returns both; trySet writes the
+// count only at the expected version and bumps the version, and fails,
+// changing nothing, at any other version.
+var SharedCountModel = porcupine.Model{
+	Init: func() any { return countState{} },
+	Step: func(state, input, output any) (bool, any) {
+		s := state.(countState)
+		in := input.(CountOp)
+		out := output.(CountResult)
+		switch in.Kind {
+		case "get":
+			return out.Count == s.Count && out.Version == s.Version, s
+		case "trySet":
+			match := s.Version == in.Version
+			next := s
+			if match {
+				next = countState{Count: in.N, Version: s.Version + 1}
+			}
+			if out.Unknown {
+				return true, next
+			}
+			if out.OK != match || (match && out.Version != next.Version) {
+				return false, s
+			}
+			return true, next
+		}
+		return false, s
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(CountOp), output.(CountResult)
+		if in.Kind == "get" {
+			return fmt.Sprintf("get() -> %d@v%d", out.Count, out.Version)
+		}
+		res := fmt.Sprintf("%v@v%d", out.OK, out.Version)
+		if out.Unknown {
+			res = "?"
+		}
+		return fmt.Sprintf("trySet(%d@v%d) -> %s", in.N, in.Version, res)
+	},
+}
+
+// The RET lines of the counter workloads:
+//
+//	CALL <actor> get                 RET <actor> get ok <value>
+//	CALL <actor> add <delta>         RET <actor> add ok <pre>
+//	CALL <actor> cas <exp> <new>     RET <actor> cas ok <true|false> <pre>
+//	CALL <actor> cget                RET <actor> cget ok <count> <version>
+//	CALL <actor> tryset <n> <ver>    RET <actor> tryset ok <true|false> <version>
+//
+// with "fail <err>" (not applied; a read that failed) or "unknown <err>"
+// in place of "ok ...".
+
+type call struct {
+	t int64
+	f []string
+}
+
+// CounterOperations turns the CALL and RET lines of an AtomicCounter or a
+// SharedCount workload into porcupine operations (inputs CounterOp or
+// CountOp). A failed operation is left out; one of unknown outcome, or
+// whose client was killed before it returned, is open-ended.
+//
+// Reads are widened to ZooKeeper's guarantee: a read is served by the
+// server the session is connected to, which may lag the leader (reads are
+// sequentially consistent, not linearizable; a client that wants the latest
+// value must sync first), but never lags what the session has seen. So a
+// read's invocation is moved back to the invocation of its client's
+// previous operation, and to 0 for the first operation of a session (a new
+// session may land on a server behind the old one).
+func CounterOperations(events []chaos.Event) []porcupine.Operation {
+	ids := clientIDs{}
+	pending := map[string]*call{}
+	prev := map[string]int64{}     // the invocation of the actor's previous operation
+	session := map[string]string{} // the actor's session id, from STATE lines
+	var ops []porcupine.Operation
+	add := func(actor string, c *call, ret int64, res []string) {
+		in, out, ok := counterOp(c.f, res)
+		if !ok {
+			return
+		}
+		call := c.t
+		if isRead(in) {
+			call = prev[actor] // 0 when the session changed since
+		}
+		prev[actor] = c.t
+		if ret == Unknown {
+			switch o := out.(type) {
+			case CounterResult:
+				o.Unknown = true
+				out = o
+			case CountResult:
+				o.Unknown = true
+				out = o
+			}
+		}
+		ops = append(ops, porcupine.Operation{ClientId: ids.of(actor), Input: in, Call: call, Output: out, Return: ret})
+	}
+	for _, ev := range events {
+		switch ev.Kind {
+		case chaos.State:
+			if f := strings.Fields(ev.Rest); len(f) == 2 && f[1] != "0x0" {
+				if old, ok := session[ev.Actor]; ok && old != f[1] {
+					delete(prev, ev.Actor)
+				}
+				session[ev.Actor] = f[1]
+			}
+		case Call:
+			pending[ev.Actor] = &call{t: ev.T, f: strings.Fields(ev.Rest)}
+		case Return:
+			c := pending[ev.Actor]
+			delete(pending, ev.Actor)
+			f := strings.Fields(ev.Rest)
+			if c == nil || len(f) < 2 || len(c.f) == 0 || f[0] != c.f[0] {
+				continue
+			}
+			switch f[1] {
+			case "ok":
+				add(ev.Actor, c, ev.T, f[2:])
+			case "unknown":
+				add(ev.Actor, c, Unknown, nil)
+			}
+		case chaos.Killed:
+			if c := pending[ev.Actor]; c != nil {
+				add(ev.Actor, c, Unknown, nil)
+				delete(pending, ev.Actor)
+			}
+		}
+	}
+	for a, c := range pending {
+		add(a, c, Unknown, nil)
+	}
+	sortOps(ops)
+	return ops
+}
+
+func isRead(in any) bool {
+	switch in := in.(type) {
+	case CounterOp:
+		return in.Kind == "get"
+	case CountOp:
+		return in.Kind == "get"
+	}
+	return false
+}
+
+// counterOp parses a CALL's fields and a RET's values (nil: unknown). It
+// reports false for an operation that cannot be used: a read of unknown
+// outcome (it changed nothing), or a malformed line.
+func counterOp(c, res []string) (any, any, bool) {
+	num := func(i int, f []string) int64 {
+		if i >= len(f) {
+			return 0
+		}
+		n, _ := atoi(f[i])
+		return n
+	}
+	known := res != nil
+	switch c[0] {
+	case "get":
+		return CounterOp{Kind: "get"}, CounterResult{Value: num(0, res)}, known
+	case "add":
+		return CounterOp{Kind: "add", Delta: num(1, c)}, CounterResult{Value: num(0, res)}, len(c) == 2
+	case "cas":
+		return CounterOp{Kind: "cas", Expected: num(1, c), New: num(2, c)},
+			CounterResult{Succeeded: len(res) > 0 && res[0] == "true", Value: num(1, res)}, len(c) == 3
+	case "cget":
+		return CountOp{Kind: "get"}, CountResult{Count: int32(num(0, res)), Version: int32(num(1, res))}, known
+	case "tryset":
+		return CountOp{Kind: "trySet", N: int32(num(1, c)), Version: int32(num(2, c))},
+			CountResult{OK: len(res) > 0 && res[0] == "true", Version: int32(num(1, res))}, len(c) == 3
+	}
+	return nil, nil, false
+}
