@@ -1,0 +1,314 @@
+//go:build linux
+
+package robustness_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/chaos"
+	"github.com/zkrecipes/zkrecipes/integration/robustness"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// These tests show that each checker can fail: a deliberately broken
+// variant of each recipe, driven by the same workload as the real one on
+// one server without faults, must produce a history the checker rejects,
+// while the real recipe's history under the same driver passes.
+
+// lockHolder is one lease of a lock under test.
+type lockHolder struct {
+	token   int64
+	release func()
+}
+
+// driveLock runs workers goroutines, each on a session of its own, that
+// take the lock with acquire (a third of the attempts give up after a
+// short deadline), write twice to a fenced store under the token, and
+// release, for d; it returns the shared log's events.
+func driveLock(t *testing.T, workers int, d time.Duration, connect func(i int) func(context.Context) (lockHolder, error)) []chaos.Event {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "shared.log")
+	lg, err := chaos.OpenLog(logPath)
+	require.NoError(t, err)
+	store := &chaos.Store{}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range workers {
+		acquire := connect(i)
+		actor := fmt.Sprintf("g%d/lock", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				actx, acancel := ctx, context.CancelFunc(func() {})
+				if rand.IntN(3) == 0 {
+					actx, acancel = context.WithTimeout(ctx, time.Duration(20+rand.IntN(100))*time.Millisecond)
+				}
+				lg.Add(robustness.Call, actor, "acquire")
+				h, err := acquire(actx)
+				acancel()
+				if err != nil {
+					lg.Add(chaos.Failed, actor, err)
+					continue
+				}
+				lg.Add(chaos.Acquired, actor, h.token)
+				for range 2 {
+					lg.Add(robustness.Call, actor, "write", h.token)
+					res := "refused"
+					if store.Offer(h.token) {
+						res = "accepted"
+					}
+					lg.Add(chaos.Write, actor, h.token, res)
+					time.Sleep(time.Duration(5+rand.IntN(10)) * time.Millisecond) // the holder's work
+				}
+				lg.Add(chaos.Stop, actor, h.token, "release")
+				h.release()
+				lg.Add(chaos.Released, actor, h.token, "ok")
+				lg.Add(chaos.Done, actor, h.token, "released")
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, lg.Close())
+	events, err := chaos.ParseFile(logPath)
+	require.NoError(t, err)
+	return events
+}
+
+// brokenLock is a queue lock that takes the deletion of its predecessor's
+// node for a release, without listing the queue again: a waiter that gives
+// up ahead of it hands it the lock while the holder still holds it.
+func brokenLock(conn *zk.Conn, path string) func(context.Context) (lockHolder, error) {
+	return func(ctx context.Context) (lockHolder, error) {
+		node, err := conn.Create(path+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			return lockHolder{}, err
+		}
+		kids, _, err := conn.Children(path)
+		if err != nil {
+			_ = conn.Delete(node, -1)
+			return lockHolder{}, err
+		}
+		sort.Strings(kids)
+		me := node[strings.LastIndex(node, "/")+1:]
+		i := sort.SearchStrings(kids, me)
+		if i > 0 {
+			_, _, w, err := conn.GetW(path + "/" + kids[i-1])
+			if err == nil {
+				select {
+				case <-w: // BROKEN: any deletion ahead is taken for a release
+				case <-ctx.Done():
+					_ = conn.Delete(node, -1)
+					return lockHolder{}, ctx.Err()
+				}
+			}
+		}
+		_, st, err := conn.Get(node)
+		if err != nil {
+			return lockHolder{}, err
+		}
+		return lockHolder{token: st.Czxid, release: func() { _ = conn.Delete(node, -1) }}, nil
+	}
+}
+
+func rawConn(t *testing.T, ens *zktest.Cluster) *zk.Conn {
+	t.Helper()
+	conn, _, err := zk.Connect(ens.Servers(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	require.NoError(t, err)
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+func session(t *testing.T, ens *zktest.Cluster) *zr.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := zr.Connect(ctx, ens.Servers())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestCheckersCatchBrokenRecipes(t *testing.T) {
+	ens := zktest.Start(t)
+	const workers = 4
+
+	t.Run("lock that takes every deletion for a release", func(t *testing.T) {
+		path := "/broken/lock"
+		setup := rawConn(t, ens)
+		_, err := setup.Create("/broken", nil, 0, zk.WorldACL(zk.PermAll))
+		require.True(t, err == nil || errors.Is(err, zk.ErrNodeExists), "%v", err)
+		_, err = setup.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		events := driveLock(t, workers, 2*time.Second, func(int) func(context.Context) (lockHolder, error) {
+			return brokenLock(rawConn(t, ens), path)
+		})
+		res := robustness.Check("broken-lock", robustness.LockModel, robustness.LockOperations(events), time.Minute, "")
+		rep := chaos.Check(events)
+		t.Logf("%s; overlap check: %d acquisitions, %d violations", res, rep.Acquisitions, len(rep.Violations))
+		assert.Equal(t, string(porcupine.Illegal), res.Verdict, "the lock model accepted a lock that grants to two holders")
+		assert.NotEmpty(t, rep.Violations, "the overlap check accepted a lock that grants to two holders")
+	})
+
+	t.Run("Mutex under the same driver", func(t *testing.T) {
+		events := driveLock(t, workers, 2*time.Second, func(int) func(context.Context) (lockHolder, error) {
+			m := zr.NewMutex(session(t, ens), "/broken/mutex")
+			return func(ctx context.Context) (lockHolder, error) {
+				l, err := m.Acquire(ctx)
+				if err != nil {
+					return lockHolder{}, err
+				}
+				return lockHolder{token: l.Token(), release: func() { _ = l.Release(context.Background()) }}, nil
+			}
+		})
+		res := robustness.Check("mutex", robustness.LockModel, robustness.LockOperations(events), time.Minute, "")
+		rep := chaos.Check(events)
+		t.Logf("%s; overlap check: %d acquisitions, %d violations", res, rep.Acquisitions, len(rep.Violations))
+		assert.True(t, res.OK(), res.Verdict)
+		assert.Empty(t, rep.Violations)
+		assert.Greater(t, rep.Acquisitions, 10)
+	})
+
+	// add reads then writes pre+delta whatever happened in between (no
+	// version check); ok says whether to do it right.
+	counterRun := func(t *testing.T, path string, ok bool) robustness.Result {
+		events := driveOps(t, workers, 2*time.Second, func(int) func(ctx context.Context, lg *chaos.Log, actor string) {
+			c := zr.NewAtomicCounter(session(t, ens), path)
+			return func(ctx context.Context, lg *chaos.Log, actor string) {
+				if rand.IntN(3) == 0 {
+					lg.Add(robustness.Call, actor, "get")
+					v, err := c.Get(ctx)
+					if err != nil {
+						lg.Add(robustness.Return, actor, "get", "fail", err)
+						return
+					}
+					lg.Add(robustness.Return, actor, "get", "ok", v)
+					return
+				}
+				d := int64(1 + rand.IntN(5))
+				lg.Add(robustness.Call, actor, "add", d)
+				if ok {
+					r, err := c.Add(ctx, d)
+					if err != nil || !r.Succeeded {
+						lg.Add(robustness.Return, actor, "add", "fail", err)
+						return
+					}
+					lg.Add(robustness.Return, actor, "add", "ok", r.PreValue)
+					return
+				}
+				pre, err := c.Get(ctx)
+				if err == nil {
+					_, err = c.Set(ctx, pre+d) // BROKEN: no version check
+				}
+				if err != nil {
+					lg.Add(robustness.Return, actor, "add", "unknown", err)
+					return
+				}
+				lg.Add(robustness.Return, actor, "add", "ok", pre)
+			}
+		})
+		return robustness.Check("counter", robustness.CounterModel, robustness.CounterOperations(events), time.Minute, "")
+	}
+	t.Run("counter without version check", func(t *testing.T) {
+		res := counterRun(t, "/broken/counter", false)
+		t.Log(res)
+		assert.Equal(t, string(porcupine.Illegal), res.Verdict, "the counter model accepted lost updates")
+	})
+	t.Run("AtomicCounter under the same driver", func(t *testing.T) {
+		res := counterRun(t, "/broken/atomic", true)
+		t.Log(res)
+		assert.True(t, res.OK(), res.Verdict)
+	})
+
+	countRun := func(t *testing.T, path string, ok bool) robustness.Result {
+		events := driveOps(t, workers, 2*time.Second, func(int) func(ctx context.Context, lg *chaos.Log, actor string) {
+			c := zr.NewSharedCount(session(t, ens), path, 0)
+			return func(ctx context.Context, lg *chaos.Log, actor string) {
+				lg.Add(robustness.Call, actor, "cget")
+				v, err := c.Get(ctx)
+				if err != nil {
+					lg.Add(robustness.Return, actor, "cget", "fail", err)
+					return
+				}
+				lg.Add(robustness.Return, actor, "cget", "ok", v.Count, v.Version)
+				n := v.Count + 1
+				lg.Add(robustness.Call, actor, "tryset", n, v.Version)
+				var r zr.VersionedCount
+				if ok {
+					r, err = c.TrySet(ctx, n, v.Version)
+				} else {
+					r, err = c.Set(ctx, n) // BROKEN: a versioned set that ignores the version
+				}
+				switch {
+				case err == nil:
+					lg.Add(robustness.Return, actor, "tryset", "ok", true, r.Version)
+				case errors.Is(err, zr.ErrVersionChanged):
+					lg.Add(robustness.Return, actor, "tryset", "ok", false, 0)
+				default:
+					lg.Add(robustness.Return, actor, "tryset", "unknown", err)
+				}
+			}
+		})
+		return robustness.Check("sharedcount", robustness.SharedCountModel, robustness.CounterOperations(events), time.Minute, "")
+	}
+	t.Run("shared count whose versioned set ignores the version", func(t *testing.T) {
+		res := countRun(t, "/broken/count", false)
+		t.Log(res)
+		assert.Equal(t, string(porcupine.Illegal), res.Verdict, "the shared count model accepted a set over a stale version")
+	})
+	t.Run("SharedCount under the same driver", func(t *testing.T) {
+		res := countRun(t, "/broken/sharedcount", true)
+		t.Log(res)
+		assert.True(t, res.OK(), res.Verdict)
+	})
+}
+
+// driveOps runs workers goroutines, each with the operation connect(i)
+// returns (on a session of its own), again and again for d, and returns
+// the shared log's events.
+func driveOps(t *testing.T, workers int, d time.Duration, connect func(i int) func(ctx context.Context, lg *chaos.Log, actor string)) []chaos.Event {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "shared.log")
+	lg, err := chaos.OpenLog(logPath)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range workers {
+		op := connect(i)
+		actor := fmt.Sprintf("g%d/ops", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				octx, ocancel := context.WithTimeout(context.Background(), 5*time.Second)
+				op(octx, lg, actor)
+				ocancel()
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, lg.Close())
+	events, err := chaos.ParseFile(logPath)
+	require.NoError(t, err)
+	return events
+}
