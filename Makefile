@@ -1,5 +1,5 @@
 # zkrecipes build entry points. `make test` is what CI runs (.ci/run).
-.PHONY: all deps lint test unit integration docker demo bench
+.PHONY: all deps lint test unit integration docker demo bench robustness
 
 all: test
 
@@ -38,3 +38,10 @@ demo:
 # and chart.png. (The Go-only benchmarks: cd integration && go test -run '^$$' -bench . ./bench/)
 bench:
 	cd integration && go run ./cmd/zkbench -out bench
+
+# The robustness suite's long run: client processes on a 3-server ensemble under a seeded
+# fault schedule, every recipe history checked with porcupine. DURATION (default 10m) and
+# SEED (default: from the clock; printed) replay a run: make robustness DURATION=2m SEED=42
+robustness:
+	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 90m -v \
+		-run '^TestRobustness_' ./robustness/ -robustness.duration=$${DURATION:-10m} -robustness.seed=$${SEED:-0}

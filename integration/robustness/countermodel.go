@@ -164,7 +164,10 @@ type call struct {
 // value must sync first), but never lags what the session has seen. So a
 // read's invocation is moved back to the invocation of its client's
 // previous operation, and to 0 for the first operation of a session (a new
-// session may land on a server behind the old one).
+// session may land on a server behind the old one). This is a little weaker
+// than ZooKeeper's guarantee: the checker may place the read before its
+// client's previous operation, so a read that misses only its client's
+// latest write passes.
 func CounterOperations(events []chaos.Event) []porcupine.Operation {
 	ids := clientIDs{}
 	pending := map[string]*call{}
