@@ -188,6 +188,61 @@ func TestCheckersCatchBrokenRecipes(t *testing.T) {
 		assert.Greater(t, rep.Acquisitions, 10)
 	})
 
+	semRun := func(t *testing.T, acquire func(i int) func(context.Context) (lockHolder, error)) robustness.Result {
+		events := driveLock(t, workers, 2*time.Second, acquire)
+		return robustness.Check("semaphore", robustness.SemaphoreModel(2), robustness.LockOperations(events), time.Minute, "")
+	}
+	t.Run("semaphore that counts the leases and then creates its own", func(t *testing.T) {
+		path := "/broken/sem"
+		setup := rawConn(t, ens)
+		_, err := setup.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		res := semRun(t, func(int) func(context.Context) (lockHolder, error) {
+			conn := rawConn(t, ens)
+			return func(ctx context.Context) (lockHolder, error) {
+				for ctx.Err() == nil {
+					kids, _, w, err := conn.ChildrenW(path)
+					if err != nil {
+						return lockHolder{}, err
+					}
+					if len(kids) < 2 { // BROKEN: another client may create between the count and the create
+						node, err := conn.Create(path+"/lease-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+						if err != nil {
+							return lockHolder{}, err
+						}
+						_, st, err := conn.Get(node)
+						if err != nil {
+							return lockHolder{}, err
+						}
+						return lockHolder{token: st.Czxid, release: func() { _ = conn.Delete(node, -1) }}, nil
+					}
+					select {
+					case <-w:
+					case <-ctx.Done():
+					}
+				}
+				return lockHolder{}, ctx.Err()
+			}
+		})
+		t.Log(res)
+		assert.Equal(t, string(porcupine.Illegal), res.Verdict, "the semaphore model accepted more holders than leases")
+	})
+	t.Run("Semaphore under the same driver", func(t *testing.T) {
+		res := semRun(t, func(int) func(context.Context) (lockHolder, error) {
+			sem := zr.NewSemaphore(session(t, ens), "/broken/semaphore", 2)
+			return func(ctx context.Context) (lockHolder, error) {
+				ls, err := sem.Acquire(ctx, 1)
+				if err != nil {
+					return lockHolder{}, err
+				}
+				return lockHolder{token: ls[0].Token(), release: func() { _ = ls[0].Release(context.Background()) }}, nil
+			}
+		})
+		t.Log(res)
+		assert.True(t, res.OK(), res.Verdict)
+		assert.Greater(t, res.Operations, 20)
+	})
+
 	// add reads then writes pre+delta whatever happened in between (no
 	// version check); ok says whether to do it right.
 	counterRun := func(t *testing.T, path string, ok bool) robustness.Result {

@@ -33,7 +33,7 @@ var (
 	flagDuration  = flag.Duration("robustness.duration", 0, "how long to inject faults; 0 skips the fault run (every fault kind is injected at least once)")
 	flagSeed      = flag.Uint64("robustness.seed", 0, "seed of the fault schedule (0: from the clock; the seed is printed)")
 	flagClients   = flag.Int("robustness.clients", 3, "number of client processes (each runs every workload on sessions of its own)")
-	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,counter,sharedcount", "workloads to run")
+	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,counter,sharedcount", "workloads to run")
 	flagKeep      = flag.String("robustness.log", "", "copy the shared log to this file after the run")
 	flagCheck     = flag.Duration("robustness.check-timeout", 2*time.Minute, "porcupine's time limit per history")
 )
@@ -53,7 +53,11 @@ const (
 
 var faultKinds = []string{leaderKill, followerStop, expireSession, blackholeShort, blackholeLong, delay, clientKill}
 
-var lockWorkloads = map[string]bool{"mutex": true, "semmutex": true, "rwwrite": true}
+// lockWorkloads are the workloads with one holder at a time, fenced
+// writes, and the overlap check.
+var lockWorkloads = map[string]bool{"mutex": true, "semmutex": true, "rwwrite": true, "election": true}
+
+const semaphoreMax = 2
 
 type run struct {
 	rng       *rand.Rand
@@ -150,6 +154,8 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			model, ops = robustness.CounterModel, robustness.CounterOperations(evs)
 		case "sharedcount":
 			model, ops = robustness.SharedCountModel, robustness.CounterOperations(evs)
+		case "semaphore":
+			model, ops = robustness.SemaphoreModel(semaphoreMax), robustness.LockOperations(evs)
 		default:
 			model, ops = robustness.LockModel, robustness.LockOperations(evs)
 		}
@@ -199,6 +205,39 @@ func (r *run) anyLive() *proc {
 	return live[r.rng.IntN(len(live))]
 }
 
+// target picks the process a client fault hits, and the workload whose
+// session an expiry ends: two times in three the holder of a random lock
+// workload (as the shared log shows it now), else any live process and
+// workload.
+func (r *run) target(t *testing.T) (*proc, string) {
+	var locks []string
+	for _, w := range r.workloads {
+		if lockWorkloads[w] {
+			locks = append(locks, w)
+		}
+	}
+	if len(locks) > 0 && r.rng.IntN(3) < 2 {
+		w := locks[r.rng.IntN(len(locks))]
+		events, err := chaos.ParseFile(r.logPath)
+		require.NoError(t, err)
+		holding := map[string]bool{}
+		for _, ev := range robustness.ForWorkload(events, w) {
+			switch ev.Kind {
+			case chaos.Acquired:
+				holding[ev.Actor] = true
+			case chaos.Stop, chaos.Killed:
+				delete(holding, ev.Actor)
+			}
+		}
+		for _, p := range r.live() {
+			if holding[p.id+"/"+w] {
+				return p, w
+			}
+		}
+	}
+	return r.anyLive(), r.workloads[r.rng.IntN(len(r.workloads))]
+}
+
 // inject injects one fault and heals it.
 func (r *run) inject(t *testing.T, kind string) {
 	t.Helper()
@@ -224,8 +263,7 @@ func (r *run) inject(t *testing.T, kind string) {
 		require.NoError(t, r.ens.Cont(f))
 		require.NoError(t, r.ens.WaitServing(ctx, f))
 	case expireSession:
-		p := r.anyLive()
-		w := r.workloads[r.rng.IntN(len(r.workloads))]
+		p, w := r.target(t)
 		id, pw, err := p.session(r.dir, w)
 		if err != nil {
 			r.log.Add(chaos.Fault, kind, p.id+"/"+w, "no_session", errText(err))
@@ -234,7 +272,7 @@ func (r *run) inject(t *testing.T, kind string) {
 		srv, err := expire(ctx, r.ens, id, pw)
 		r.log.Add(chaos.Fault, kind, p.id+"/"+w, fmt.Sprintf("0x%x", id), "server", srv, errText(err))
 	case blackholeShort, blackholeLong:
-		p := r.anyLive()
+		p, _ := r.target(t)
 		d := r.between(sessionTimeout/4, sessionTimeout/2)
 		if kind == blackholeLong {
 			d = r.between(sessionTimeout*3/2, sessionTimeout*2)
@@ -246,7 +284,7 @@ func (r *run) inject(t *testing.T, kind string) {
 		time.Sleep(d)
 		p.heal()
 	case delay:
-		p := r.anyLive()
+		p, _ := r.target(t)
 		d := r.between(50*time.Millisecond, 400*time.Millisecond)
 		for _, px := range p.proxies {
 			px.SetDelay(d)
@@ -255,7 +293,7 @@ func (r *run) inject(t *testing.T, kind string) {
 		time.Sleep(r.between(time.Second, 3*time.Second))
 		p.heal()
 	case clientKill:
-		p := r.anyLive()
+		p, _ := r.target(t)
 		p.killed = true
 		require.NoError(t, p.cmd.Process.Kill())
 		<-p.exited
@@ -359,7 +397,7 @@ func (r *run) startProc(t *testing.T, id string) *proc {
 	}
 	p.cmd = exec.Command(r.bin, "-servers", strings.Join(addrs, ","), "-root", r.root, "-id", id, "-log", r.logPath,
 		"-workloads", strings.Join(r.workloads, ","), "-stores", strings.Join(stores, ","),
-		"-session-timeout", sessionTimeout.String(), "-session-dir", r.dir,
+		"-session-timeout", sessionTimeout.String(), "-session-dir", r.dir, "-semaphore-max", strconv.Itoa(semaphoreMax),
 		"-lifetime", (*flagDuration + 10*time.Minute).String())
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test binary

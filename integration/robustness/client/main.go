@@ -7,6 +7,10 @@
 //     an RWMutex; acquire (sometimes with a deadline, so waiters give up),
 //     writes under the lease's token to the workload's fenced store, release;
 //     the chaos kinds ACQUIRED, ERROR, WRITE, DONE, STOP, RELEASED;
+//   - election: an Election (Campaign, then the leadership released), as
+//     the lock workloads, writes fenced by the leadership's token;
+//   - semaphore: one lease at a time of a Semaphore of -semaphore-max, held
+//     for a while without writes;
 //   - counter: an AtomicCounter: add, get, compare-and-set (RET lines);
 //   - sharedcount: a SharedCount: get, then a versioned set (RET lines).
 //
@@ -57,6 +61,7 @@ func main() {
 		timeout   = flag.Duration("session-timeout", 4*time.Second, "ZooKeeper session timeout")
 		sessDir   = flag.String("session-dir", "", "where to keep each session's id and password")
 		lifetime  = flag.Duration("lifetime", 30*time.Minute, "exit with status 3 after this long")
+		semMax    = flag.Int("semaphore-max", 2, "leases of the semaphore workload")
 	)
 	flag.Parse()
 	if *servers == "" || *id == "" || *logPath == "" || *sessDir == "" {
@@ -89,7 +94,7 @@ func main() {
 	)
 	for _, w := range strings.Split(*workloads, ",") {
 		wk := &worker{actor: *id + "/" + w, workload: w, log: lg, store: storeOf[w], http: httpc,
-			path: *root + "/" + w, sessFile: filepath.Join(*sessDir, *id+"."+w)}
+			path: *root + "/" + w, sessFile: filepath.Join(*sessDir, *id+"."+w), semMax: *semMax}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -126,6 +131,7 @@ type worker struct {
 	store                 string
 	http                  *http.Client
 	sessFile              string
+	semMax                int
 	capture               zktest.SessionCapture
 	ops                   int
 }
@@ -166,6 +172,18 @@ func (w *worker) run(ctx context.Context, servers []string, timeout time.Duratio
 	case "rwwrite":
 		rw := zr.NewRWMutex(s, w.path)
 		w.lock(ctx, rw.WriteLock().Acquire)
+	case "election":
+		e := zr.NewElection(s, w.path, zr.WithParticipantID(w.actor))
+		w.lock(ctx, e.Campaign)
+	case "semaphore":
+		sem := zr.NewSemaphore(s, w.path, w.semMax)
+		w.lock(ctx, func(ctx context.Context) (*zr.Lease, error) {
+			ls, err := sem.Acquire(ctx, 1)
+			if err != nil {
+				return nil, err
+			}
+			return ls[0], nil
+		})
 	case "counter":
 		w.counter(ctx, zr.NewAtomicCounter(s, w.path))
 	case "sharedcount":
@@ -217,8 +235,13 @@ func (w *worker) hold(ctx context.Context, l *zr.Lease) {
 		}
 		w.log.AddAt(t, chaos.Done, w.actor, tok, what, l.Err())
 	}()
+	// A quarter of the leases are held long, so that faults find holders.
+	writes, pause := 3, time.Duration(10+rand.IntN(30))*time.Millisecond
+	if rand.IntN(4) == 0 {
+		writes, pause = 15, 100*time.Millisecond
+	}
 	reason := "release"
-	for i := 0; i < 3 && reason == "release"; i++ {
+	for i := 0; i < writes && reason == "release"; i++ {
 		if l.Err() != nil {
 			reason = "lost"
 			break
@@ -227,15 +250,17 @@ func (w *worker) hold(ctx context.Context, l *zr.Lease) {
 			reason = "shutdown"
 			break
 		}
-		w.log.Add(robustness.Call, w.actor, "write", tok)
-		if w.write(tok) == "refused" {
-			reason = "fenced"
+		if w.store != "" { // a semaphore's holders share the resource: no fenced writes
+			w.log.Add(robustness.Call, w.actor, "write", tok)
+			if w.write(tok) == "refused" {
+				reason = "fenced"
+			}
+			w.ops++
 		}
-		w.ops++
 		select {
 		case <-l.Done():
 		case <-ctx.Done():
-		case <-time.After(time.Duration(10+rand.IntN(30)) * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 	if reason == "release" && l.Err() != nil {
