@@ -158,7 +158,8 @@ type call struct {
 // CountOp). A failed operation is left out; one of unknown outcome, or
 // whose client was killed before it returned, is open-ended.
 //
-// Reads are widened to ZooKeeper's guarantee: a read is served by the
+// Reads (and compare-and-sets whose compare failed) are widened to
+// ZooKeeper's guarantee: a read is served by the
 // server the session is connected to, which may lag the leader (reads are
 // sequentially consistent, not linearizable; a client that wants the latest
 // value must sync first), but never lags what the session has seen. So a
@@ -180,7 +181,7 @@ func CounterOperations(events []chaos.Event) []porcupine.Operation {
 			return
 		}
 		call := c.t
-		if isRead(in) {
+		if isRead(in, out) {
 			call = prev[actor] // 0 when the session changed since
 		}
 		prev[actor] = c.t
@@ -234,10 +235,14 @@ func CounterOperations(events []chaos.Event) []porcupine.Operation {
 	return ops
 }
 
-func isRead(in any) bool {
+// isRead reports whether an operation only read: a get, or a
+// compare-and-set whose compare failed (it read the value, possibly from a
+// lagging server, and wrote nothing).
+func isRead(in, out any) bool {
 	switch in := in.(type) {
 	case CounterOp:
-		return in.Kind == "get"
+		r, _ := out.(CounterResult)
+		return in.Kind == "get" || (in.Kind == "cas" && !r.Unknown && !r.Succeeded)
 	case CountOp:
 		return in.Kind == "get"
 	}

@@ -154,6 +154,13 @@ func TestCounterModelJudgesHistories(t *testing.T) {
 26 RET b/c add ok 2
 30 CALL a/c get
 40 RET a/c get ok 2`, true},
+		{"a failed compare-and-set that read a lagging server", `
+10 CALL a/c add 2
+20 RET a/c add ok 0
+25 CALL b/c add 1
+26 RET b/c add ok 2
+30 CALL a/c cas 3 7
+40 RET a/c cas ok false 2`, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ops := robustness.CounterOperations(robustness.ForWorkload(parse(t, c.log), "c"))

@@ -24,6 +24,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
 	"github.com/zkrecipes/zkrecipes/integration/robustness"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
@@ -33,7 +34,7 @@ var (
 	flagDuration  = flag.Duration("robustness.duration", 0, "how long to inject faults; 0 skips the fault run (every fault kind is injected at least once)")
 	flagSeed      = flag.Uint64("robustness.seed", 0, "seed of the fault schedule (0: from the clock; the seed is printed)")
 	flagClients   = flag.Int("robustness.clients", 3, "number of client processes (each runs every workload on sessions of its own)")
-	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,counter,sharedcount", "workloads to run")
+	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,queue,counter,sharedcount", "workloads to run")
 	flagKeep      = flag.String("robustness.log", "", "copy the shared log to this file after the run")
 	flagCheck     = flag.Duration("robustness.check-timeout", 2*time.Minute, "porcupine's time limit per history")
 )
@@ -158,6 +159,16 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			model, ops = robustness.SemaphoreModel(semaphoreMax), robustness.LockOperations(evs)
 		default:
 			model, ops = robustness.LockModel, robustness.LockOperations(evs)
+		}
+		if w == "queue" {
+			rep := robustness.CheckQueue(evs, r.drain(t, r.root+"/queue"))
+			fmt.Fprintf(&b, "  queue: %s\n", rep)
+			for _, v := range rep.Violations() {
+				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
+			}
+			assert.Empty(t, rep.Violations(), "queue: items taken twice, never offered or lost; seed %d", seed)
+			assert.Positive(t, rep.Taken, "queue: nothing taken")
+			continue
 		}
 		res := robustness.Check(w, model, ops, *flagCheck, r.dir)
 		fmt.Fprintf(&b, "  %s\n", res)
@@ -302,6 +313,26 @@ func (r *run) inject(t *testing.T, kind string) {
 		r.startNext(t)
 	}
 	r.log.Add(chaos.Heal, kind)
+}
+
+// drain takes every item left in the queue at path, once the clients
+// stopped.
+func (r *run) drain(t *testing.T, path string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := zr.Connect(ctx, r.ens.Servers())
+	require.NoError(t, err)
+	defer s.Close()
+	q := zr.NewQueue(s, path)
+	var left []string
+	for {
+		item, err := q.Poll(ctx)
+		if errors.Is(err, zr.ErrQueueEmpty) {
+			return left
+		}
+		require.NoError(t, err)
+		left = append(left, string(item))
+	}
 }
 
 // expire ends session id from the server side, on the server the client

@@ -11,6 +11,7 @@
 //     the lock workloads, writes fenced by the leadership's token;
 //   - semaphore: one lease at a time of a Semaphore of -semaphore-max, held
 //     for a while without writes;
+//   - queue: a Queue: offers of unique items, takes (RET lines);
 //   - counter: an AtomicCounter: add, get, compare-and-set (RET lines);
 //   - sharedcount: a SharedCount: get, then a versioned set (RET lines).
 //
@@ -184,6 +185,8 @@ func (w *worker) run(ctx context.Context, servers []string, timeout time.Duratio
 			}
 			return ls[0], nil
 		})
+	case "queue":
+		w.queue(ctx, zr.NewQueue(s, w.path))
 	case "counter":
 		w.counter(ctx, zr.NewAtomicCounter(s, w.path))
 	case "sharedcount":
@@ -344,6 +347,37 @@ func (w *worker) counter(ctx context.Context, c *zr.AtomicCounter) {
 			} else {
 				w.log.Add(robustness.Return, w.actor, "cas", "ok", res.Succeeded, res.PreValue)
 				last = res.PostValue
+			}
+		}
+		cancel()
+		w.ops++
+		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+	}
+}
+
+// queue offers unique items and takes them.
+func (w *worker) queue(ctx context.Context, q *zr.Queue) {
+	prefix := strings.ReplaceAll(w.actor, "/", "-")
+	for n := 0; ctx.Err() == nil; n++ {
+		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if rand.IntN(2) == 0 {
+			item := fmt.Sprintf("%s-%d", prefix, n)
+			w.log.Add(robustness.Call, w.actor, "offer", item)
+			if err := q.Offer(octx, []byte(item)); err != nil {
+				w.log.Add(robustness.Return, w.actor, "offer", "unknown", err)
+			} else {
+				w.log.Add(robustness.Return, w.actor, "offer", "ok")
+			}
+		} else {
+			w.log.Add(robustness.Call, w.actor, "take")
+			item, err := q.Take(octx)
+			switch {
+			case err == nil:
+				w.log.Add(robustness.Return, w.actor, "take", "ok", string(item))
+			case errors.Is(err, zr.ErrTakeUncertain):
+				w.log.Add(robustness.Return, w.actor, "take", "uncertain", string(item))
+			default:
+				w.log.Add(robustness.Return, w.actor, "take", "fail", err)
 			}
 		}
 		cancel()
