@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,6 +242,82 @@ func TestCheckersCatchBrokenRecipes(t *testing.T) {
 		t.Log(res)
 		assert.True(t, res.OK(), res.Verdict)
 		assert.Greater(t, res.Operations, 20)
+	})
+
+	queueRun := func(t *testing.T, path string, broken bool) robustness.QueueReport {
+		var n atomic.Int64
+		events := driveOps(t, workers, 2*time.Second, func(int) func(ctx context.Context, lg *chaos.Log, actor string) {
+			s := session(t, ens)
+			q := zr.NewQueue(s, path)
+			conn := rawConn(t, ens)
+			take := q.Take
+			if broken {
+				// BROKEN: returns the head it read, whoever deleted it.
+				take = func(ctx context.Context) ([]byte, error) {
+					for ctx.Err() == nil {
+						kids, _, err := conn.Children(path)
+						if err != nil || len(kids) == 0 {
+							time.Sleep(5 * time.Millisecond) // polling: this variant has no watch
+							continue
+						}
+						sort.Strings(kids)
+						data, _, err := conn.Get(path + "/" + kids[0])
+						if err != nil {
+							continue
+						}
+						_ = conn.Delete(path+"/"+kids[0], -1)
+						return data, nil
+					}
+					return nil, ctx.Err()
+				}
+			}
+			return func(ctx context.Context, lg *chaos.Log, actor string) {
+				if rand.IntN(2) == 0 {
+					item := fmt.Sprintf("i%d", n.Add(1))
+					lg.Add(robustness.Call, actor, "offer", item)
+					if err := q.Offer(ctx, []byte(item)); err != nil {
+						lg.Add(robustness.Return, actor, "offer", "unknown", err)
+						return
+					}
+					lg.Add(robustness.Return, actor, "offer", "ok")
+					return
+				}
+				tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+				lg.Add(robustness.Call, actor, "take")
+				item, err := take(tctx)
+				switch {
+				case err == nil:
+					lg.Add(robustness.Return, actor, "take", "ok", string(item))
+				case errors.Is(err, zr.ErrTakeUncertain):
+					lg.Add(robustness.Return, actor, "take", "uncertain", string(item))
+				default:
+					lg.Add(robustness.Return, actor, "take", "fail", err)
+				}
+			}
+		})
+		q := zr.NewQueue(session(t, ens), path)
+		var left []string
+		for {
+			item, err := q.Poll(context.Background())
+			if errors.Is(err, zr.ErrQueueEmpty) {
+				break
+			}
+			require.NoError(t, err)
+			left = append(left, string(item))
+		}
+		return robustness.CheckQueue(events, left)
+	}
+	t.Run("queue whose take returns the head whoever deleted it", func(t *testing.T) {
+		rep := queueRun(t, "/broken/q", true)
+		t.Log(rep)
+		assert.NotEmpty(t, rep.Duplicates, "the queue check accepted an item taken twice")
+	})
+	t.Run("Queue under the same driver", func(t *testing.T) {
+		rep := queueRun(t, "/broken/queue", false)
+		t.Log(rep)
+		assert.Empty(t, rep.Violations())
+		assert.Greater(t, rep.Taken, 20)
 	})
 
 	// add reads then writes pre+delta whatever happened in between (no

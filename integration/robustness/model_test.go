@@ -209,3 +209,48 @@ func TestSharedCountModelJudgesHistories(t *testing.T) {
 		})
 	}
 }
+
+func TestQueueCheckFindsItemsTakenTwiceLostOrNeverOffered(t *testing.T) {
+	const offers = `
+10 CALL a/q offer x1
+11 RET a/q offer ok
+12 CALL a/q offer x2
+13 RET a/q offer ok
+14 CALL a/q offer x3
+15 RET a/q offer unknown zk: connection closed
+`
+	for _, c := range []struct {
+		name, log  string
+		left       []string
+		violations int
+	}{
+		{"every item once, an uncertain second take allowed", offers + `
+20 CALL b/q take
+21 RET b/q take ok x1
+22 CALL c/q take
+23 RET c/q take uncertain x1
+24 CALL c/q take
+25 RET c/q take ok x3`, []string{"x2"}, 0},
+		{"an item taken twice", offers + `
+20 CALL b/q take
+21 RET b/q take ok x1
+22 CALL c/q take
+23 RET c/q take ok x1`, []string{"x2"}, 1},
+		{"an item lost", offers + `
+20 CALL b/q take
+21 RET b/q take ok x1`, nil, 1},
+		{"an item gone with a killed taker", offers + `
+20 CALL b/q take
+21 RET b/q take ok x1
+22 CALL c/q take
+23 KILLED c`, nil, 0},
+		{"an item never offered", offers + `
+20 CALL b/q take
+21 RET b/q take ok y9`, []string{"x1", "x2"}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := robustness.CheckQueue(robustness.ForWorkload(parse(t, c.log), "q"), c.left)
+			assert.Len(t, rep.Violations(), c.violations, "%q", rep.Violations())
+		})
+	}
+}
