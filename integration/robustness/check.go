@@ -37,7 +37,7 @@ func (r Result) String() string {
 func Check(name string, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration, dir string) Result {
 	r := Result{Model: name, Operations: len(ops)}
 	for _, op := range ops {
-		if op.Return == Unknown {
+		if op.Return == Unknown || uncertain(op.Output) {
 			r.Open++
 		}
 	}
@@ -54,4 +54,18 @@ func Check(name string, model porcupine.Model, ops []porcupine.Operation, timeou
 		}
 	}
 	return r
+}
+
+// uncertain reports whether an output is that of an operation of unknown
+// outcome.
+func uncertain(out any) bool {
+	switch out := out.(type) {
+	case CounterResult:
+		return out.Unknown
+	case CountResult:
+		return out.Unknown
+	case string:
+		return out == WriteUnknown
+	}
+	return false
 }

@@ -26,38 +26,41 @@ type CounterResult struct {
 // CounterModel is AtomicCounter's specification: one 64-bit register,
 // initially 0. get returns it; add adds a delta and returns the value
 // before; cas sets it only if it holds the expected value, and returns
-// the value before. An operation of unknown outcome changes the register
-// as the operation would have.
-var CounterModel = porcupine.Model{
-	Init: func() any { return int64(0) },
-	Step: func(state, input, output any) (bool, any) {
+// the value before. An operation of unknown outcome may or may not have
+// happened (the model is nondeterministic).
+var CounterModel = (&porcupine.NondeterministicModel{
+	Init: func() []any { return []any{int64(0)} },
+	Step: func(state, input, output any) []any {
 		v := state.(int64)
 		in := input.(CounterOp)
 		out := output.(CounterResult)
 		switch in.Kind {
 		case "get":
-			return out.Value == v, v
-		case "add":
-			if !out.Unknown && out.Value != v {
-				return false, v
+			if out.Value == v {
+				return []any{v}
 			}
-			return true, v + in.Delta
+		case "add":
+			if out.Unknown {
+				return []any{v, v + in.Delta}
+			}
+			if out.Value == v {
+				return []any{v + in.Delta}
+			}
 		case "cas":
 			if out.Unknown {
 				if v == in.Expected {
-					return true, in.New
+					return []any{v, in.New}
 				}
-				return true, v
+				return []any{v}
 			}
-			if out.Value != v || out.Succeeded != (v == in.Expected) {
-				return false, v
+			if out.Value == v && out.Succeeded == (v == in.Expected) {
+				if out.Succeeded {
+					return []any{in.New}
+				}
+				return []any{v}
 			}
-			if out.Succeeded {
-				return true, in.New
-			}
-			return true, v
 		}
-		return false, v
+		return nil
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(CounterOp), output.(CounterResult)
@@ -73,7 +76,7 @@ var CounterModel = porcupine.Model{
 		}
 		return "get() -> " + res
 	},
-}
+}).ToModel()
 
 // CountOp is the input of a SharedCount operation.
 type CountOp struct {
@@ -98,31 +101,34 @@ type countState struct {
 // SharedCountModel is SharedCount's specification: a 32-bit count with a
 // version, initially 0 at version 0. get returns both; trySet writes the
 // count only at the expected version and bumps the version, and fails,
-// changing nothing, at any other version.
-var SharedCountModel = porcupine.Model{
-	Init: func() any { return countState{} },
-	Step: func(state, input, output any) (bool, any) {
+// changing nothing, at any other version. A trySet of unknown outcome may or
+// may not have happened.
+var SharedCountModel = (&porcupine.NondeterministicModel{
+	Init: func() []any { return []any{countState{}} },
+	Step: func(state, input, output any) []any {
 		s := state.(countState)
 		in := input.(CountOp)
 		out := output.(CountResult)
 		switch in.Kind {
 		case "get":
-			return out.Count == s.Count && out.Version == s.Version, s
+			if out.Count == s.Count && out.Version == s.Version {
+				return []any{s}
+			}
 		case "trySet":
 			match := s.Version == in.Version
-			next := s
-			if match {
-				next = countState{Count: in.N, Version: s.Version + 1}
+			next := countState{Count: in.N, Version: s.Version + 1}
+			switch {
+			case out.Unknown && match:
+				return []any{s, next}
+			case out.Unknown:
+				return []any{s}
+			case out.OK && match && out.Version == next.Version:
+				return []any{next}
+			case !out.OK && !match:
+				return []any{s}
 			}
-			if out.Unknown {
-				return true, next
-			}
-			if out.OK != match || (match && out.Version != next.Version) {
-				return false, s
-			}
-			return true, next
 		}
-		return false, s
+		return nil
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(CountOp), output.(CountResult)
@@ -135,7 +141,7 @@ var SharedCountModel = porcupine.Model{
 		}
 		return fmt.Sprintf("trySet(%d@v%d) -> %s", in.N, in.Version, res)
 	},
-}
+}).ToModel()
 
 // The RET lines of the counter workloads:
 //
@@ -155,8 +161,14 @@ type call struct {
 
 // CounterOperations turns the CALL and RET lines of an AtomicCounter or a
 // SharedCount workload into porcupine operations (inputs CounterOp or
-// CountOp). A failed operation is left out; one of unknown outcome, or
-// whose client was killed before it returned, is open-ended.
+// CountOp). A failed operation is left out. A change of unknown outcome is
+// marked Unknown and ends at the return of its client's next acknowledged
+// change: ZooKeeper applies a client's updates in the order sent, and an
+// expired session's never after its expiry, which comes before the next
+// session exists (the checker may still place it just after that change,
+// within its interval: a little weaker than ZooKeeper's order); without such
+// a change, or when the client was killed before the operation returned,
+// it is open-ended.
 //
 // Reads (and compare-and-sets whose compare failed) are widened to
 // ZooKeeper's guarantee: a read is served by the
@@ -175,6 +187,8 @@ func CounterOperations(events []chaos.Event) []porcupine.Operation {
 	prev := map[string]int64{}     // the invocation of the actor's previous operation
 	session := map[string]string{} // the actor's session id, from STATE lines
 	var ops []porcupine.Operation
+	open := map[string][]int{} // the actor's changes of unknown outcome, not yet bounded
+	killed := false
 	add := func(actor string, c *call, ret int64, res []string) {
 		in, out, ok := counterOp(c.f, res)
 		if !ok {
@@ -196,6 +210,15 @@ func CounterOperations(events []chaos.Event) []porcupine.Operation {
 			}
 		}
 		ops = append(ops, porcupine.Operation{ClientId: ids.of(actor), Input: in, Call: call, Output: out, Return: ret})
+		switch {
+		case ret == Unknown && res == nil && !killed:
+			open[actor] = append(open[actor], len(ops)-1)
+		case ret != Unknown && isAckedChange(out):
+			for _, i := range open[actor] {
+				ops[i].Return = ret
+			}
+			delete(open, actor)
+		}
 	}
 	for _, ev := range events {
 		switch ev.Kind {
@@ -223,16 +246,31 @@ func CounterOperations(events []chaos.Event) []porcupine.Operation {
 			}
 		case chaos.Killed:
 			if c := pending[ev.Actor]; c != nil {
+				killed = true
 				add(ev.Actor, c, Unknown, nil)
+				killed = false
 				delete(pending, ev.Actor)
 			}
 		}
 	}
+	killed = true
 	for a, c := range pending {
 		add(a, c, Unknown, nil)
 	}
 	sortOps(ops)
 	return ops
+}
+
+// isAckedChange reports whether an operation's output acknowledges a
+// change it made.
+func isAckedChange(out any) bool {
+	switch out := out.(type) {
+	case CounterResult:
+		return !out.Unknown && out.Succeeded
+	case CountResult:
+		return !out.Unknown && out.OK
+	}
+	return false
 }
 
 // isRead reports whether an operation only read: a get, or a
@@ -265,7 +303,7 @@ func counterOp(c, res []string) (any, any, bool) {
 	case "get":
 		return CounterOp{Kind: "get"}, CounterResult{Value: num(0, res)}, known
 	case "add":
-		return CounterOp{Kind: "add", Delta: num(1, c)}, CounterResult{Value: num(0, res)}, len(c) == 2
+		return CounterOp{Kind: "add", Delta: num(1, c)}, CounterResult{Succeeded: known, Value: num(0, res)}, len(c) == 2
 	case "cas":
 		return CounterOp{Kind: "cas", Expected: num(1, c), New: num(2, c)},
 			CounterResult{Succeeded: len(res) > 0 && res[0] == "true", Value: num(1, res)}, len(c) == 3

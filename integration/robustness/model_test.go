@@ -125,6 +125,20 @@ func TestCounterModelJudgesHistories(t *testing.T) {
 20 RET a/c add unknown zk: connection closed
 30 CALL b/c add 3
 40 RET b/c add ok 0`, true},
+		{"an add of unknown outcome applied after its client's next acknowledged add returned", `
+10 CALL a/c add 2
+20 RET a/c add unknown zk: connection closed
+30 CALL a/c add 3
+40 RET a/c add ok 0
+50 CALL b/c add 1
+60 RET b/c add ok 3
+70 CALL b/c add 1
+80 RET b/c add ok 6`, false},
+		{"an add of unknown outcome whose client was killed applied late", `
+10 CALL a/c add 2
+20 KILLED a
+50 CALL b/c add 1
+60 RET b/c add ok 2`, true},
 		{"a failed add that happened after all", `
 10 CALL a/c add 2
 20 RET a/c add fail retries exhausted

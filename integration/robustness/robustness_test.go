@@ -123,14 +123,16 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 	for _, p := range r.procs {
 		p.heal()
 	}
-	var sums []clientSummary
+	clientOps := map[string]int{} // as the clients that stopped count them
 	for _, p := range r.procs {
 		if p.killed {
 			continue
 		}
 		sum, err := p.stop(30 * time.Second)
 		if assert.NoError(t, err) {
-			sums = append(sums, sum)
+			for w, n := range sum.Ops {
+				clientOps[w] += n
+			}
 			assert.Empty(t, sum.Leaked, "goroutines left in client %s after Session.Close", p.id)
 		}
 	}
@@ -146,6 +148,7 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "robustness summary (seed %d, %v of faults, %d client processes started)\n", seed, time.Since(start).Round(time.Second), r.next)
 	fmt.Fprintf(&b, "  faults: %s\n", sortedCounts(faults))
+	fmt.Fprintf(&b, "  calls made by the clients that stopped normally: %s\n", sortedCounts(clientOps))
 	for _, w := range r.workloads {
 		evs := robustness.ForWorkload(events, w)
 		var model porcupine.Model
