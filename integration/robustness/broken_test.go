@@ -4,6 +4,7 @@ package robustness_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -318,6 +319,76 @@ func TestCheckersCatchBrokenRecipes(t *testing.T) {
 		t.Log(rep)
 		assert.Empty(t, rep.Violations())
 		assert.Greater(t, rep.Taken, 20)
+	})
+
+	// watchRun drives versioned sets of a shared count while watch follows
+	// its node, and checks what watch saw.
+	watchRun := func(t *testing.T, path string, watch func(ctx context.Context, s *zr.Session, seen func(version, count int32, mzxid int64))) robustness.WatchReport {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		logPath := filepath.Join(t.TempDir(), "watch.log")
+		lg, err := chaos.OpenLog(logPath)
+		require.NoError(t, err)
+		s := session(t, ens)
+		go func() {
+			defer close(done)
+			watch(ctx, s, func(version, count int32, mzxid int64) {
+				lg.Add(robustness.Seen, "w/watch", version, count, mzxid)
+			})
+		}()
+		events := driveOps(t, workers, 2*time.Second, func(int) func(ctx context.Context, lg *chaos.Log, actor string) {
+			c := zr.NewSharedCount(session(t, ens), path, 0)
+			return func(ctx context.Context, lg *chaos.Log, actor string) {
+				v, err := c.Get(ctx)
+				if err != nil {
+					return
+				}
+				n := v.Count + 1 + int32(rand.IntN(5))
+				lg.Add(robustness.Call, actor, "tryset", n, v.Version)
+				r, err := c.TrySet(ctx, n, v.Version)
+				switch {
+				case err == nil:
+					lg.Add(robustness.Return, actor, "tryset", "ok", true, r.Version)
+				case errors.Is(err, zr.ErrVersionChanged):
+					lg.Add(robustness.Return, actor, "tryset", "ok", false, 0)
+				default:
+					lg.Add(robustness.Return, actor, "tryset", "unknown", err)
+				}
+			}
+		})
+		cancel()
+		<-done
+		require.NoError(t, lg.Close())
+		seen, err := chaos.ParseFile(logPath)
+		require.NoError(t, err)
+		return robustness.CheckWatch(append(events, seen...), "ops")
+	}
+	t.Run("watch that reports the data it read before with the new stat", func(t *testing.T) {
+		rep := watchRun(t, "/broken/watched", func(ctx context.Context, s *zr.Session, seen func(int32, int32, int64)) {
+			var prev []byte
+			_ = zr.WatchData(ctx, s, "/broken/watched", func(data []byte, st *zr.NodeStat) error {
+				if st != nil && len(prev) == 4 {
+					seen(st.Version, int32(binary.BigEndian.Uint32(prev)), st.Mzxid) // BROKEN: stale data
+				}
+				prev = data
+				return nil
+			})
+		})
+		t.Log(rep)
+		assert.NotEmpty(t, rep.Violations, "the watch check accepted states never written")
+	})
+	t.Run("WatchData under the same driver", func(t *testing.T) {
+		rep := watchRun(t, "/broken/watchdata", func(ctx context.Context, s *zr.Session, seen func(int32, int32, int64)) {
+			_ = zr.WatchData(ctx, s, "/broken/watchdata", func(data []byte, st *zr.NodeStat) error {
+				if st != nil && len(data) == 4 {
+					seen(st.Version, int32(binary.BigEndian.Uint32(data)), st.Mzxid)
+				}
+				return nil
+			})
+		})
+		t.Log(rep)
+		assert.Empty(t, rep.Violations)
+		assert.Greater(t, rep.Seen, 20)
 	})
 
 	// add reads then writes pre+delta whatever happened in between (no

@@ -268,3 +268,37 @@ func TestQueueCheckFindsItemsTakenTwiceLostOrNeverOffered(t *testing.T) {
 		})
 	}
 }
+
+func TestWatchCheckRequiresStatesInOrderThatWereWritten(t *testing.T) {
+	const writes = `
+10 CALL a/s tryset 5 0
+11 RET a/s tryset ok true 1
+12 CALL a/s tryset 9 1
+13 RET a/s tryset unknown zk: connection closed
+`
+	for _, c := range []struct {
+		name, log  string
+		violations int
+	}{
+		{"a subsequence of the writes", writes + `
+20 SEEN o/watch 0 0 100
+21 SEEN o/watch 2 9 120`, 0},
+		{"a state seen twice", writes + `
+20 SEEN o/watch 1 5 110
+21 SEEN o/watch 1 5 110`, 1},
+		{"states out of order", writes + `
+20 SEEN o/watch 2 9 120
+21 SEEN o/watch 1 5 110`, 1},
+		{"a count never written at that version", writes + `
+20 SEEN o/watch 1 9 110`, 1},
+		{"two observers each in order", writes + `
+20 SEEN o/watch 1 5 110
+21 SEEN p/watch 0 0 100
+22 SEEN p/watch 1 5 110`, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := robustness.CheckWatch(parse(t, c.log), "s")
+			assert.Len(t, rep.Violations, c.violations, "%q", rep.Violations)
+		})
+	}
+}

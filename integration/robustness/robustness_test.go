@@ -5,6 +5,7 @@ package robustness_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,14 +15,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -34,7 +39,7 @@ var (
 	flagDuration  = flag.Duration("robustness.duration", 0, "how long to inject faults; 0 skips the fault run (every fault kind is injected at least once)")
 	flagSeed      = flag.Uint64("robustness.seed", 0, "seed of the fault schedule (0: from the clock; the seed is printed)")
 	flagClients   = flag.Int("robustness.clients", 3, "number of client processes (each runs every workload on sessions of its own)")
-	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,queue,counter,sharedcount", "workloads to run")
+	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,queue,counter,sharedcount,watch", "workloads to run (watch follows sharedcount's node)")
 	flagKeep      = flag.String("robustness.log", "", "copy the shared log to this file after the run")
 	flagCheck     = flag.Duration("robustness.check-timeout", 2*time.Minute, "porcupine's time limit per history")
 )
@@ -106,6 +111,10 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			}
 		}
 	})
+	var obs *observer
+	if slices.Contains(r.workloads, "watch") {
+		obs = r.observe(t, r.root+"/sharedcount")
+	}
 	for range *flagClients {
 		r.startNext(t)
 	}
@@ -162,6 +171,18 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			model, ops = robustness.SemaphoreModel(semaphoreMax), robustness.LockOperations(evs)
 		default:
 			model, ops = robustness.LockModel, robustness.LockOperations(evs)
+		}
+		if w == "watch" {
+			final := obs.finish(t)
+			rep := robustness.CheckWatch(events, "sharedcount")
+			fmt.Fprintf(&b, "  watch: %s; the test's own observer ended at version %d, the node's final one %d\n", rep, obs.last.Load(), final)
+			for _, v := range rep.Violations {
+				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
+			}
+			assert.Empty(t, rep.Violations, "watch: states seen out of order or never written; seed %d", seed)
+			assert.Equal(t, int64(final), obs.last.Load(), "watch: the observer did not end at the node's final state")
+			assert.Positive(t, rep.Seen)
+			continue
 		}
 		if w == "queue" {
 			rep := robustness.CheckQueue(evs, r.drain(t, r.root+"/queue"))
@@ -316,6 +337,72 @@ func (r *run) inject(t *testing.T, kind string) {
 		r.startNext(t)
 	}
 	r.log.Add(chaos.Heal, kind)
+}
+
+// observer is a WatchData of the test process itself (through no proxy),
+// which must end at the node's final state.
+type observer struct {
+	last   atomic.Int64 // the last version seen
+	cancel context.CancelFunc
+	done   chan struct{}
+	conn   *zk.Conn
+	path   string
+	once   sync.Once
+}
+
+func (r *run) observe(t *testing.T, path string) *observer {
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &observer{cancel: cancel, done: make(chan struct{}), path: path}
+	o.last.Store(-1)
+	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+	defer ccancel()
+	s, err := zr.Connect(cctx, r.ens.Servers(), zr.WithSessionTimeout(20*time.Second))
+	require.NoError(t, err)
+	o.conn, _, err = zk.Connect(r.ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	require.NoError(t, err)
+	go func() {
+		defer close(o.done)
+		defer s.Close()
+		for i := 1; ctx.Err() == nil; i++ {
+			actor := fmt.Sprintf("test#%d/watch", i)
+			_ = zr.WatchData(ctx, s, path, func(data []byte, st *zr.NodeStat) error {
+				if st != nil && len(data) == 4 {
+					r.log.Add(robustness.Seen, actor, st.Version, int32(binary.BigEndian.Uint32(data)), st.Mzxid)
+					o.last.Store(int64(st.Version))
+				}
+				return nil
+			})
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond): // WatchData ended on an error: start again
+			}
+		}
+	}()
+	t.Cleanup(o.stop)
+	return o
+}
+
+// finish waits until the observer saw the node's final version (read
+// after a sync), for at most 30 s, stops it and returns that version.
+func (o *observer) finish(t *testing.T) int32 {
+	_, err := o.conn.Sync(o.path)
+	require.NoError(t, err)
+	_, st, err := o.conn.Get(o.path)
+	require.NoError(t, err)
+	deadline := time.Now().Add(30 * time.Second)
+	for o.last.Load() != int64(st.Version) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling the observer's last state
+	}
+	o.stop()
+	return st.Version
+}
+
+func (o *observer) stop() {
+	o.once.Do(func() {
+		o.cancel()
+		<-o.done
+		o.conn.Close()
+	})
 }
 
 // drain takes every item left in the queue at path, once the clients

@@ -12,6 +12,7 @@
 //   - semaphore: one lease at a time of a Semaphore of -semaphore-max, held
 //     for a while without writes;
 //   - queue: a Queue: offers of unique items, takes (RET lines);
+//   - watch: WatchData on the sharedcount workload's node (SEEN lines);
 //   - counter: an AtomicCounter: add, get, compare-and-set (RET lines);
 //   - sharedcount: a SharedCount: get, then a versioned set (RET lines).
 //
@@ -23,6 +24,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -187,6 +189,8 @@ func (w *worker) run(ctx context.Context, servers []string, timeout time.Duratio
 		})
 	case "queue":
 		w.queue(ctx, zr.NewQueue(s, w.path))
+	case "watch":
+		w.watch(ctx, s)
 	case "counter":
 		w.counter(ctx, zr.NewAtomicCounter(s, w.path))
 	case "sharedcount":
@@ -352,6 +356,24 @@ func (w *worker) counter(ctx context.Context, c *zr.AtomicCounter) {
 		cancel()
 		w.ops++
 		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+	}
+}
+
+// watch follows the sharedcount workload's node with WatchData.
+func (w *worker) watch(ctx context.Context, s *zr.Session) {
+	path := strings.TrimSuffix(w.path, "/watch") + "/sharedcount"
+	for i := 1; ctx.Err() == nil; i++ {
+		// Each call is an observer of its own: a new call starts from the
+		// node's current state, which the last call may have seen.
+		actor := strings.Replace(w.actor, "/", fmt.Sprintf("#%d/", i), 1)
+		_ = zr.WatchData(ctx, s, path, func(data []byte, st *zr.NodeStat) error {
+			w.ops++
+			if st != nil && len(data) == 4 {
+				w.log.Add(robustness.Seen, actor, st.Version, int32(binary.BigEndian.Uint32(data)), st.Mzxid)
+			}
+			return nil
+		})
+		sleep(ctx, 100*time.Millisecond) // WatchData ended on an error: start again
 	}
 }
 
