@@ -7,7 +7,7 @@
 // (github.com/anishathalye/porcupine, a P-compositional search after Wing
 // and Gong, with Lowe's memoization).
 //
-// Models (see the files named after them):
+// Models and checks (see the files named after them):
 //   - lock (Mutex, SemaphoreMutex, RWMutex write side), as seen by a fenced
 //     resource: grants in token order, one holder at a time, each holding
 //     ending by a release or by a loss its holder was told of, and a write
@@ -16,12 +16,19 @@
 //     holder's loss signal);
 //   - counter (AtomicCounter): a linearizable 64-bit register with
 //     add, get and compare-and-set;
+//   - semaphore (Semaphore): never more than its maximum of leases held;
 //   - versioned count (SharedCount): a 32-bit count with its version,
-//     get and versioned set.
+//     get and versioned set;
+//   - queue (Queue), checked directly: no item taken twice, none lost, none
+//     never offered;
+//   - watch (WatchData on the SharedCount's node), checked directly: each
+//     observer's states in order and each one written, the last one the
+//     node's final state.
 //
 // An operation whose outcome is unknown (the reply was lost, the client was
-// killed) is recorded with an open response time, so the checker may place
-// it anywhere after its invocation, or never.
+// killed) may or may not have happened; see CounterOperations for how far
+// after its invocation the checker may place it. Reads are ZooKeeper's:
+// sequentially consistent, not linearizable (see CounterOperations).
 //
 // The fault run is skipped unless -robustness.duration is set:
 //
