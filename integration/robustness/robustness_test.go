@@ -55,9 +55,10 @@ const (
 	blackholeLong  = "blackhole-long"  // cut a client off for longer than the session timeout
 	delay          = "delay"           // delay a client's traffic both ways
 	clientKill     = "client-kill"     // SIGKILL a client process, start a replacement
+	loseReplies    = "lose-replies"    // requests reach the server, its replies are lost, the connection resets
 )
 
-var faultKinds = []string{leaderKill, followerStop, expireSession, blackholeShort, blackholeLong, delay, clientKill}
+var faultKinds = []string{leaderKill, followerStop, expireSession, blackholeShort, blackholeLong, delay, clientKill, loseReplies}
 
 // lockWorkloads are the workloads with one holder at a time, fenced
 // writes, and the overlap check.
@@ -327,6 +328,27 @@ func (r *run) inject(t *testing.T, kind string) {
 		r.log.Add(chaos.Fault, kind, p.id, d)
 		time.Sleep(r.between(time.Second, 3*time.Second))
 		p.heal()
+	case loseReplies:
+		// ZOOKEEPER-1262: a change can happen while its reply is lost.
+		// Shorter than the client's read timeout (2/3 of the session
+		// timeout), so that the proxy's reset ends the connection.
+		p, _ := r.target(t)
+		hold := r.between(sessionTimeout/16, sessionTimeout/4)
+		var lost []<-chan struct{}
+		for _, px := range p.proxies {
+			lost = append(lost, px.LoseRepliesAfter(r.rng.IntN(3), hold))
+		}
+		r.log.Add(chaos.Fault, kind, p.id, hold)
+		deadline := time.After(hold + 2*sessionTimeout)
+		for _, ch := range lost {
+			select {
+			case <-ch:
+			case <-deadline:
+			}
+		}
+		for _, px := range p.proxies {
+			px.Disarm() // the connections it did not hit
+		}
 	case clientKill:
 		p, _ := r.target(t)
 		p.killed = true
