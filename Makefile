@@ -1,5 +1,5 @@
 # zkrecipes build entry points. `make test` is what CI runs (.ci/run).
-.PHONY: all deps lint test unit integration docker demo bench robustness
+.PHONY: all deps lint test unit integration docker demo bench
 
 all: test
 
@@ -17,6 +17,14 @@ test:
 unit:
 	go test -race -count=1 -skip '^TestZK' ./...
 	cd cmd/zkr && go test -race -count=1 ./...
+
+.PHONY: robustness
+# The robustness suite's long run: client processes on a 3-server ensemble under a seeded
+# fault schedule, every recipe history checked with porcupine. DURATION (default 10m) and
+# SEED (default: from the clock; printed) replay a run: make robustness DURATION=2m SEED=42
+robustness:
+	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 90m -v \
+		-run '^TestRobustness_' ./robustness/ -robustness.duration=$${DURATION:-10m} -robustness.seed=$${SEED:-0}
 
 integration:
 	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 10m ./...
@@ -38,10 +46,3 @@ demo:
 # and chart.png. (The Go-only benchmarks: cd integration && go test -run '^$$' -bench . ./bench/)
 bench:
 	cd integration && go run ./cmd/zkbench -out bench
-
-# The robustness suite's long run: client processes on a 3-server ensemble under a seeded
-# fault schedule, every recipe history checked with porcupine. DURATION (default 10m) and
-# SEED (default: from the clock; printed) replay a run: make robustness DURATION=2m SEED=42
-robustness:
-	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 90m -v \
-		-run '^TestRobustness_' ./robustness/ -robustness.duration=$${DURATION:-10m} -robustness.seed=$${SEED:-0}
