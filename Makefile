@@ -18,6 +18,14 @@ unit:
 	go test -race -count=1 -skip '^TestZK' ./...
 	cd cmd/zkr && go test -race -count=1 ./...
 
+.PHONY: robustness
+# The robustness suite's long run: client processes on a 3-server ensemble under a seeded
+# fault schedule, every recipe history checked with porcupine. DURATION (default 10m) and
+# SEED (default: from the clock; printed) replay a run: make robustness DURATION=2m SEED=42
+robustness:
+	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 90m -v \
+		-run '^TestRobustness_' ./robustness/ -robustness.duration=$${DURATION:-10m} -robustness.seed=$${SEED:-0}
+
 integration:
 	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 10m ./...
 

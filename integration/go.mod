@@ -3,6 +3,7 @@ module github.com/zkrecipes/zkrecipes/integration
 go 1.25.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/moby/moby/api v1.55.0
 	github.com/moby/moby/client v0.5.0

@@ -46,6 +46,8 @@ stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:
 # The contract suite again with the wire layer off (zkrecipes.WithWireLayer(false)).
 stage contract-nowire bash -c 'cd integration && ZKRECIPES_WIRE=off ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Contract ./recipes/'
 stage chaos-leasetime bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Chaos ./chaos/ -chaos.lease-time=300ms -chaos.duration=15s -chaos.clients=3'
+# The robustness suite's short run (make robustness runs the long one).
+stage robustness bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run "^TestRobustness_" ./robustness/ -robustness.duration=20s'
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then
 	stage docker-tests bash -c 'cd integration && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m -run Docker ./zktest/...'
 fi

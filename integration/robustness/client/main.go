@@ -1,0 +1,457 @@
+// Command client is one process of the robustness suite. It runs each
+// workload it is given on a zkrecipes Session of its own, and appends every
+// operation to the shared log (chaos.Log, CLOCK_MONOTONIC stamps) as a CALL
+// line at invocation and its response line at return:
+//
+//   - mutex, semmutex, rwwrite: a Mutex, a SemaphoreMutex, the write side of
+//     an RWMutex; acquire (sometimes with a deadline, so waiters give up),
+//     writes under the lease's token to the workload's fenced store, release;
+//     the chaos kinds ACQUIRED, ERROR, WRITE, DONE, STOP, RELEASED;
+//   - election: an Election (Campaign, then the leadership released), as
+//     the lock workloads, writes fenced by the leadership's token;
+//   - semaphore: one lease at a time of a Semaphore of -semaphore-max, held
+//     for a while without writes;
+//   - queue: a Queue: offers of unique items, takes (RET lines);
+//   - watch: WatchData on the sharedcount workload's node (SEEN lines);
+//   - counter: an AtomicCounter: add, get, compare-and-set (RET lines);
+//   - sharedcount: a SharedCount: get, then a versioned set (RET lines).
+//
+// Each Session's id and password are kept in <session-dir>/<id>.<workload>
+// so that the test can expire it. On SIGTERM the client stops, closes its
+// Sessions, prints a JSON summary line and exits 0. It dials 127.0.0.0/8
+// only.
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/chaos"
+	"github.com/zkrecipes/zkrecipes/integration/robustness"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"go.uber.org/goleak"
+)
+
+type summary struct {
+	ID     string         `json:"id"`
+	Ops    map[string]int `json:"ops"`
+	Leaked string         `json:"leaked,omitempty"`
+}
+
+func main() {
+	var (
+		servers   = flag.String("servers", "", "comma-separated loopback host:port list")
+		root      = flag.String("root", "/robustness", "root path of the workloads")
+		id        = flag.String("id", "", "client id")
+		logPath   = flag.String("log", "", "shared log")
+		workloads = flag.String("workloads", "mutex,counter", "comma-separated workloads")
+		stores    = flag.String("stores", "", "fenced stores of the lock workloads: workload=host:port,...")
+		timeout   = flag.Duration("session-timeout", 4*time.Second, "ZooKeeper session timeout")
+		sessDir   = flag.String("session-dir", "", "where to keep each session's id and password")
+		lifetime  = flag.Duration("lifetime", 30*time.Minute, "exit with status 3 after this long")
+		semMax    = flag.Int("semaphore-max", 2, "leases of the semaphore workload")
+	)
+	flag.Parse()
+	if *servers == "" || *id == "" || *logPath == "" || *sessDir == "" {
+		fmt.Fprintln(os.Stderr, "client: -servers, -id, -log and -session-dir are required")
+		os.Exit(2)
+	}
+	time.AfterFunc(*lifetime, func() {
+		fmt.Fprintf(os.Stderr, "client %s: watchdog after %v\n", *id, *lifetime)
+		os.Exit(3)
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	baseline := goleak.IgnoreCurrent()
+	lg, err := chaos.OpenLog(*logPath)
+	if err != nil {
+		fail(err)
+	}
+	storeOf := map[string]string{}
+	for _, kv := range strings.Split(*stores, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			storeOf[k] = v
+		}
+	}
+	httpc := &http.Client{Timeout: time.Second, Transport: &http.Transport{}}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		sum  = summary{ID: *id, Ops: map[string]int{}}
+		errs []error
+	)
+	for _, w := range strings.Split(*workloads, ",") {
+		wk := &worker{actor: *id + "/" + w, workload: w, log: lg, store: storeOf[w], http: httpc,
+			path: *root + "/" + w, sessFile: filepath.Join(*sessDir, *id+"."+w), semMax: *semMax}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := wk.run(ctx, strings.Split(*servers, ","), *timeout)
+			mu.Lock()
+			defer mu.Unlock()
+			sum.Ops[w] = n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", w, err))
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		fail(errors.Join(errs...))
+	}
+	httpc.CloseIdleConnections()
+	if err := goleak.Find(baseline); err != nil {
+		sum.Leaked = err.Error()
+	}
+	_ = lg.Close()
+	_ = json.NewEncoder(os.Stdout).Encode(sum)
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "client: %v\n", err)
+	os.Exit(1)
+}
+
+// worker runs one workload on a Session of its own.
+type worker struct {
+	actor, workload, path string
+	log                   *chaos.Log
+	store                 string
+	http                  *http.Client
+	sessFile              string
+	semMax                int
+	capture               zktest.SessionCapture
+	ops                   int
+}
+
+func (w *worker) run(ctx context.Context, servers []string, timeout time.Duration) (int, error) {
+	s, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(timeout), zr.WithDialer(w.capture.Dialer()))
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		return 0, err
+	}
+	states, cancel := s.Subscribe()
+	w.saveSession()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ch := range states {
+			w.log.Add(chaos.State, w.actor, ch.State, fmt.Sprintf("0x%x", ch.SessionID))
+			if ch.State == zr.StateConnected || ch.State == zr.StateReconnected {
+				w.saveSession()
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		_ = s.Close()
+		wg.Wait()
+	}()
+	switch w.workload {
+	case "mutex":
+		m := zr.NewMutex(s, w.path, zr.WithNodeData([]byte(w.actor)))
+		w.lock(ctx, m.Acquire)
+	case "semmutex":
+		m := zr.NewSemaphoreMutex(s, w.path)
+		w.lock(ctx, m.Acquire)
+	case "rwwrite":
+		rw := zr.NewRWMutex(s, w.path)
+		w.lock(ctx, rw.WriteLock().Acquire)
+	case "election":
+		e := zr.NewElection(s, w.path, zr.WithParticipantID(w.actor))
+		w.lock(ctx, e.Campaign)
+	case "semaphore":
+		sem := zr.NewSemaphore(s, w.path, w.semMax)
+		w.lock(ctx, func(ctx context.Context) (*zr.Lease, error) {
+			ls, err := sem.Acquire(ctx, 1)
+			if err != nil {
+				return nil, err
+			}
+			return ls[0], nil
+		})
+	case "queue":
+		w.queue(ctx, zr.NewQueue(s, w.path))
+	case "watch":
+		w.watch(ctx, s)
+	case "counter":
+		w.counter(ctx, zr.NewAtomicCounter(s, w.path))
+	case "sharedcount":
+		w.sharedCount(ctx, zr.NewSharedCount(s, w.path, 0))
+	default:
+		return 0, fmt.Errorf("unknown workload %q", w.workload)
+	}
+	return w.ops, nil
+}
+
+// lock takes the lock again and again; a third of the attempts give up
+// after a random deadline.
+func (w *worker) lock(ctx context.Context, acquire func(context.Context) (*zr.Lease, error)) {
+	for ctx.Err() == nil {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if rand.IntN(3) == 0 {
+			actx, cancel = context.WithTimeout(ctx, time.Duration(100+rand.IntN(1500))*time.Millisecond)
+		}
+		w.log.Add(robustness.Call, w.actor, "acquire")
+		l, err := acquire(actx)
+		cancel()
+		w.ops++
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Add(chaos.Failed, w.actor, err)
+			sleep(ctx, 50*time.Millisecond)
+			continue
+		}
+		w.hold(ctx, l)
+	}
+}
+
+// hold writes to the fenced store under l's token until its writes are
+// done, the lease is lost, the store refuses the token or ctx ends, then
+// releases l.
+func (w *worker) hold(ctx context.Context, l *zr.Lease) {
+	tok := l.Token()
+	w.log.Add(chaos.Acquired, w.actor, tok)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		<-l.Done()
+		t := chaos.Now()
+		what := "lost"
+		if errors.Is(l.Err(), zr.ErrReleased) {
+			what = "released"
+		}
+		w.log.AddAt(t, chaos.Done, w.actor, tok, what, l.Err())
+	}()
+	// A quarter of the leases are held long, so that faults find holders.
+	writes, pause := 3, time.Duration(10+rand.IntN(30))*time.Millisecond
+	if rand.IntN(4) == 0 {
+		writes, pause = 15, 100*time.Millisecond
+	}
+	reason := "release"
+	for i := 0; i < writes && reason == "release"; i++ {
+		if l.Err() != nil {
+			reason = "lost"
+			break
+		}
+		if ctx.Err() != nil {
+			reason = "shutdown"
+			break
+		}
+		if w.store != "" { // a semaphore's holders share the resource: no fenced writes
+			w.log.Add(robustness.Call, w.actor, "write", tok)
+			if w.write(tok) == "refused" {
+				reason = "fenced"
+			}
+			w.ops++
+		}
+		select {
+		case <-l.Done():
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+	}
+	if reason == "release" && l.Err() != nil {
+		reason = "lost"
+	}
+	w.log.Add(chaos.Stop, w.actor, tok, reason)
+	if reason == "lost" {
+		<-watched // the loss is logged before Release can change Err
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err := l.Release(rctx)
+	cancel()
+	result := "ok"
+	if err != nil {
+		result = strings.ReplaceAll(err.Error(), " ", "_")
+	}
+	w.log.Add(chaos.Released, w.actor, tok, result)
+	<-watched
+}
+
+func (w *worker) write(tok int64) string {
+	resp, err := w.http.Post(fmt.Sprintf("http://%s/write?client=%s&token=%d", w.store, w.actor, tok), "text/plain", nil)
+	res := "error"
+	if err == nil {
+		switch resp.StatusCode {
+		case http.StatusNoContent:
+			res = "accepted"
+		case http.StatusConflict:
+			res = "refused"
+		}
+		resp.Body.Close()
+	}
+	w.log.Add(chaos.Write, w.actor, tok, res)
+	return res
+}
+
+// outcome is a RET line's outcome for a change that failed with err: a
+// change the counter says it did not make is "fail", anything else may have
+// happened.
+func outcome(err error) string {
+	if errors.Is(err, zr.ErrRetriesExhausted) {
+		return "fail"
+	}
+	return "unknown"
+}
+
+// counter adds, reads and compares-and-sets an AtomicCounter.
+func (w *worker) counter(ctx context.Context, c *zr.AtomicCounter) {
+	var last int64
+	for ctx.Err() == nil {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		switch r := rand.IntN(10); {
+		case r < 5:
+			d := int64(1 + rand.IntN(5))
+			w.log.Add(robustness.Call, w.actor, "add", d)
+			res, err := c.Add(octx, d)
+			switch {
+			case err != nil:
+				w.log.Add(robustness.Return, w.actor, "add", outcome(err), err)
+			case res.Succeeded:
+				w.log.Add(robustness.Return, w.actor, "add", "ok", res.PreValue)
+				last = res.PostValue
+			default:
+				w.log.Add(robustness.Return, w.actor, "add", "fail", "not_succeeded")
+			}
+		case r < 8:
+			w.log.Add(robustness.Call, w.actor, "get")
+			v, err := c.Get(octx)
+			if err != nil {
+				w.log.Add(robustness.Return, w.actor, "get", "fail", err)
+			} else {
+				w.log.Add(robustness.Return, w.actor, "get", "ok", v)
+				last = v
+			}
+		default:
+			n := last + int64(1+rand.IntN(5))
+			w.log.Add(robustness.Call, w.actor, "cas", last, n)
+			res, err := c.CompareAndSet(octx, last, n)
+			if err != nil {
+				w.log.Add(robustness.Return, w.actor, "cas", outcome(err), err)
+			} else {
+				w.log.Add(robustness.Return, w.actor, "cas", "ok", res.Succeeded, res.PreValue)
+				last = res.PostValue
+			}
+		}
+		cancel()
+		w.ops++
+		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+	}
+}
+
+// watch follows the sharedcount workload's node with WatchData.
+func (w *worker) watch(ctx context.Context, s *zr.Session) {
+	path := strings.TrimSuffix(w.path, "/watch") + "/sharedcount"
+	for i := 1; ctx.Err() == nil; i++ {
+		// Each call is an observer of its own: a new call starts from the
+		// node's current state, which the last call may have seen.
+		actor := strings.Replace(w.actor, "/", fmt.Sprintf("#%d/", i), 1)
+		_ = zr.WatchData(ctx, s, path, func(data []byte, st *zr.NodeStat) error {
+			w.ops++
+			if st != nil && len(data) == 4 {
+				w.log.Add(robustness.Seen, actor, st.Version, int32(binary.BigEndian.Uint32(data)), st.Mzxid)
+			}
+			return nil
+		})
+		sleep(ctx, 100*time.Millisecond) // WatchData ended on an error: start again
+	}
+}
+
+// queue offers unique items and takes them.
+func (w *worker) queue(ctx context.Context, q *zr.Queue) {
+	prefix := strings.ReplaceAll(w.actor, "/", "-")
+	for n := 0; ctx.Err() == nil; n++ {
+		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if rand.IntN(2) == 0 {
+			item := fmt.Sprintf("%s-%d", prefix, n)
+			w.log.Add(robustness.Call, w.actor, "offer", item)
+			if err := q.Offer(octx, []byte(item)); err != nil {
+				w.log.Add(robustness.Return, w.actor, "offer", "unknown", err)
+			} else {
+				w.log.Add(robustness.Return, w.actor, "offer", "ok")
+			}
+		} else {
+			w.log.Add(robustness.Call, w.actor, "take")
+			item, err := q.Take(octx)
+			switch {
+			case err == nil:
+				w.log.Add(robustness.Return, w.actor, "take", "ok", string(item))
+			case errors.Is(err, zr.ErrTakeUncertain):
+				w.log.Add(robustness.Return, w.actor, "take", "uncertain", string(item))
+			default:
+				w.log.Add(robustness.Return, w.actor, "take", "fail", err)
+			}
+		}
+		cancel()
+		w.ops++
+		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+	}
+}
+
+// sharedCount reads a SharedCount and sets it over the version read.
+func (w *worker) sharedCount(ctx context.Context, c *zr.SharedCount) {
+	for ctx.Err() == nil {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		w.log.Add(robustness.Call, w.actor, "cget")
+		v, err := c.Get(octx)
+		w.ops++
+		if err != nil {
+			w.log.Add(robustness.Return, w.actor, "cget", "fail", err)
+		} else {
+			w.log.Add(robustness.Return, w.actor, "cget", "ok", v.Count, v.Version)
+			n := v.Count + int32(1+rand.IntN(5))
+			w.log.Add(robustness.Call, w.actor, "tryset", n, v.Version)
+			r, err := c.TrySet(octx, n, v.Version)
+			w.ops++
+			switch {
+			case err == nil:
+				w.log.Add(robustness.Return, w.actor, "tryset", "ok", true, r.Version)
+			case errors.Is(err, zr.ErrVersionChanged):
+				w.log.Add(robustness.Return, w.actor, "tryset", "ok", false, 0)
+			default:
+				w.log.Add(robustness.Return, w.actor, "tryset", "unknown", err)
+			}
+		}
+		cancel()
+		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+	}
+}
+
+// saveSession writes "<id hex> <password hex>" of the captured session.
+func (w *worker) saveSession() {
+	id, pw, ok := w.capture.Session()
+	if !ok {
+		return
+	}
+	tmp := w.sessFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%x %s\n", id, hex.EncodeToString(pw))), 0o644); err == nil {
+		_ = os.Rename(tmp, w.sessFile)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

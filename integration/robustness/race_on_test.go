@@ -1,0 +1,5 @@
+//go:build race
+
+package robustness_test
+
+const raceEnabled = true
