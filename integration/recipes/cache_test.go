@@ -262,8 +262,12 @@ func TestNodeCache_CloseLeavesNoGoroutine(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("Close did not close the events")
 	}
-	// The Session keeps idle request workers for its next requests.
-	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"))
+	// The Session keeps idle request workers for its next requests, and a
+	// connection that reconnected meanwhile (a busy machine) has new loops.
+	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).loop.func2"))
 }
 
 func TestWatchChildren_ConvergesUnderFaultsAndReportsARecreatedParent(t *testing.T) {

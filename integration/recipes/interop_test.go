@@ -191,7 +191,9 @@ func TestInterop_ReadersShareWithCurator(t *testing.T) {
 	path := testPath(t)
 	_, logPath := openShareLog(t)
 	const curatorHold = 4 * time.Second
-	cr := startCurator(t, "read", "cr", path, logPath, time.Second, curatorHold)
+	// Its duration bounds its connect too (a JVM on a busy machine can take
+	// more than a second) and ends before its first hold does: one hold.
+	cr := startCurator(t, "read", "cr", path, logPath, 3*time.Second, curatorHold)
 	waitFirstLines(t, logPath, "cr") // the Curator reader holds, for curatorHold
 	ctx := ctxT(t, curatorHold/2)
 	rw := zr.NewRWMutex(connect(t, c, nil).Session, path)
