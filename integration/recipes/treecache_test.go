@@ -428,12 +428,11 @@ func TestInterop_CuratorWritesATreeTheGoTreeCacheFollows(t *testing.T) {
 // On a three-server ensemble, the leader killed while a writer goes on
 // (the cache's server may be the one killed: it then moves to another),
 // then started again: the cache ends equal to a fresh listing each time.
-// It starts an ensemble of its own (some 20 s on a loaded 2-core machine),
-// so it runs only with ZKRECIPES_ENSEMBLE_TESTS=1; the default suite covers
-// a standalone server's restart in TestTreeCache_EqualsAFreshListingAfterEveryFault.
+// It starts an ensemble of its own (3 to 20 s, the more on a loaded 2-core
+// machine); -short skips it.
 func TestTreeCache_ConvergesAcrossALeaderKillOnAnEnsemble(t *testing.T) {
-	if os.Getenv("ZKRECIPES_ENSEMBLE_TESTS") == "" {
-		t.Skip("set ZKRECIPES_ENSEMBLE_TESTS=1 to run (starts a 3-server ensemble)")
+	if testing.Short() {
+		t.Skip("-short: starts a 3-server ensemble")
 	}
 	server(t) // the suite's backend must be available
 	ens := zktest.Start(t, zktest.WithSize(3))
