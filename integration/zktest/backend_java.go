@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 const debianZooKeeperJar = "/usr/share/java/zookeeper.jar"
@@ -223,7 +224,44 @@ func (s *javaServer) kill() error {
 	return nil
 }
 
-func (s *javaServer) stop() error { _, err := s.signal(syscall.SIGSTOP); return err }
+// stop freezes the server and returns once every thread of it is stopped:
+// a thread running on another CPU stops a moment after the signal, and a
+// server that answered after Stop returned would not be frozen yet.
+func (s *javaServer) stop() error {
+	if _, err := s.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	pid := s.cmd.Process.Pid
+	s.mu.Unlock()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if allStopped(pid) {
+			return nil
+		}
+		time.Sleep(time.Millisecond) // polls /proc; orders nothing
+	}
+	return fmt.Errorf("zktest: server %s not stopped 5 s after SIGSTOP", s.address)
+}
+
+// allStopped reports whether every thread of process pid is stopped, as
+// /proc tells; true where there is no /proc to tell.
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) == 0 || !strings.Contains("TtZX", f[0]) { // stopped, or ending
+			return false
+		}
+	}
+	return true
+}
 func (s *javaServer) cont() error { _, err := s.signal(syscall.SIGCONT); return err }
 
 func (s *javaServer) exited() <-chan struct{} {
