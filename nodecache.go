@@ -38,18 +38,12 @@ type NodeCache struct {
 	abs  string
 	err  error
 
-	events chan CacheEvent
-	ready  chan struct{} // closed once the node is loaded
-	wake   chan struct{} // the dispatcher has items to deliver
-	done   chan struct{} // closed when both goroutines have ended
+	cacheRun               // Start, Close, Events, Err (cacherun.go)
+	wake     chan struct{} // the dispatcher has items to deliver
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	cancel  context.CancelFunc
-	cur     *nodeData // last read; nil before the first
-	pend    []cacheItem
-	stopErr error
+	mu   sync.Mutex
+	cur  *nodeData // last read; nil before the first
+	pend []cacheItem
 }
 
 // CachedNode is a node as a cache holds it. Data is shared with the
@@ -123,8 +117,7 @@ type cacheItem struct {
 // path or a nil session is reported by Start.
 func NewNodeCache(s *Session, path string) *NodeCache {
 	c := &NodeCache{s: s, path: path, err: checkRecipe(s, path),
-		events: make(chan CacheEvent), ready: make(chan struct{}),
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+		cacheRun: newCacheRun(), wake: make(chan struct{}, 1)}
 	if c.err == nil {
 		c.abs = s.abs(path)
 	}
@@ -146,44 +139,11 @@ func (c *NodeCache) Start(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArg("nil context")
 	}
-	c.mu.Lock()
-	if c.started || c.closed {
-		c.mu.Unlock()
-		return ErrCacheStarted
+	run, err := c.claim(c.s)
+	if err != nil {
+		return err
 	}
-	c.started = true
-	run, cancel := ctxUntil(c.s.closedCh)
-	c.cancel = cancel
-	c.mu.Unlock()
-
-	var wg sync.WaitGroup
-	wg.Add(2)
-	if !c.s.spawn(func() { defer wg.Done(); c.run(run) }) {
-		wg.Done()
-	}
-	if !c.s.spawn(func() { defer wg.Done(); c.dispatch(run) }) {
-		wg.Done()
-		close(c.events)
-	}
-	go func() { // ends once both have: their ctx ends with the Session or Close
-		wg.Wait()
-		close(c.done)
-	}()
-	select {
-	case <-c.ready:
-		return nil
-	case <-run.Done():
-		_ = c.Close()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.stopErr != nil {
-			return c.stopErr
-		}
-		return ErrClosed
-	case <-ctx.Done():
-		_ = c.Close()
-		return ctx.Err()
-	}
+	return c.launch(ctx, run, c.s, c.run, c.dispatch, nil)
 }
 
 // run keeps the copy up to date until ctx ends or a read fails for
@@ -192,16 +152,7 @@ func (c *NodeCache) run(ctx context.Context) {
 	err := follow(ctx, c.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
 		return c.s.readData(ctx, c.abs)
 	}, newerData, c.onState, c.onNode)
-	if err != nil && ctx.Err() != nil && c.s.isClosed() {
-		err = ErrClosed // ctx ended with the Session before its state change arrived
-	}
-	c.mu.Lock()
-	if !c.closed {
-		c.stopErr = err
-	}
-	cancel := c.cancel
-	c.mu.Unlock()
-	cancel() // stops the dispatcher
+	c.end(c.s, err)
 }
 
 // Get returns the node as last read, and whether it exists. It returns
@@ -222,11 +173,7 @@ func (c *NodeCache) Events() <-chan CacheEvent { return c.events }
 // Err returns nil while the cache runs or after its Close, and why it
 // stopped on its own otherwise: ErrClosed after the Session's Close, or
 // the read's error (such as one matching zk.ErrNoAuth).
-func (c *NodeCache) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stopErr
-}
+func (c *NodeCache) Err() error { return c.stopped() }
 
 // Close stops the cache and waits for its goroutines; the Events channel
 // is closed. Get keeps returning the last copy. Close is idempotent and
@@ -235,21 +182,7 @@ func (c *NodeCache) Err() error {
 // ZooKeeper session ends: go-zookeeper cannot remove a watch. Its
 // notification is then dropped by the client.
 func (c *NodeCache) Close() error {
-	c.mu.Lock()
-	if !c.started {
-		c.started, c.closed = true, true
-		c.mu.Unlock()
-		close(c.events)
-		close(c.done)
-		return nil
-	}
-	c.closed = true
-	cancel := c.cancel
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	<-c.done
+	c.close()
 	return nil
 }
 

@@ -60,20 +60,15 @@ type TreeCache struct {
 	cfg  treeConfig
 	err  error
 
-	events chan CacheEvent
-	ready  chan struct{} // closed once the tree is loaded
-	wake   chan struct{} // the dispatcher has events to deliver
-	noted  chan struct{} // notifications wait in queue
-	done   chan struct{} // closed when the cache's goroutines have ended
+	cacheRun               // Start, Close, Events, Err (cacherun.go)
+	wake     chan struct{} // the dispatcher has events to deliver
+	noted    chan struct{} // notifications wait in queue
 
 	nmu   sync.Mutex
 	queue []zk.Event // notifications not yet handled
 
 	mu      sync.Mutex
-	started bool
-	closed  bool
 	loaded  bool
-	cancel  context.CancelFunc
 	nodes   map[string]*treeNode // by path as the cache reports it
 	armedIn int64                // the session the nodes' armed bits hold for (0: none)
 	pend    eventQueue
@@ -138,8 +133,7 @@ func WithPathFilter(keep func(path string) bool) TreeCacheOption {
 // Start.
 func NewTreeCache(s *Session, path string, opts ...TreeCacheOption) *TreeCache {
 	c := &TreeCache{s: s, path: path, err: checkRecipe(s, path), cfg: treeConfig{maxDepth: -1},
-		events: make(chan CacheEvent), ready: make(chan struct{}),
-		wake: make(chan struct{}, 1), noted: make(chan struct{}, 1), done: make(chan struct{}),
+		cacheRun: newCacheRun(), wake: make(chan struct{}, 1), noted: make(chan struct{}, 1),
 		nodes: map[string]*treeNode{}}
 	for _, o := range opts {
 		if o == nil {
@@ -170,51 +164,18 @@ func (c *TreeCache) Start(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArg("nil context")
 	}
-	c.mu.Lock()
-	if c.started || c.closed {
-		c.mu.Unlock()
-		return ErrCacheStarted
+	run, err := c.claim(c.s)
+	if err != nil {
+		return err
 	}
-	c.started = true
-	run, cancel := ctxUntil(c.s.closedCh)
-	c.cancel = cancel
-	c.mu.Unlock()
-
 	// Routes and states are taken before the first read, so that no
 	// change after it goes unnoticed.
 	unroute := c.s.watchTree(c.abs, c.note)
 	states, unsub := c.s.Subscribe()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	if !c.s.spawn(func() { defer wg.Done(); c.run(run, states) }) {
-		wg.Done()
-		cancel()
-	}
-	if !c.s.spawn(func() { defer wg.Done(); c.dispatch(run) }) {
-		wg.Done()
-		close(c.events)
-	}
-	go func() { // ends once both have: their ctx ends with the Session or Close
-		wg.Wait()
+	return c.launch(ctx, run, c.s, func(ctx context.Context) { c.run(ctx, states) }, c.dispatch, func() {
 		unroute()
 		unsub()
-		close(c.done)
-	}()
-	select {
-	case <-c.ready:
-		return nil
-	case <-run.Done():
-		_ = c.Close()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.stopErr != nil {
-			return c.stopErr
-		}
-		return ErrClosed
-	case <-ctx.Done():
-		_ = c.Close()
-		return ctx.Err()
-	}
+	})
 }
 
 // Get returns the node at path (as given to the cache, or below it) as
@@ -272,31 +233,13 @@ func (c *TreeCache) Events() <-chan CacheEvent { return c.events }
 // Err returns nil while the cache runs or after its Close, and why it
 // stopped on its own otherwise: ErrClosed after the Session's Close, or a
 // read's error (such as one matching zk.ErrNoAuth).
-func (c *TreeCache) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stopErr
-}
+func (c *TreeCache) Err() error { return c.stopped() }
 
 // Close stops the cache and waits for its goroutines; the Events channel
 // is closed. Get, Children and Snapshot keep returning the last copy.
 // Close is idempotent and does no I/O.
 func (c *TreeCache) Close() error {
-	c.mu.Lock()
-	if !c.started {
-		c.started, c.closed = true, true
-		c.mu.Unlock()
-		close(c.events)
-		close(c.done)
-		return nil
-	}
-	c.closed = true
-	cancel := c.cancel
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	<-c.done
+	c.close()
 	return nil
 }
 

@@ -44,17 +44,7 @@ func (c *TreeCache) takeNotes() []zk.Event {
 
 // run keeps the copy up to date until ctx ends or a read fails for good.
 func (c *TreeCache) run(ctx context.Context, states <-chan StateChange) {
-	err := c.follow(ctx, states)
-	if c.s.isClosed() {
-		err = ErrClosed
-	}
-	c.mu.Lock()
-	if !c.closed {
-		c.stopErr = err
-	}
-	cancel := c.cancel
-	c.mu.Unlock()
-	cancel() // stops the dispatcher
+	c.end(c.s, c.follow(ctx, states))
 }
 
 // follow loads the tree, then handles notifications and connection
