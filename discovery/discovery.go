@@ -254,7 +254,7 @@ func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) 
 	}
 	names, err := d.children(ctx, d.base)
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes/discovery: list services under %s: %w", d.base, err)
+		return nil, fmt.Errorf("zkrecipes: discovery: list services under %s: %w", d.base, err)
 	}
 	return names, nil
 }
@@ -271,7 +271,7 @@ func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) (
 	}
 	ids, err := d.children(ctx, d.servicePath(name))
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes/discovery: list instances of %s: %w", name, err)
+		return nil, fmt.Errorf("zkrecipes: discovery: list instances of %s: %w", name, err)
 	}
 	var out []Instance
 	for _, id := range ids {
@@ -336,7 +336,7 @@ func (d *ServiceDiscovery) read(ctx context.Context, p string) (Instance, error)
 		return Instance{}, fmt.Errorf("%w: %s", ErrNoInstance, p)
 	}
 	if err != nil {
-		return Instance{}, fmt.Errorf("zkrecipes/discovery: read %s: %w", p, err)
+		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", p, err)
 	}
 	inst, err := Unmarshal(data)
 	if err != nil {

@@ -14,24 +14,24 @@ var (
 	// ErrBadInstance reports data that is not a service instance in
 	// Curator's JSON format, or an Instance that cannot be written (no
 	// name or ID, a payload that is not JSON, a malformed URISpec).
-	ErrBadInstance = errors.New("zkrecipes/discovery: not a valid service instance")
+	ErrBadInstance = errors.New("zkrecipes: discovery: not a valid service instance")
 
 	// ErrBadName reports a service name or instance ID that cannot be a
 	// node name (empty, ".", "..", or holding a "/").
-	ErrBadName = errors.New("zkrecipes/discovery: invalid service name or instance id")
+	ErrBadName = errors.New("zkrecipes: discovery: invalid service name or instance id")
 
 	// ErrNotRegistered is returned by Update and Unregister for an
 	// instance this ServiceDiscovery did not register.
-	ErrNotRegistered = errors.New("zkrecipes/discovery: instance not registered here; call Register first")
+	ErrNotRegistered = errors.New("zkrecipes: discovery: instance not registered here; call Register first")
 
 	// ErrNoInstance is returned by Provider.Instance when the service has
 	// no instance to choose (none registered, or every one down or
 	// disabled), and by QueryForInstance when the instance does not exist.
-	ErrNoInstance = errors.New("zkrecipes/discovery: no instance of the service available")
+	ErrNoInstance = errors.New("zkrecipes: discovery: no instance of the service available")
 
 	// ErrClosed is returned by a ServiceDiscovery, ServiceCache or
 	// Provider after its Close.
-	ErrClosed = errors.New("zkrecipes/discovery: closed")
+	ErrClosed = errors.New("zkrecipes: discovery: closed")
 )
 
 // errNilCtx is what every call given a nil context returns.
