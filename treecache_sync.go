@@ -131,7 +131,7 @@ func (c *TreeCache) resync(ctx context.Context) error {
 	sid := c.s.SessionID()
 	c.mu.Lock()
 	c.disarm(c.takeNotes()) // the reads below cover what they report
-	if c.armedIn != sid || !c.s.ownsConn {
+	if c.armedIn != sid || !c.s.direct {
 		for _, n := range c.nodes {
 			n.armed = 0
 		}
