@@ -292,6 +292,10 @@ func TestWatchCheckRequiresStatesInOrderThatWereWritten(t *testing.T) {
 21 SEEN o/watch 1 5 110`, 1},
 		{"a count never written at that version", writes + `
 20 SEEN o/watch 1 9 110`, 1},
+		{"a set whose client was killed before its reply", writes + `
+14 CALL b/s tryset 7 2
+15 KILLED b
+20 SEEN o/watch 3 7 130`, 0},
 		{"two observers each in order", writes + `
 20 SEEN o/watch 1 5 110
 21 SEEN p/watch 0 0 100

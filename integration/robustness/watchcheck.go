@@ -43,7 +43,8 @@ func (r WatchReport) String() string {
 // the shared count workload (w names it): each observer's states must be a
 // subsequence of the node's, in order: versions and Mzxids strictly
 // increasing, each (version, count) one the node held. A version written by
-// a set of unknown outcome may hold what that set wrote.
+// a set of unknown outcome, or by one that never returned (its client was
+// killed), may hold what that set wrote.
 func CheckWatch(events []chaos.Event, w string) WatchReport {
 	r := WatchReport{ByRecipe: map[string]int{}}
 	written := map[int32]map[int32]bool{0: {0: true}} // version -> counts it may hold
@@ -70,6 +71,19 @@ func CheckWatch(events []chaos.Event, w string) WatchReport {
 			} else if f[1] != "unknown" {
 				continue
 			}
+			if written[v] == nil {
+				written[v] = map[int32]bool{}
+			}
+			written[v][int32(n)] = true
+		}
+	}
+	// A set still pending at the end never returned: its client was killed
+	// (or stopped) with it in flight, so it may have been written.
+	for _, c := range pending {
+		if len(c) == 3 && c[0] == "tryset" {
+			n, _ := atoi(c[1])
+			exp, _ := atoi(c[2])
+			v := int32(exp) + 1
 			if written[v] == nil {
 				written[v] = map[int32]bool{}
 			}
