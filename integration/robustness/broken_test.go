@@ -4,7 +4,6 @@ package robustness_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -321,21 +320,25 @@ func TestCheckersCatchBrokenRecipes(t *testing.T) {
 		assert.Greater(t, rep.Taken, 20)
 	})
 
-	// watchRun drives versioned sets of a shared count while watch follows
-	// its node, and checks what watch saw.
-	watchRun := func(t *testing.T, path string, watch func(ctx context.Context, s *zr.Session, seen func(version, count int32, mzxid int64))) robustness.WatchReport {
+	// watchRun drives versioned sets of a shared count while each of
+	// observers (by recipe) follows its node, and checks what they saw.
+	type seenFn = func(data []byte, st *zr.NodeStat)
+	type observeFn = func(ctx context.Context, s *zr.Session, path string, seen seenFn)
+	watchRun := func(t *testing.T, path string, observers map[string]observeFn) robustness.WatchReport {
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
+		var done sync.WaitGroup
 		logPath := filepath.Join(t.TempDir(), "watch.log")
 		lg, err := chaos.OpenLog(logPath)
 		require.NoError(t, err)
 		s := session(t, ens)
-		go func() {
-			defer close(done)
-			watch(ctx, s, func(version, count int32, mzxid int64) {
-				lg.Add(robustness.Seen, "w/watch", version, count, mzxid)
-			})
-		}()
+		for recipe, observe := range observers {
+			actor := robustness.ObserverActor("w", recipe, 1)
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				observe(ctx, s, path, func(data []byte, st *zr.NodeStat) { robustness.LogSeen(lg, actor, data, st) })
+			}()
+		}
 		events := driveOps(t, workers, 2*time.Second, func(int) func(ctx context.Context, lg *chaos.Log, actor string) {
 			c := zr.NewSharedCount(session(t, ens), path, 0)
 			return func(ctx context.Context, lg *chaos.Log, actor string) {
@@ -357,38 +360,143 @@ func TestCheckersCatchBrokenRecipes(t *testing.T) {
 			}
 		})
 		cancel()
-		<-done
+		done.Wait()
 		require.NoError(t, lg.Close())
 		seen, err := chaos.ParseFile(logPath)
 		require.NoError(t, err)
 		return robustness.CheckWatch(append(events, seen...), "ops")
 	}
+	recipe := func(name string) observeFn {
+		return func(ctx context.Context, s *zr.Session, path string, seen seenFn) {
+			_ = robustness.ObserveData(ctx, s, name, path, seen)
+		}
+	}
 	t.Run("watch that reports the data it read before with the new stat", func(t *testing.T) {
-		rep := watchRun(t, "/broken/watched", func(ctx context.Context, s *zr.Session, seen func(int32, int32, int64)) {
+		rep := watchRun(t, "/broken/watched", map[string]observeFn{robustness.WatchData: func(ctx context.Context, s *zr.Session, path string, seen seenFn) {
 			var prev []byte
-			_ = zr.WatchData(ctx, s, "/broken/watched", func(data []byte, st *zr.NodeStat) error {
+			_ = zr.WatchData(ctx, s, path, func(data []byte, st *zr.NodeStat) error {
 				if st != nil && len(prev) == 4 {
-					seen(st.Version, int32(binary.BigEndian.Uint32(prev)), st.Mzxid) // BROKEN: stale data
+					seen(prev, st) // BROKEN: stale data
 				}
 				prev = data
 				return nil
 			})
-		})
+		}})
 		t.Log(rep)
 		assert.NotEmpty(t, rep.Violations, "the watch check accepted states never written")
 	})
 	t.Run("WatchData under the same driver", func(t *testing.T) {
-		rep := watchRun(t, "/broken/watchdata", func(ctx context.Context, s *zr.Session, seen func(int32, int32, int64)) {
-			_ = zr.WatchData(ctx, s, "/broken/watchdata", func(data []byte, st *zr.NodeStat) error {
-				if st != nil && len(data) == 4 {
-					seen(st.Version, int32(binary.BigEndian.Uint32(data)), st.Mzxid)
+		rep := watchRun(t, "/broken/watchdata", map[string]observeFn{robustness.WatchData: recipe(robustness.WatchData)})
+		t.Log(rep)
+		assert.Empty(t, rep.Violations)
+		assert.Greater(t, rep.Seen, 20)
+	})
+	t.Run("node cache that reports the data it held before with the new stat", func(t *testing.T) {
+		rep := watchRun(t, "/broken/cached", map[string]observeFn{robustness.NodeCache: func(ctx context.Context, s *zr.Session, path string, seen seenFn) {
+			c := zr.NewNodeCache(s, path)
+			if c.Start(ctx) != nil {
+				return
+			}
+			defer c.Close()
+			var prev []byte
+			for {
+				select {
+				case ev := <-c.Events():
+					if ev.Node != nil && len(ev.Node.Data) == 4 {
+						if len(prev) == 4 {
+							seen(prev, &ev.Node.Stat) // BROKEN: stale data
+						}
+						prev = ev.Node.Data
+					}
+				case <-ctx.Done():
+					return
 				}
+			}
+		}})
+		t.Log(rep)
+		assert.NotEmpty(t, rep.Violations, "the watch check accepted states never written")
+	})
+	t.Run("NodeCache and TreeCache under the same driver", func(t *testing.T) {
+		rep := watchRun(t, "/broken/caches", map[string]observeFn{robustness.NodeCache: recipe(robustness.NodeCache), robustness.TreeCache: recipe(robustness.TreeCache)})
+		t.Log(rep)
+		assert.Empty(t, rep.Violations)
+		assert.Greater(t, rep.ByRecipe[robustness.NodeCache], 20)
+		assert.Greater(t, rep.ByRecipe[robustness.TreeCache], 20)
+	})
+
+	// childrenRun offers and polls items of a queue while observe follows
+	// the queue's children, and checks what it saw; it also returns whether
+	// the observer ended at the queue's final listing.
+	childrenRun := func(t *testing.T, path string, observe func(ctx context.Context, s *zr.Session, seen func(kids []string, st *zr.NodeStat))) (robustness.ChildrenReport, bool) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		logPath := filepath.Join(t.TempDir(), "children.log")
+		lg, err := chaos.OpenLog(logPath)
+		require.NoError(t, err)
+		var last atomic.Int64
+		conn := rawConn(t, ens)
+		// The queue's node exists from the start, so that the observer has
+		// a listing to follow before the first offer.
+		require.NoError(t, zr.NewQueue(session(t, ens), path).Offer(context.Background(), []byte("first")))
+		s := session(t, ens)
+		go func() {
+			defer close(done)
+			actor := robustness.ObserverActor("w", robustness.Children, 1)
+			observe(ctx, s, func(kids []string, st *zr.NodeStat) {
+				robustness.LogListed(lg, actor, kids, st)
+				if st == nil {
+					last.Store(0)
+				} else {
+					last.Store(st.Pzxid)
+				}
+			})
+		}()
+		driveOps(t, workers, 2*time.Second, func(int) func(ctx context.Context, lg *chaos.Log, actor string) {
+			q := zr.NewQueue(session(t, ens), path)
+			return func(ctx context.Context, lg *chaos.Log, actor string) {
+				if rand.IntN(2) == 0 {
+					_ = q.Offer(ctx, []byte(actor))
+				} else {
+					_, _ = q.Poll(ctx)
+				}
+			}
+		})
+		final := int64(0) // the queue's node is a container: the server may delete it once empty
+		_, st, err := conn.Children(path)
+		if !errors.Is(err, zk.ErrNoNode) {
+			require.NoError(t, err)
+			final = st.Pzxid
+		}
+		ended := assert.Eventually(t, func() bool { return last.Load() == final }, 10*time.Second, 10*time.Millisecond)
+		cancel()
+		<-done
+		require.NoError(t, lg.Close())
+		events, err := chaos.ParseFile(logPath)
+		require.NoError(t, err)
+		return robustness.CheckChildren(events), ended
+	}
+	t.Run("children watch that reports the listing it read before with the new stat", func(t *testing.T) {
+		rep, _ := childrenRun(t, "/broken/listed", func(ctx context.Context, s *zr.Session, seen func([]string, *zr.NodeStat)) {
+			var prev []string
+			_ = zr.WatchChildren(ctx, s, "/broken/listed", func(kids []string, st *zr.NodeStat) error {
+				if st != nil && prev != nil {
+					seen(prev, st) // BROKEN: stale listing
+				}
+				prev = kids
 				return nil
 			})
 		})
 		t.Log(rep)
+		assert.NotEmpty(t, rep.Violations, "the children check accepted listings that do not match their stat")
+	})
+	t.Run("WatchChildren under the same driver", func(t *testing.T) {
+		rep, ended := childrenRun(t, "/broken/children", func(ctx context.Context, s *zr.Session, seen func([]string, *zr.NodeStat)) {
+			_ = robustness.ObserveChildren(ctx, s, "/broken/children", seen)
+		})
+		t.Log(rep)
 		assert.Empty(t, rep.Violations)
-		assert.Greater(t, rep.Seen, 20)
+		assert.Greater(t, rep.Listed, 20)
+		assert.True(t, ended, "the observer did not end at the final listing")
 	})
 
 	// add reads then writes pre+delta whatever happened in between (no

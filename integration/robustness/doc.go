@@ -21,9 +21,11 @@
 //     get and versioned set;
 //   - queue (Queue), checked directly: no item taken twice, none lost, none
 //     never offered;
-//   - watch (WatchData on the SharedCount's node), checked directly: each
-//     observer's states in order and each one written, the last one the
-//     node's final state.
+//   - watch (WatchData, NodeCache and TreeCache on the SharedCount's node,
+//     WatchChildren on the Queue's), checked directly: each observer's
+//     states in order and each one written (a listing: its names as many as
+//     its Stat's children, the same as every other observer's at that
+//     Pzxid), the last one the node's final state.
 //
 // An operation whose outcome is unknown (the reply was lost, the client was
 // killed) may or may not have happened; see CounterOperations for how far

@@ -1,6 +1,7 @@
 package robustness_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -291,6 +292,10 @@ func TestWatchCheckRequiresStatesInOrderThatWereWritten(t *testing.T) {
 21 SEEN o/watch 1 5 110`, 1},
 		{"a count never written at that version", writes + `
 20 SEEN o/watch 1 9 110`, 1},
+		{"a set whose client was killed before its reply", writes + `
+14 CALL b/s tryset 7 2
+15 KILLED b
+20 SEEN o/watch 3 7 130`, 0},
 		{"two observers each in order", writes + `
 20 SEEN o/watch 1 5 110
 21 SEEN p/watch 0 0 100
@@ -301,4 +306,84 @@ func TestWatchCheckRequiresStatesInOrderThatWereWritten(t *testing.T) {
 			assert.Len(t, rep.Violations, c.violations, "%q", rep.Violations)
 		})
 	}
+}
+
+func TestWatchCheckCountsEveryCacheObserver(t *testing.T) {
+	const writes = `
+10 CALL a/s tryset 5 0
+11 RET a/s tryset ok true 1
+`
+	for _, c := range []struct {
+		name, log  string
+		violations int
+	}{
+		{"a NodeCache and a TreeCache in order", writes + `
+20 SEEN p1#nodecache1/watch 0 0 100
+21 SEEN p1#nodecache1/watch 1 5 110
+22 SEEN p1#treecache1/watch 1 5 110
+23 SEEN p1#watchdata1/watch 1 5 110`, 0},
+		{"a NodeCache that reports the data before with the new stat", writes + `
+20 SEEN p1#nodecache1/watch 0 0 100
+21 SEEN p1#nodecache1/watch 1 0 110`, 1},
+		{"a TreeCache that goes back", writes + `
+20 SEEN p1#treecache1/watch 1 5 110
+21 SEEN p1#treecache1/watch 0 0 100`, 1},
+		{"a new run of an observer starts again", writes + `
+20 SEEN p1#treecache1/watch 1 5 110
+21 SEEN p1#treecache2/watch 1 5 110`, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := robustness.CheckWatch(parse(t, c.log), "s")
+			assert.Len(t, rep.Violations, c.violations, "%q", rep.Violations)
+		})
+	}
+	rep := robustness.CheckWatch(parse(t, writes+`
+20 SEEN o/watch 0 0 100
+21 SEEN p1#nodecache1/watch 1 5 110
+22 SEEN p1#treecache3/watch 1 5 110
+23 SEEN p2#treecache1/watch 1 5 110`), "s")
+	assert.Equal(t, map[string]int{robustness.WatchData: 1, robustness.NodeCache: 1, robustness.TreeCache: 2}, rep.ByRecipe)
+	assert.Equal(t, 4, rep.Observers)
+}
+
+func TestChildrenCheckRequiresListingsInPzxidOrderThatAgree(t *testing.T) {
+	for _, c := range []struct {
+		name, log  string
+		violations int
+	}{
+		{"two observers, subsequences of one history", `
+20 LISTED o#watchchildren1/watch 100 0 0 aa
+21 LISTED o#watchchildren1/watch 120 2 2 bb
+22 LISTED p#watchchildren1/watch 110 1 1 cc
+23 LISTED p#watchchildren1/watch 120 2 2 bb`, 0},
+		{"a listing seen twice", `
+20 LISTED o#watchchildren1/watch 110 1 1 cc
+21 LISTED o#watchchildren1/watch 110 1 1 cc`, 1},
+		{"listings out of order", `
+20 LISTED o#watchchildren1/watch 120 2 2 bb
+21 LISTED o#watchchildren1/watch 110 1 1 cc`, 1},
+		{"a stale listing under a new stat", `
+20 LISTED o#watchchildren1/watch 110 1 1 cc
+21 LISTED o#watchchildren1/watch 120 2 1 cc`, 1},
+		{"two observers disagree at one pzxid", `
+20 LISTED o#watchchildren1/watch 110 1 1 cc
+21 LISTED p#watchchildren1/watch 110 1 1 dd`, 1},
+		{"a malformed line", `
+20 LISTED o#watchchildren1/watch 110 1`, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := robustness.CheckChildren(parse(t, c.log))
+			assert.Len(t, rep.Violations, c.violations, "%q", rep.Violations)
+		})
+	}
+}
+
+func TestObserverActorNamesItsRecipe(t *testing.T) {
+	for _, recipe := range append(slices.Clone(robustness.DataRecipes), robustness.Children) {
+		a := robustness.ObserverActor("p12", recipe, 34)
+		assert.Equal(t, recipe, robustness.Recipe(a), a)
+		assert.Equal(t, "watch", robustness.Workload(a))
+	}
+	assert.Equal(t, robustness.WatchData, robustness.Recipe("p1#3/watch"))
+	assert.Equal(t, robustness.WatchData, robustness.Recipe("o/watch"))
 }

@@ -5,7 +5,6 @@ package robustness_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -114,7 +113,7 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 	})
 	var obs *observer
 	if slices.Contains(r.workloads, "watch") {
-		obs = r.observe(t, r.root+"/sharedcount")
+		obs = r.observe(t, r.root+"/sharedcount", r.root+"/queue")
 	}
 	for range *flagClients {
 		r.startNext(t)
@@ -174,15 +173,24 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			model, ops = robustness.LockModel, robustness.LockOperations(evs)
 		}
 		if w == "watch" {
-			final := obs.finish(t)
+			final, seen := obs.finish(t)
 			rep := robustness.CheckWatch(events, "sharedcount")
-			fmt.Fprintf(&b, "  watch: %s; the test's own observer ended at version %d, the node's final one %d\n", rep, obs.last.Load(), final)
-			for _, v := range rep.Violations {
+			crep := robustness.CheckChildren(events)
+			fmt.Fprintf(&b, "  watch (SharedCount node): %s\n", rep)
+			fmt.Fprintf(&b, "  watch (Queue node, WatchChildren): %s\n", crep)
+			fmt.Fprintf(&b, "    the test's own observers ended at (the node's final state): %s\n", endStates(final, seen))
+			for _, v := range append(rep.Violations, crep.Violations...) {
 				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
 			}
 			assert.Empty(t, rep.Violations, "watch: states seen out of order or never written; seed %d", seed)
-			assert.Equal(t, int64(final), obs.last.Load(), "watch: the observer did not end at the node's final state")
-			assert.Positive(t, rep.Seen)
+			assert.Empty(t, crep.Violations, "watch: listings out of order or inconsistent; seed %d", seed)
+			assert.Equal(t, final, seen, "watch: an observer did not end at its node's final state")
+			for _, recipe := range robustness.DataRecipes {
+				assert.Positive(t, rep.ByRecipe[recipe], "watch: no state seen by a %s", recipe)
+			}
+			if slices.Contains(r.workloads, "queue") {
+				assert.Positive(t, crep.Listed, "watch: no listing seen")
+			}
 			continue
 		}
 		if w == "queue" {
@@ -215,6 +223,15 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 	for _, k := range faultKinds {
 		assert.Positive(t, faults[k], "fault %s never injected", k)
 	}
+}
+
+// endStates formats the final states and the observers' last, by recipe.
+func endStates(final, seen map[string]int64) string {
+	var parts []string
+	for _, recipe := range append(slices.Clone(robustness.DataRecipes), robustness.Children) {
+		parts = append(parts, fmt.Sprintf("%s %d (%d)", recipe, seen[recipe], final[recipe]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r *run) between(lo, hi time.Duration) time.Duration {
@@ -361,68 +378,134 @@ func (r *run) inject(t *testing.T, kind string) {
 	r.log.Add(chaos.Heal, kind)
 }
 
-// observer is a WatchData of the test process itself (through no proxy),
-// which must end at the node's final state.
+// observer runs, in the test process itself (through no proxy), an
+// observer of each recipe of the watch workload, each of which must end at
+// its node's final state.
 type observer struct {
-	last   atomic.Int64 // the last version seen
+	last   map[string]*atomic.Int64 // recipe -> last data version or Pzxid seen (-1: none, 0: node missing)
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   sync.WaitGroup
 	conn   *zk.Conn
-	path   string
+	s      *zr.Session
+	data   string // the shared count's node
+	queue  string // the queue's node
 	once   sync.Once
 }
 
-func (r *run) observe(t *testing.T, path string) *observer {
+func (r *run) observe(t *testing.T, data, queue string) *observer {
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &observer{cancel: cancel, done: make(chan struct{}), path: path}
-	o.last.Store(-1)
+	o := &observer{cancel: cancel, data: data, queue: queue, last: map[string]*atomic.Int64{}}
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
 	defer ccancel()
-	s, err := zr.Connect(cctx, r.ens.Servers(), zr.WithSessionTimeout(20*time.Second))
+	var err error
+	o.s, err = zr.Connect(cctx, r.ens.Servers(), zr.WithSessionTimeout(20*time.Second))
 	require.NoError(t, err)
 	o.conn, _, err = zk.Connect(r.ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 	require.NoError(t, err)
-	go func() {
-		defer close(o.done)
-		defer s.Close()
-		for i := 1; ctx.Err() == nil; i++ {
-			actor := fmt.Sprintf("test#%d/watch", i)
-			_ = zr.WatchData(ctx, s, path, func(data []byte, st *zr.NodeStat) error {
-				if st != nil && len(data) == 4 {
-					r.log.Add(robustness.Seen, actor, st.Version, int32(binary.BigEndian.Uint32(data)), st.Mzxid)
-					o.last.Store(int64(st.Version))
+	run := func(recipe string, follow func(actor string, last *atomic.Int64) error) {
+		last := &atomic.Int64{}
+		last.Store(-1)
+		o.last[recipe] = last
+		o.done.Add(1)
+		go func() {
+			defer o.done.Done()
+			for i := 1; ctx.Err() == nil; i++ {
+				_ = follow(robustness.ObserverActor("test", recipe, i), last)
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond): // the recipe ended on an error: start again
 				}
-				return nil
-			})
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond): // WatchData ended on an error: start again
 			}
-		}
-	}()
+		}()
+	}
+	for _, recipe := range robustness.DataRecipes {
+		run(recipe, func(actor string, last *atomic.Int64) error {
+			return robustness.ObserveData(ctx, o.s, recipe, data, func(b []byte, st *zr.NodeStat) {
+				robustness.LogSeen(r.log, actor, b, st)
+				last.Store(int64(st.Version))
+			})
+		})
+	}
+	run(robustness.Children, func(actor string, last *atomic.Int64) error {
+		return robustness.ObserveChildren(ctx, o.s, queue, func(kids []string, st *zr.NodeStat) {
+			robustness.LogListed(r.log, actor, kids, st)
+			if st == nil {
+				last.Store(0)
+			} else {
+				last.Store(st.Pzxid)
+			}
+		})
+	})
 	t.Cleanup(o.stop)
 	return o
 }
 
-// finish waits until the observer saw the node's final version (read
-// after a sync), for at most 30 s, stops it and returns that version.
-func (o *observer) finish(t *testing.T) int32 {
-	_, err := o.conn.Sync(o.path)
-	require.NoError(t, err)
-	_, st, err := o.conn.Get(o.path)
-	require.NoError(t, err)
+// finish waits until every observer saw its node's final state, for at
+// most 30 s, stops them and returns those states by recipe, and what the
+// observers saw last. The final states are read after a sync: the shared
+// count's version, the queue's Pzxid, 0 for a queue node gone. They are
+// read again every second: once empty, the queue's container node may be
+// deleted by the server at any time.
+func (o *observer) finish(t *testing.T) (final, seen map[string]int64) {
 	deadline := time.Now().Add(30 * time.Second)
-	for o.last.Load() != int64(st.Version) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling the observer's last state
+	for {
+		final = o.read(t)
+		next := time.Now().Add(time.Second)
+		for !o.saw(final) && time.Now().Before(next) {
+			time.Sleep(20 * time.Millisecond) // polling the observers' last states
+		}
+		if o.saw(final) || time.Now().After(deadline) {
+			break
+		}
 	}
 	o.stop()
-	return st.Version
+	seen = map[string]int64{}
+	for recipe, l := range o.last {
+		seen[recipe] = l.Load()
+	}
+	return final, seen
+}
+
+func (o *observer) saw(final map[string]int64) bool {
+	for recipe, v := range final {
+		if o.last[recipe].Load() != v {
+			return false
+		}
+	}
+	return true
+}
+
+// read reads the final states, after a sync.
+func (o *observer) read(t *testing.T) map[string]int64 {
+	_, err := o.conn.Sync(o.data)
+	require.NoError(t, err)
+	_, st, err := o.conn.Get(o.data)
+	require.NoError(t, err)
+	final := map[string]int64{}
+	for _, recipe := range robustness.DataRecipes {
+		final[recipe] = int64(st.Version)
+	}
+	_, err = o.conn.Sync(o.queue)
+	if !errors.Is(err, zk.ErrNoNode) {
+		require.NoError(t, err)
+	}
+	_, qst, err := o.conn.Children(o.queue)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		final[robustness.Children] = 0
+	case err == nil:
+		final[robustness.Children] = qst.Pzxid
+	default:
+		require.NoError(t, err)
+	}
+	return final
 }
 
 func (o *observer) stop() {
 	o.once.Do(func() {
 		o.cancel()
-		<-o.done
+		o.done.Wait()
+		_ = o.s.Close()
 		o.conn.Close()
 	})
 }

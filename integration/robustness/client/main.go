@@ -12,7 +12,9 @@
 //   - semaphore: one lease at a time of a Semaphore of -semaphore-max, held
 //     for a while without writes;
 //   - queue: a Queue: offers of unique items, takes (RET lines);
-//   - watch: WatchData on the sharedcount workload's node (SEEN lines);
+//   - watch: WatchData, a NodeCache and a TreeCache on the sharedcount
+//     workload's node (SEEN lines), WatchChildren on the queue workload's
+//     node (LISTED lines);
 //   - counter: an AtomicCounter: add, get, compare-and-set (RET lines);
 //   - sharedcount: a SharedCount: get, then a versioned set (RET lines).
 //
@@ -24,7 +26,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -359,22 +360,46 @@ func (w *worker) counter(ctx context.Context, c *zr.AtomicCounter) {
 	}
 }
 
-// watch follows the sharedcount workload's node with WatchData.
+// watch follows the sharedcount workload's node with WatchData, a
+// NodeCache and a TreeCache (SEEN lines), and the queue workload's node
+// with WatchChildren (LISTED lines), all on the workload's Session.
 func (w *worker) watch(ctx context.Context, s *zr.Session) {
-	path := strings.TrimSuffix(w.path, "/watch") + "/sharedcount"
-	for i := 1; ctx.Err() == nil; i++ {
-		// Each call is an observer of its own: a new call starts from the
-		// node's current state, which the last call may have seen.
-		actor := strings.Replace(w.actor, "/", fmt.Sprintf("#%d/", i), 1)
-		_ = zr.WatchData(ctx, s, path, func(data []byte, st *zr.NodeStat) error {
-			w.ops++
-			if st != nil && len(data) == 4 {
-				w.log.Add(robustness.Seen, actor, st.Version, int32(binary.BigEndian.Uint32(data)), st.Mzxid)
+	base := strings.TrimSuffix(w.path, "/watch")
+	proc := strings.SplitN(w.actor, "/", 2)[0]
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards w.ops
+	observe := func(recipe string, run func(actor string) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each run is an observer of its own: a new one starts from the
+			// node's current state, which the last one may have seen.
+			for i := 1; ctx.Err() == nil; i++ {
+				_ = run(robustness.ObserverActor(proc, recipe, i))
+				sleep(ctx, 100*time.Millisecond) // the recipe ended on an error: start again
 			}
-			return nil
-		})
-		sleep(ctx, 100*time.Millisecond) // WatchData ended on an error: start again
+		}()
 	}
+	count := func() {
+		mu.Lock()
+		w.ops++
+		mu.Unlock()
+	}
+	for _, recipe := range robustness.DataRecipes {
+		observe(recipe, func(actor string) error {
+			return robustness.ObserveData(ctx, s, recipe, base+"/sharedcount", func(data []byte, st *zr.NodeStat) {
+				count()
+				robustness.LogSeen(w.log, actor, data, st)
+			})
+		})
+	}
+	observe(robustness.Children, func(actor string) error {
+		return robustness.ObserveChildren(ctx, s, base+"/queue", func(kids []string, st *zr.NodeStat) {
+			count()
+			robustness.LogListed(w.log, actor, kids, st)
+		})
+	})
+	wg.Wait()
 }
 
 // queue offers unique items and takes them.
