@@ -72,7 +72,6 @@ type TreeCache struct {
 	nodes   map[string]*treeNode // by path as the cache reports it
 	armedIn int64                // the session the nodes' armed bits hold for (0: none)
 	pend    eventQueue
-	stopErr error
 }
 
 // treeNode is one cached node. Its children's names are slices of their
