@@ -141,7 +141,10 @@ func StartSynced(tb testing.TB, kind string, args ...string) *Process {
 	return start(tb, kind, args, true)
 }
 
-func start(tb testing.TB, kind string, args []string, withStdin bool) *Process {
+// Require skips tb when the peer kind cannot run here (its runtime or
+// jars are missing), and fails it instead under CI, where a missing peer
+// is a broken set-up, not a reason to skip.
+func Require(tb testing.TB, kind string) {
 	tb.Helper()
 	if err := Available(kind); err != nil {
 		if os.Getenv("CI") != "" {
@@ -149,6 +152,11 @@ func start(tb testing.TB, kind string, args []string, withStdin bool) *Process {
 		}
 		tb.Skipf("peer %s unavailable: %v", kind, err)
 	}
+}
+
+func start(tb testing.TB, kind string, args []string, withStdin bool) *Process {
+	tb.Helper()
+	Require(tb, kind)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p, err := launch(ctx, kind, args, withStdin)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -124,12 +123,7 @@ func (p *curatorBarrier) Write(b []byte) (int, error) {
 // command's first word and the servers.
 func startCuratorBarrier(t *testing.T, command string, args ...string) *curatorBarrier {
 	t.Helper()
-	if err := peers.Available(peers.Curator); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("curator peer unavailable on CI: %v", err)
-		}
-		t.Skipf("curator peer unavailable: %v", err)
-	}
+	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -51,12 +50,7 @@ func (b *syncBuffer) String() string {
 // path, killed with the test.
 func startCounterPeer(t *testing.T, c *zktest.Cluster, cmd, path string, args ...string) *counterPeer {
 	t.Helper()
-	if err := peers.Available(peers.Curator); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Curator unavailable on CI: %v", err)
-		}
-		t.Skipf("Curator unavailable: %v", err)
-	}
+	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -22,12 +21,7 @@ import (
 func startDiscoveryPeer(t *testing.T, base string) *curatorView {
 	t.Helper()
 	c := server(t)
-	if err := peers.Available(peers.Curator); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Curator unavailable on CI: %v", err)
-		}
-		t.Skipf("Curator unavailable: %v", err)
-	}
+	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -32,12 +31,7 @@ type curatorView struct {
 func startCuratorView(t *testing.T) *curatorView {
 	t.Helper()
 	c := server(t)
-	if err := peers.Available(peers.Curator); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Curator unavailable on CI: %v", err)
-		}
-		t.Skipf("Curator unavailable: %v", err)
-	}
+	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)

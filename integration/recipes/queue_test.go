@@ -48,12 +48,7 @@ func (p *queuePeer) stdout() string {
 // CI). The process is killed when the test ends.
 func startQueuePeer(t *testing.T, args ...string) *queuePeer {
 	t.Helper()
-	if err := peers.Available(peers.Curator); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)

@@ -3,7 +3,6 @@ package recipes_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -47,12 +46,7 @@ func (p *revokePeer) line(prefix string) (string, bool) {
 // is killed when the test ends.
 func startRevokePeer(t *testing.T, action string, servers []string, path string) *revokePeer {
 	t.Helper()
-	if err := peers.Available(peers.Curator); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Curator unavailable on CI: %v", err)
-		}
-		t.Skipf("Curator unavailable: %v", err)
-	}
+	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)

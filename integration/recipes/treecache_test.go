@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -374,12 +373,7 @@ func TestTreeCache_CloseLeavesNoGoroutine(t *testing.T) {
 // subtrees recursively); the Go TreeCache ends on what the server holds.
 func TestInterop_CuratorWritesATreeTheGoTreeCacheFollows(t *testing.T) {
 	c := server(t)
-	if err := peers.Available(peers.Curator); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Curator unavailable on CI: %v", err)
-		}
-		t.Skipf("Curator unavailable: %v", err)
-	}
+	peers.Require(t, peers.Curator)
 	cl := connect(t, c, nil)
 	conn := raw(t, c)
 	root := testPath(t)
