@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -98,8 +99,10 @@ func settled(atMost int) (heap uint64, goroutines int) {
 // BenchmarkPerEntityLocks: 50 goroutines acquire and release locks on
 // 1,000 paths, a random path each time, on one Session (zkrecipes) or one
 // connection (go-zookeeper's zk.Lock), for -benchtime; it reports
-// acquire+release cycles per second and the server's requests per cycle
-// (pings included).
+// acquire+release cycles per second, the server's requests per cycle
+// (pings included), and the CPU per cycle of the server process and of
+// this one (the clients): with both on one 2-core machine, throughput
+// follows their sum.
 func BenchmarkPerEntityLocks(b *testing.B) {
 	e := env(b)
 	const workers, paths = 50, 1000
@@ -126,6 +129,7 @@ func BenchmarkPerEntityLocks(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			clientBefore, _ := ProcCPU(os.Getpid())
 			b.ResetTimer()
 			start := time.Now()
 			for range workers {
@@ -146,9 +150,12 @@ func BenchmarkPerEntityLocks(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
+			clientAfter, _ := ProcCPU(os.Getpid())
 			if d, err := e.Meter.Delta(ctx, before); err == nil {
 				b.ReportMetric(float64(d.PacketsReceived)/float64(b.N), "requests/cycle")
+				b.ReportMetric(float64(d.ServerCPU.Microseconds())/float64(b.N), "server-µs/cycle")
 			}
+			b.ReportMetric(float64((clientAfter-clientBefore).Microseconds())/float64(b.N), "client-µs/cycle")
 		})
 	}
 }
