@@ -77,36 +77,61 @@ func (s *Session) releaseMarked(ctx context.Context, path string) error {
 // read then would be wasted.
 const markGrace = 5 * time.Millisecond
 
-// next is where a fast-handoff waiter stands once the node it watched is
-// gone, or relist to list the children again.
-func (q *queue) next(nodes []queueNode, watch int, own string, fast, marked bool) (rest []queueNode, relist bool) {
+// fastHandoff is the fast handoff, with its marked release (mark) or
+// without (the latch layout, see driver.noMark).
+type fastHandoff struct{ mark bool }
+
+// wantMark reports whether a waiter watching nodes[i] needs its release
+// told apart from a plain deletion: only one with others cached ahead of
+// it, on a path where every node is sequential.
+func (f fastHandoff) wantMark(nodes []queueNode, i int) bool {
+	return f.mark && i > 0 && allSequential(nodes)
+}
+
+func (f fastHandoff) requests(nodes []queueNode, i int) int {
+	if f.wantMark(nodes, i) {
+		return markRequests
+	}
+	return 1
+}
+
+func (f fastHandoff) watch(ctx context.Context, s *Session, target string, nodes []queueNode, i int) (targetWatch, error) {
+	if f.wantMark(nodes, i) {
+		return s.watchMarked(ctx, target)
+	}
+	return plainHandoff{}.watch(ctx, s, target, nodes, i)
+}
+
+// next trusts the cached listing when every node in it is sequential.
+func (f fastHandoff) next(pred predicate, nodes []queueNode, i int, own string, marked bool) ([]queueNode, bool) {
 	switch {
-	case !fast:
+	case !allSequential(nodes):
 		return nodes, true
 	case marked:
 		// The watched node was released by its holder (see
 		// releaseMarked): every node ahead of it was gone already, for
 		// good.
-		return nodes[watch+1:], false
+		return nodes[i+1:], false
 	}
-	nodes = append(nodes[:watch:watch], nodes[watch+1:]...)
+	nodes = append(nodes[:i:i], nodes[i+1:]...)
 	// Nodes still cached ahead of ours were not seen to go (the deleted
 	// node was cancelled or expired while it waited, or never marked its
 	// grant): one listing settles where the queue stands.
-	held, _ := q.pred(nodes, indexOf(nodes, own))
+	held, _ := pred(nodes, indexOf(nodes, own))
 	return nodes, !held
+}
+
+// release marks the release of a holder that waited: only such a holder
+// can have a waiter behind it that still lists nodes ahead of it.
+func (f fastHandoff) release(ctx context.Context, s *Session, path string, waited bool) error {
+	if f.mark && waited {
+		return s.releaseMarked(ctx, path)
+	}
+	return s.delete(ctx, path)
 }
 
 // markRequests is the number of requests watchMarked sends.
 const markRequests = 2
-
-// released is the verdict of a marked watch: done when the target is gone
-// (marked when in its holder's marked release); fail with the failure to
-// classify; neither when the watch must be set again.
-type released struct {
-	marked, done, fail bool
-	err                error
-}
 
 // watchMarked watches target twice, its data and its deletion (a children
 // watch, which a data change does not consume), in one round trip, so that

@@ -16,8 +16,8 @@ import (
 // Three optimisations sit beside the loop, each behind one call:
 // createListed (listing.go) lists the children right behind the create;
 // the late self-watch (selfwatch.go) reads the own node only when needed;
-// the handoff (handoff.go) lets a waiter take the lock on a notification
-// without listing again.
+// the fast handoff (handoff.go, chosen in handoffFor) lets a waiter take
+// the lock on a notification without listing again.
 
 // queue is one recipe's queue under dir, run by its driver.
 type queue struct {
@@ -34,16 +34,57 @@ type driver struct {
 	markers []string // sort markers
 	kind    string   // recipe kind, to detect another recipe on the path
 	pred    predicate
-	// fast lets a waiter trust its first listing when every node is
-	// sequential: nodes created later sort above it, so when the watched
-	// node goes, the next one to watch (or the grant) is known without
-	// listing the children again (see handoff.go).
+	// fast asks for the fast handoff (handoffFor): a waiter trusts its
+	// first listing when every node is sequential.
 	fast bool
 	// noMark turns off the marked release (handoff.go) for recipes whose
 	// foreign waiters cannot take a data change on the node they watch:
 	// Curator's LeaderLatch acts on NodeDeleted only and does not set its
 	// watch again, so a data change would leave it waiting forever.
 	noMark bool
+}
+
+// handoff is how a waiter learns that the node it waits on is gone and
+// where that leaves it, and how its holder later releases. plainHandoff is
+// Curator's: a getData watch, a plain delete, and a new listing after
+// every deletion.
+type handoff interface {
+	// requests is the number of requests watch sends for nodes[i].
+	requests(nodes []queueNode, i int) int
+	// watch sets a waiter's watch on target, nodes[i] of its listing.
+	watch(ctx context.Context, s *Session, target string, nodes []queueNode, i int) (targetWatch, error)
+	// next is where the waiter stands once nodes[i] is gone (marked: in
+	// its holder's marked release), or relist to list the children again.
+	next(pred predicate, nodes []queueNode, i int, own string, marked bool) (rest []queueNode, relist bool)
+	// release deletes a held node; waited tells that it had nodes ahead.
+	release(ctx context.Context, s *Session, path string, waited bool) error
+}
+
+// handoffFor is the handoff of a queue whose driver asks for the fast one
+// (see handoff.go), with or without its marked release.
+func handoffFor(fast, mark bool) handoff {
+	if fast {
+		return fastHandoff{mark: mark}
+	}
+	return plainHandoff{}
+}
+
+// plainHandoff is the handoff of a queue without the fast one.
+type plainHandoff struct{}
+
+func (plainHandoff) requests([]queueNode, int) int { return 1 }
+
+func (plainHandoff) watch(ctx context.Context, s *Session, target string, _ []queueNode, _ int) (targetWatch, error) {
+	d, err := await(ctx, s.getWAsync(target))
+	return targetWatch{data: d.w, stop: func() {}}, err
+}
+
+func (plainHandoff) next(_ predicate, nodes []queueNode, _ int, _ string, _ bool) ([]queueNode, bool) {
+	return nodes, true
+}
+
+func (plainHandoff) release(ctx context.Context, s *Session, path string, _ bool) error {
+	return s.delete(ctx, path)
 }
 
 // errStartOver marks a failure after which the acquisition must start
@@ -106,33 +147,31 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		return nil, err
 	}
 	defer func() {
-		c.self.stopLate()
+		c.self.stop()
 		if h == nil {
 			q.s.removeNode(c.node)
 		}
 	}()
+	ho := handoffFor(q.fast, !q.noMark)
 	for {
 		nodes, err := q.sorted(c)
 		if err != nil {
 			return nil, err
 		}
-		fast := q.fast && allSequential(nodes)
 		for relist := false; !relist; {
 			held, watch := q.pred(nodes, indexOf(nodes, c.own))
 			if held {
-				return q.take(ctx, c, onEnd)
+				return q.take(ctx, c, ho, onEnd)
 			}
 			if try {
 				return nil, fmt.Errorf("%w: %s", ErrLocked, q.s.rel(q.dir))
 			}
 			c.waited = true
-			// Only a node with others cached ahead of it needs its release
-			// told apart from a plain deletion.
-			marked, err := q.waitFor(ctx, c, joinPath(q.dir, nodes[watch].name), fast && watch > 0)
+			marked, err := q.waitFor(ctx, c, ho, nodes, watch)
 			if err != nil {
 				return nil, err
 			}
-			nodes, relist = q.next(nodes, watch, c.own, fast, marked)
+			nodes, relist = ho.next(q.pred, nodes, watch, c.own, marked)
 		}
 		if c.kids, err = q.list(ctx, c.node); err != nil {
 			return nil, err
@@ -164,10 +203,15 @@ func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
 }
 
 // create creates a protected node in the queue, with the children listed
-// right behind the create (see listing.go): fresh when that listing gives
-// the node's token (listingToken). Without that listing, l.kids is nil.
+// right behind the create when the wire layer can tell it is on the wire
+// (see listing.go): fresh when that listing gives the node's token
+// (listingToken). Without that listing, l.kids is nil.
 func (q *queue) create(ctx context.Context, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
-	return q.s.createListed(ctx, q.dir, q.name, data, list)
+	if q.s.wire != nil {
+		return q.s.createListed(ctx, q.dir, q.name, data, list)
+	}
+	node, err = q.s.createProtected(ctx, q.dir, q.name, data)
+	return node, listing{}, false, err
 }
 
 // sorted sorts the last listing, and fails when another recipe shares the
@@ -185,7 +229,7 @@ func (q *queue) sorted(c *contender) ([]queueNode, error) {
 
 // take makes the caller the holder: it settles the node's fencing token,
 // confirms the session still stands (grant) and returns the hold.
-func (q *queue) take(ctx context.Context, c *contender, onEnd func()) (*hold, error) {
+func (q *queue) take(ctx context.Context, c *contender, ho handoff, onEnd func()) (*hold, error) {
 	token, err := q.token(ctx, c)
 	if err != nil {
 		return nil, err
@@ -195,9 +239,7 @@ func (q *queue) take(ctx context.Context, c *contender, onEnd func()) (*hold, er
 		return nil, err
 	}
 	h := newHold(q.s, c.node, token, c.self.w, epoch, onEnd)
-	// Only a holder that waited can have a waiter behind it that still
-	// lists nodes ahead of it (see handoff.go).
-	h.markedRelease = c.waited && q.fast && !q.noMark
+	h.handoff, h.waited = ho, c.waited
 	return h, nil
 }
 
@@ -205,7 +247,7 @@ func (q *queue) take(ctx context.Context, c *contender, onEnd func()) (*hold, er
 // else the one its listing gave (see listingToken); the node is read now
 // when neither is known.
 func (q *queue) token(ctx context.Context, c *contender) (int64, error) {
-	if err := q.awaitLate(ctx, c.node, &c.self); err != nil {
+	if err := q.awaitPending(ctx, c.node, &c.self); err != nil {
 		return 0, err
 	}
 	switch {
@@ -220,6 +262,68 @@ func (q *queue) token(ctx context.Context, c *contender) (int64, error) {
 		return 0, err
 	}
 	return c.self.stat.Czxid, nil
+}
+
+// selfWatch is what a queued node knows of itself: its Stat, once read,
+// and the watch that fires on its deletion.
+type selfWatch struct {
+	stat *zk.Stat
+	w    <-chan zk.Event
+	// token is the node's fencing token when known without reading the
+	// node (listingToken), 0 otherwise (a pzxid taken after the node's
+	// create is never 0).
+	token int64
+	// pending brings the reply of a read of the node sent while it waits
+	// (see selfwatch.go); cancel withdraws that read if it is not sent yet,
+	// and reports whether it did.
+	pending <-chan reply[watched]
+	cancel  func() bool
+}
+
+// tokenKnown reports whether the listing gave the node's token.
+func (sw *selfWatch) tokenKnown() bool { return sw.token != 0 }
+
+// stop withdraws a read of the node that is not sent yet.
+func (sw *selfWatch) stop() {
+	if sw.cancel != nil && sw.cancel() {
+		sw.pending = nil
+	}
+	sw.cancel = nil
+}
+
+// awaitPending waits for the reply of a read of the own node already sent,
+// and withdraws one not sent yet, so that a holder starts with the watch it
+// set: the node is found gone, or the read stands.
+func (q *queue) awaitPending(ctx context.Context, node ownNode, self *selfWatch) error {
+	self.stop()
+	for self.pending != nil {
+		select {
+		case r := <-self.pending:
+			if err := q.takePending(ctx, node, self, r); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// takePending takes the reply to a read of the own node sent while it
+// waits: it keeps the node's Stat and deletion watch, sends the read again
+// after a connection loss under the same session, or says why the queue
+// gives up or starts over (the node is gone, say).
+func (q *queue) takePending(ctx context.Context, node ownNode, self *selfWatch, r reply[watched]) error {
+	self.pending = nil
+	if r.err != nil {
+		if err := q.classify(ctx, node, r.err); err != nil {
+			return err
+		}
+		self.pending = q.s.watchDeletionAsync(node.path)
+		return nil
+	}
+	self.stat, self.w = r.v.stat, r.v.w
+	return self.checkOwner(node)
 }
 
 // checkOwner starts over when the node turns out to belong to another
@@ -300,12 +404,12 @@ func (q *queue) list(ctx context.Context, node ownNode) ([]string, error) {
 	}
 }
 
-// waitFor waits until target is gone. marked tells that it went in its
-// holder's marked release (see handoff.go). With wantMark target is
-// watched for that mark; a target already gone sets no watch.
-func (q *queue) waitFor(ctx context.Context, c *contender, target string, wantMark bool) (marked bool, err error) {
+// waitFor waits until nodes[i] is gone, watched as the handoff ho does.
+// marked tells that it went in its holder's marked release (see
+// handoff.go); a node already gone sets no watch.
+func (q *queue) waitFor(ctx context.Context, c *contender, ho handoff, nodes []queueNode, i int) (marked bool, err error) {
 	for {
-		t, err := q.watch(ctx, c, target, wantMark)
+		t, err := q.watch(ctx, c, ho, nodes, i)
 		if err == zk.ErrNoNode {
 			return false, nil
 		}
@@ -323,33 +427,38 @@ func (q *queue) waitFor(ctx context.Context, c *contender, target string, wantMa
 }
 
 // targetWatch is a waiter's watch on the node it waits for: a getData
-// watch, or with the mark wanted, the verdict of watchMarked.
+// watch (data), or the verdict of a watch the handoff keeps (marked).
 type targetWatch struct {
 	data   <-chan zk.Event
 	marked <-chan released
 	stop   func()
 }
 
-// watch sets the waiter's watch on target. The first time, unless its
-// token is known, the own node is read beside it (see selfwatch.go): the
-// queue waits anyway, so that read adds no round trip. An error reading
-// the own node is returned as is, a missing own node as ErrNodeDeleted.
-func (q *queue) watch(ctx context.Context, c *contender, target string, wantMark bool) (targetWatch, error) {
-	reqs := 1
-	if wantMark {
-		reqs = markRequests
-	}
-	if c.self.known() {
-		c.self.armLate()
+// released is the verdict of a handoff's own watch: done when the target
+// is gone (marked when in its holder's marked release); fail with the
+// failure to classify; neither when the watch must be set again.
+type released struct {
+	marked, done, fail bool
+	err                error
+}
+
+// watch sets the waiter's watch on nodes[i] as ho does. The first time,
+// unless its token is known, the own node is read beside it (see
+// selfwatch.go): the queue waits anyway, so that read adds no round trip.
+// An error reading the own node is returned as is, a missing own node as
+// ErrNodeDeleted.
+func (q *queue) watch(ctx context.Context, c *contender, ho handoff, nodes []queueNode, i int) (targetWatch, error) {
+	reqs := ho.requests(nodes, i)
+	if c.self.stat != nil || c.self.deferRead(q.s, c.node) {
 		q.s.gather(reqs)
-		return q.watchTarget(ctx, target, wantMark)
+		return q.watchTarget(ctx, ho, nodes, i)
 	}
 	if err := ctx.Err(); err != nil {
 		return targetWatch{}, err
 	}
 	q.s.gather(1 + reqs)
 	sc := q.s.watchDeletionAsync(c.node.path)
-	t, err := q.watchTarget(ctx, target, wantMark)
+	t, err := q.watchTarget(ctx, ho, nodes, i)
 	r, rerr := await(ctx, sc)
 	if rerr == nil {
 		c.self.stat, c.self.w = r.stat, r.w
@@ -364,17 +473,12 @@ func (q *queue) watch(ctx context.Context, c *contender, target string, wantMark
 	return t, err
 }
 
-// watchTarget sets the watch a waiter needs on target: its data, or with
-// wantMark the watches of a marked release (watchMarked).
-func (q *queue) watchTarget(ctx context.Context, target string, wantMark bool) (targetWatch, error) {
+// watchTarget sets the watch a waiter needs on nodes[i], as ho does.
+func (q *queue) watchTarget(ctx context.Context, ho handoff, nodes []queueNode, i int) (targetWatch, error) {
 	if err := ctx.Err(); err != nil {
 		return targetWatch{stop: func() {}}, err
 	}
-	if wantMark {
-		return q.s.watchMarked(ctx, target)
-	}
-	d, err := await(ctx, q.s.getWAsync(target))
-	return targetWatch{data: d.w, stop: func() {}}, err
+	return ho.watch(ctx, q.s, joinPath(q.dir, nodes[i].name), nodes, i)
 }
 
 // waitRelease waits on target's watch: done when target is gone (marked
@@ -396,10 +500,8 @@ func (q *queue) waitRelease(ctx context.Context, c *contender, t targetWatch) (m
 				return false, false, q.classify(ctx, c.node, r.err)
 			}
 			return r.marked, r.done, nil
-		case <-c.self.lateC():
-			c.self.sendLate(q.s, c.node)
 		case r := <-c.self.pending:
-			if err := q.takeLate(ctx, c.node, &c.self, r); err != nil {
+			if err := q.takePending(ctx, c.node, &c.self, r); err != nil {
 				return false, false, err
 			}
 		case ev := <-c.self.w:

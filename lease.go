@@ -162,9 +162,10 @@ type hold struct {
 	token int64
 	sig   *signal // ends ownership: lost or released
 	onEnd func()  // drops the hold from its recipe's bookkeeping
-	// markedRelease releases with releaseMarked, telling a fast-handoff
-	// waiter behind the node that it was a holder's release.
-	markedRelease bool
+	// handoff releases the node (nil: a plain delete); waited tells it
+	// that the node had others ahead of it (see handoff.go).
+	handoff handoff
+	waited  bool
 
 	mu    sync.Mutex
 	count int
@@ -356,12 +357,11 @@ func (h *hold) release(ctx context.Context) error {
 	h.quiet()
 	h.stopExpiry()
 	h.onEnd()
-	var err error
-	if h.markedRelease {
-		err = h.s.releaseMarked(ctx, h.node.path)
-	} else {
-		err = h.s.delete(ctx, h.node.path)
+	ho := h.handoff
+	if ho == nil {
+		ho = plainHandoff{}
 	}
+	err := ho.release(ctx, h.s, h.node.path, h.waited)
 	if err == nil || err == zk.ErrNoNode {
 		return nil
 	}

@@ -20,29 +20,6 @@ import (
 // create on. Any other outcome (the create failed, was retried, or went
 // over a connection that broke) falls back to listing after the create.
 
-// listing is the reply to a getChildren with the parent's Stat (and the
-// children watch, when the listing set one).
-type listing struct {
-	kids   []string
-	parent *zk.Stat
-	w      <-chan zk.Event
-	err    error
-}
-
-// lister lists dir's children with its Stat: plainList, or watchList,
-// which also sets a children watch.
-type lister func(s *Session, ctx context.Context, dir string) listing
-
-func plainList(s *Session, ctx context.Context, dir string) listing {
-	kids, st, err := s.childrenStat(ctx, dir)
-	return listing{kids: kids, parent: st, err: err}
-}
-
-func watchList(s *Session, ctx context.Context, dir string) listing {
-	kids, st, w, err := s.childrenStatW(ctx, dir)
-	return listing{kids: kids, parent: st, w: w, err: err}
-}
-
 // createListed creates a protected EPHEMERAL_SEQUENTIAL node
 // dir/_c_<uuid>-name (see createProtected) and, when the Session can tell
 // that the create is on the wire, lists dir right behind it with list. The
@@ -51,13 +28,11 @@ func watchList(s *Session, ctx context.Context, dir string) listing {
 // the node, which went over a connection of node's session: then the
 // parent's pzxid in the listing is a fencing token for the node (see
 // listingToken).
+//
+// It needs the wire layer (s.wire non-nil).
 func (s *Session) createListed(ctx context.Context, dir, name string, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
 	uuid := newUUID()
 	flags := int32(zk.FlagEphemeral | zk.FlagSequence)
-	if s.wire == nil {
-		node, err = s.createProtectedMode(ctx, dir, uuid, name, data, flags)
-		return node, listing{}, false, err
-	}
 	sent, forget := s.wire.Expect(joinPath(dir, protectedName(uuid, name)))
 	stop := make(chan struct{})
 	lc := make(chan listing, 1)

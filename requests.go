@@ -466,3 +466,26 @@ func (s *Session) spawn(fn func()) bool {
 	s.startLocked(fn)
 	return true
 }
+
+// listing is the reply to a getChildren with the parent's Stat (and the
+// children watch, when the listing set one).
+type listing struct {
+	kids   []string
+	parent *zk.Stat
+	w      <-chan zk.Event
+	err    error
+}
+
+// lister lists dir's children with its Stat: plainList, or watchList,
+// which also sets a children watch.
+type lister func(s *Session, ctx context.Context, dir string) listing
+
+func plainList(s *Session, ctx context.Context, dir string) listing {
+	kids, st, err := s.childrenStat(ctx, dir)
+	return listing{kids: kids, parent: st, err: err}
+}
+
+func watchList(s *Session, ctx context.Context, dir string) listing {
+	kids, st, w, err := s.childrenStatW(ctx, dir)
+	return listing{kids: kids, parent: st, w: w, err: err}
+}
