@@ -149,6 +149,12 @@ func TestQueue_MixedGoAndCuratorConsumersTakeEachItemOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	consumers := []*queuePeer{startQueuePeer(t, "consume", srv, path), startQueuePeer(t, "consume", srv, path)}
+	// Items offered before a JVM has connected would all go to the Go
+	// consumers: start offering once both Curator consumers poll.
+	for _, p := range consumers {
+		require.Eventually(t, func() bool { return strings.Contains(p.stdout(), "READY\n") }, 60*time.Second, 10*time.Millisecond,
+			"a Curator consumer did not start")
+	}
 	producer := startQueuePeer(t, "offer", srv, path, "200", "curator")
 
 	var mu sync.Mutex

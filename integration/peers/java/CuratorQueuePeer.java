@@ -19,7 +19,7 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  * <pre>
  * CuratorQueuePeer offer   SERVERS PATH COUNT PREFIX  offers PREFIX-0 .. PREFIX-(COUNT-1) in order
  * CuratorQueuePeer take    SERVERS PATH COUNT         takes COUNT items with take()
- * CuratorQueuePeer consume SERVERS PATH               polls until its standard input closes
+ * CuratorQueuePeer consume SERVERS PATH               prints "READY", then polls until its standard input closes
  * CuratorQueuePeer bench   SERVERS PATH COUNT         offers COUNT items, then takes them; then
  *                                                     COUNT times offers one item and takes it
  * </pre>
@@ -100,6 +100,8 @@ public final class CuratorQueuePeer {
         });
         reader.setDaemon(true);
         reader.start();
+        System.out.println("READY");
+        System.out.flush();
         int n = 0;
         while (!stop.get()) {
             byte[] b = q.poll(100, TimeUnit.MILLISECONDS);
