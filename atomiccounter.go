@@ -120,6 +120,12 @@ func (c *AtomicCounter) Path() string { return c.path }
 // Get returns the counter's value (0 when its node does not exist). It
 // fails with ErrBadAtomicLong, ctx's error, ErrClosed or a ZooKeeper
 // error.
+// The value read is the one the Session's server holds: it reflects every
+// change this Session made, but may lag a change another client has
+// already seen acknowledged (ZooKeeper's reads are sequentially
+// consistent, not linearizable). A change (Add, Set, CompareAndSet) is
+// written only with the version it read, so a lagging read makes it try
+// again, never write a value computed from it.
 func (c *AtomicCounter) Get(ctx context.Context) (int64, error) {
 	if c.err != nil {
 		return 0, c.err

@@ -41,6 +41,11 @@ func (c *SharedCount) Path() string { return c.v.path }
 // Get returns the current count and its version, creating the node with
 // the seed first if it does not exist. It fails with ErrBadCount when the
 // node does not hold a count, ctx's error, ErrClosed or a ZooKeeper error.
+// The value read is the one the Session's server holds: it reflects every
+// write this Session made, but may lag a write another client has already
+// seen acknowledged (ZooKeeper's reads are sequentially consistent, not
+// linearizable); a versioned write (TrySet) fails rather than act on a
+// lagging read.
 func (c *SharedCount) Get(ctx context.Context) (VersionedCount, error) {
 	r, err := c.v.Get(ctx)
 	if err != nil {

@@ -59,6 +59,11 @@ func (v *SharedValue) Path() string { return v.path }
 // Get returns the current value and its version, creating the node with
 // the seed value first if it does not exist. It fails with ctx's error,
 // ErrClosed or a ZooKeeper error; a lost connection is waited out.
+// The value read is the one the Session's server holds: it reflects every
+// write this Session made, but may lag a write another client has already
+// seen acknowledged (ZooKeeper's reads are sequentially consistent, not
+// linearizable); a versioned write (TrySet) fails rather than act on a
+// lagging read.
 func (v *SharedValue) Get(ctx context.Context) (VersionedValue, error) {
 	if v.err != nil {
 		return VersionedValue{}, v.err
