@@ -7,6 +7,10 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export ZK_TEST_IMAGE="${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian}"
+# The whole suite runs as CI does: a test whose server or foreign peer (Curator, kazoo)
+# cannot start here fails instead of skipping, so a missing dependency can never pass for
+# a green run. Run a single package with plain `go test` to get the skips.
+export CI="${CI:-1}"
 
 # A Docker daemon the docker-engine stage starts is this run's: it is recorded in a
 # file of this run's own and stopped once the Docker stages are over, or on any exit

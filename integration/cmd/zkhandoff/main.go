@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -48,14 +49,27 @@ func main() {
 	dur := flag.Duration("d", 10*time.Second, "how long the Sessions contend")
 	n := flag.Int("n", 8, "Sessions contending")
 	fast := flag.Bool("fast", true, "WithFastHandoff")
+	profile := flag.String("cpuprofile", "", "write this process's CPU profile of the contention to this file")
 	flag.Parse()
 	servers := os.Getenv("ZK_SERVERS")
 	if servers == "" {
 		fmt.Fprintln(os.Stderr, "zkhandoff: set ZK_SERVERS (start a server with: go run ./cmd/zkserve)")
 		os.Exit(2)
 	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "zkhandoff:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(strings.Split(servers, ","), *dur, *n, *fast); err != nil {
 		fmt.Fprintln(os.Stderr, "zkhandoff:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
