@@ -1,8 +1,9 @@
 package zkrecipes
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"strings"
 	"sync"
 )
 
@@ -13,8 +14,10 @@ import (
 //
 // Members reads the local view; Changed tells when it changes. The view
 // may be stale while the connection is down and converges once it is
-// back. NewGroupMember does no I/O. A GroupMember is safe for concurrent
-// use; no goroutine of it is left after Close or the Session's Close.
+// back. The view runs on a TreeCache of the group's node and its
+// children: no goroutine per member. NewGroupMember does no I/O. A
+// GroupMember is safe for concurrent use; no goroutine of it is left
+// after Close or the Session's Close.
 type GroupMember struct {
 	s    *Session
 	path string
@@ -22,33 +25,22 @@ type GroupMember struct {
 	node *PersistentNode
 	err  error
 
-	mu        sync.Mutex
-	members   map[string]*member
-	listed    bool
-	changed   chan struct{}
-	started   bool
-	closed    bool
-	cancel    context.CancelFunc
-	done      chan struct{}
-	ready     chan struct{}
-	readyOnce sync.Once
-	stopErr   error
-	wg        sync.WaitGroup
-}
-
-type member struct {
-	cancel context.CancelFunc
-	loaded bool
-	data   []byte // nil with exists false
-	exists bool
+	mu      sync.Mutex
+	view    *TreeCache
+	members map[string][]byte // by id
+	changed chan struct{}
+	started bool
+	closed  bool
+	done    chan struct{} // closed once the view has stopped, after a Start
+	stopErr error
 }
 
 // NewGroupMember returns the member id of the group at path (relative to
 // the Session's namespace), holding data. Bad arguments are reported by
 // Start.
 func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
-	g := &GroupMember{s: s, path: path, id: id, members: map[string]*member{},
-		changed: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
+	g := &GroupMember{s: s, path: path, id: id, members: map[string][]byte{},
+		changed: make(chan struct{}), done: make(chan struct{})}
 	g.err = checkRecipe(s, path)
 	if g.err == nil && (id == "" || validatePath(path+"/"+id) != nil || baseName(path+"/"+id) != id) {
 		g.err = invalidArg("member id %q is not a node name", id)
@@ -77,33 +69,29 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		return ErrNodeStarted
 	}
 	g.started = true
-	run, cancel := ctxUntil(g.s.closedCh)
-	g.cancel = cancel
+	view := NewTreeCache(g.s, g.path, WithMaxDepth(1))
+	g.view = view
 	g.mu.Unlock()
-	if err := g.node.Start(); err != nil {
-		cancel()
+	err := g.node.Start()
+	if err == nil {
+		err = view.Start(ctx)
+	}
+	if err == nil {
+		err = g.load(ctx, view)
+	}
+	if err == nil && !g.s.spawn(func() { g.follow(view) }) {
+		err = ErrClosed
+	}
+	if err != nil {
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
+		_ = view.Close()
 		close(g.done)
+		_ = g.node.Close(context.WithoutCancel(ctx))
 		return err
 	}
-	if !g.s.spawn(func() { defer close(g.done); g.follow(run) }) {
-		cancel()
-		close(g.done)
-		_ = g.node.Close(ctx)
-		return ErrClosed
-	}
-	select {
-	case <-g.ready:
-		return nil
-	case <-g.done:
-		_ = g.Close(context.Background())
-		if err := g.Err(); err != nil {
-			return err
-		}
-		return ErrClosed
-	case <-ctx.Done():
-		_ = g.Close(context.Background())
-		return ctx.Err()
-	}
+	return nil
 }
 
 // WaitInPlace waits until this member's node is in place (see
@@ -139,10 +127,8 @@ func (g *GroupMember) Members() map[string][]byte {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make(map[string][]byte, len(g.members))
-	for id, m := range g.members {
-		if m.exists {
-			out[id] = m.data
-		}
+	for id, data := range g.members {
+		out[id] = data
 	}
 	return out
 }
@@ -173,92 +159,81 @@ func (g *GroupMember) Close(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	g.closed = true
-	started, cancel := g.started, g.cancel
+	started, view := g.started, g.view
 	g.mu.Unlock()
 	if started {
-		cancel()
+		_ = view.Close()
 		<-g.done
 	}
 	return g.node.Close(ctx)
 }
 
-// follow keeps the view: the listing of the group, and a data watcher
-// for every member in it.
-func (g *GroupMember) follow(ctx context.Context) {
-	err := WatchChildren(ctx, g.s, g.path, func(kids []string, _ *NodeStat) error {
-		g.onChildren(ctx, kids)
-		return nil
-	})
-	g.wg.Wait()
-	g.mu.Lock()
-	if !g.closed && !errors.Is(err, context.Canceled) {
-		g.stopErr = err
-	}
-	g.mu.Unlock()
-}
-
-func (g *GroupMember) onChildren(ctx context.Context, kids []string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	seen := make(map[string]bool, len(kids))
-	for _, k := range kids {
-		seen[k] = true
-		if _, ok := g.members[k]; ok {
-			continue
-		}
-		mctx, cancel := context.WithCancel(ctx)
-		m := &member{cancel: cancel}
-		g.members[k] = m
-		g.wg.Add(1)
-		go g.watchMember(mctx, k, m)
-	}
-	for k, m := range g.members {
-		if !seen[k] {
-			m.cancel()
-			delete(g.members, k)
-			if m.exists {
+// load takes the view's events of the initial load, up to
+// CacheInitialized.
+func (g *GroupMember) load(ctx context.Context, view *TreeCache) error {
+	for {
+		select {
+		case ev, ok := <-view.Events():
+			if !ok {
+				return firstErr(view.Err(), ErrClosed)
+			}
+			g.mu.Lock()
+			if g.apply(ev) {
 				g.notifyLocked()
 			}
+			g.mu.Unlock()
+			if ev.Kind == CacheInitialized {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	g.listed = true
-	g.checkReadyLocked()
 }
 
-// watchMember follows one member's node until its context ends.
-func (g *GroupMember) watchMember(ctx context.Context, id string, m *member) {
-	defer g.wg.Done()
-	_ = WatchData(ctx, g.s, joinPath(g.path, id), func(data []byte, st *NodeStat) error {
+// follow applies the view's events until it stops.
+func (g *GroupMember) follow(view *TreeCache) {
+	defer close(g.done)
+	for ev := range view.Events() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.members[id] != m {
-			return nil
+		if g.apply(ev) {
+			g.notifyLocked()
 		}
-		m.data, m.exists, m.loaded = data, st != nil, true
-		g.notifyLocked()
-		g.checkReadyLocked()
-		return nil
-	})
-	m.cancel()
+		g.mu.Unlock()
+	}
 	g.mu.Lock()
-	m.loaded = true
-	g.checkReadyLocked()
+	if !g.closed {
+		g.stopErr = view.Err()
+	}
 	g.mu.Unlock()
+}
+
+// apply takes one event of the view (g.mu held) and reports whether the
+// members changed.
+func (g *GroupMember) apply(ev CacheEvent) bool {
+	if ev.Node == nil {
+		return false
+	}
+	id, ok := strings.CutPrefix(ev.Node.Path, strings.TrimSuffix(g.path, "/")+"/")
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return false // the group's node itself
+	}
+	old, had := g.members[id]
+	switch ev.Kind {
+	case NodeCreated, NodeChanged:
+		if had && bytes.Equal(old, ev.Node.Data) && (old == nil) == (ev.Node.Data == nil) {
+			return false
+		}
+		g.members[id] = ev.Node.Data
+		return true
+	case NodeDeleted:
+		delete(g.members, id)
+		return had
+	}
+	return false
 }
 
 func (g *GroupMember) notifyLocked() {
 	close(g.changed)
 	g.changed = make(chan struct{})
-}
-
-func (g *GroupMember) checkReadyLocked() {
-	if !g.listed {
-		return
-	}
-	for _, m := range g.members {
-		if !m.loaded {
-			return
-		}
-	}
-	g.readyOnce.Do(func() { close(g.ready) })
 }

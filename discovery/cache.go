@@ -1,9 +1,10 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -17,8 +18,10 @@ import (
 //
 // Instances reads the local copy; Changed tells when it changes. The copy
 // may be stale while the connection is down, and converges once it is
-// back. NewCache does no I/O. A ServiceCache is safe for concurrent use;
-// no goroutine of it is left after Close or the Session's Close.
+// back. It runs on a zkrecipes.TreeCache of the service's node and its
+// children: no goroutine per instance. NewCache does no I/O. A
+// ServiceCache is safe for concurrent use; no goroutine of it is left
+// after Close or the Session's Close.
 type ServiceCache struct {
 	d    *ServiceDiscovery
 	name string
@@ -26,30 +29,26 @@ type ServiceCache struct {
 
 	snap atomic.Pointer[[]Instance] // sorted by ID, rebuilt on every change; never modified
 
-	mu        sync.Mutex
-	nodes     map[string]*cachedNode // by node name
-	listed    bool                   // the first listing arrived
-	changed   chan struct{}
-	started   bool
-	closed    bool
-	cancel    context.CancelFunc
-	err       error
-	done      chan struct{}
-	readyOnce sync.Once
-	ready     chan struct{}
-	wg        sync.WaitGroup
+	mu      sync.Mutex
+	tc      *zr.TreeCache
+	nodes   map[string]cachedNode // the nodes that hold an instance, by name
+	changed chan struct{}
+	started bool
+	closed  bool
+	err     error
+	done    chan struct{} // closed once the cache has stopped, after a Start
 }
 
+// cachedNode is an instance and the data it was read from.
 type cachedNode struct {
-	cancel context.CancelFunc
-	loaded bool      // its first read arrived
-	inst   *Instance // nil: no node, or not an instance
+	data []byte
+	inst Instance
 }
 
 // NewCache returns a ServiceCache of the named service.
 func (d *ServiceDiscovery) NewCache(name string) *ServiceCache {
-	return &ServiceCache{d: d, name: name, dir: d.servicePath(name), nodes: map[string]*cachedNode{},
-		changed: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
+	return &ServiceCache{d: d, name: name, dir: d.servicePath(name), nodes: map[string]cachedNode{},
+		changed: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Start loads the service's instances, then keeps the copy up to date in
@@ -69,34 +68,114 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.started = true
-	run, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
+	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1))
+	c.tc = tc
 	c.mu.Unlock()
-	go func() {
-		defer close(c.done)
-		err := zr.WatchChildren(run, c.d.s, c.dir, func(kids []string, _ *zr.NodeStat) error {
-			return c.onChildren(run, kids)
-		})
-		c.wg.Wait()
+	err := tc.Start(ctx)
+	if err == nil {
+		err = c.load(ctx, tc)
+	}
+	if err != nil {
 		c.mu.Lock()
-		if !c.closed && !errors.Is(err, context.Canceled) {
-			c.err = err
+		c.closed = true
+		c.mu.Unlock()
+		_ = tc.Close()
+		close(c.done)
+		return err
+	}
+	go c.follow(tc)
+	return nil
+}
+
+// load takes the events of the initial load, up to CacheInitialized.
+func (c *ServiceCache) load(ctx context.Context, tc *zr.TreeCache) error {
+	for {
+		select {
+		case ev, ok := <-tc.Events():
+			if !ok {
+				return ErrClosed
+			}
+			c.mu.Lock()
+			c.apply(ev)
+			if ev.Kind == zr.CacheInitialized {
+				c.publishLocked()
+			}
+			c.mu.Unlock()
+			if ev.Kind == zr.CacheInitialized {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// follow applies the tree's events until it stops, publishing a new copy
+// once the events that have arrived are applied.
+func (c *ServiceCache) follow(tc *zr.TreeCache) {
+	defer close(c.done)
+	for ev := range tc.Events() {
+		c.mu.Lock()
+		changed := c.apply(ev)
+	drain:
+		for {
+			select {
+			case ev, ok := <-tc.Events():
+				if !ok {
+					break drain
+				}
+				changed = c.apply(ev) || changed
+			default:
+				break drain
+			}
+		}
+		if changed {
+			c.publishLocked()
 		}
 		c.mu.Unlock()
-	}()
-	select {
-	case <-c.ready:
-		return nil
-	case <-c.done:
-		c.Close()
-		if err := c.Err(); err != nil {
-			return err
-		}
-		return ErrClosed
-	case <-ctx.Done():
-		c.Close()
-		return ctx.Err()
 	}
+	c.mu.Lock()
+	if !c.closed {
+		c.err = tc.Err()
+	}
+	c.mu.Unlock()
+}
+
+// apply takes one event of the tree (c.mu held) and reports whether an
+// instance changed.
+func (c *ServiceCache) apply(ev zr.CacheEvent) bool {
+	if ev.Node == nil {
+		return false
+	}
+	name, ok := strings.CutPrefix(ev.Node.Path, c.dir+"/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return false // the service's node itself
+	}
+	old, had := c.nodes[name]
+	if ev.Kind == zr.NodeCreated || ev.Kind == zr.NodeChanged {
+		if had && bytes.Equal(old.data, ev.Node.Data) {
+			return false
+		}
+		if inst, err := Unmarshal(ev.Node.Data); err == nil {
+			c.nodes[name] = cachedNode{data: ev.Node.Data, inst: inst}
+			return true
+		}
+	}
+	delete(c.nodes, name) // deleted, or no instance
+	return had
+}
+
+// publishLocked makes the instances the cache holds what Instances
+// returns, and tells Changed's readers (c.mu held).
+func (c *ServiceCache) publishLocked() {
+	out := make([]Instance, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		out = append(out, n.inst)
+	}
+	sortInstances(out)
+	c.snap.Store(&out)
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Instances returns the service's instances as last read, sorted by ID.
@@ -134,100 +213,11 @@ func (c *ServiceCache) Err() error {
 func (c *ServiceCache) Close() error {
 	c.mu.Lock()
 	c.closed = true
-	started, cancel := c.started, c.cancel
+	started, tc := c.started, c.tc
 	c.mu.Unlock()
 	if started {
-		cancel()
+		_ = tc.Close()
 		<-c.done
 	}
 	return nil
-}
-
-// onChildren follows the listing: a watcher for every new node, and the
-// watcher of every node gone stopped.
-func (c *ServiceCache) onChildren(run context.Context, kids []string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	seen := make(map[string]bool, len(kids))
-	for _, k := range kids {
-		seen[k] = true
-		if _, ok := c.nodes[k]; ok {
-			continue
-		}
-		ctx, cancel := context.WithCancel(run)
-		n := &cachedNode{cancel: cancel}
-		c.nodes[k] = n
-		c.wg.Add(1)
-		go c.watchNode(ctx, k, n)
-	}
-	changed := false
-	for k, n := range c.nodes {
-		if !seen[k] {
-			n.cancel()
-			delete(c.nodes, k)
-			changed = changed || n.inst != nil
-		}
-	}
-	c.listed = true
-	if changed {
-		c.notifyLocked()
-	}
-	c.checkReadyLocked()
-	return nil
-}
-
-// watchNode follows one instance node until its context ends (the node
-// left the listing, or the cache stops).
-func (c *ServiceCache) watchNode(ctx context.Context, name string, n *cachedNode) {
-	defer c.wg.Done()
-	_ = zr.WatchData(ctx, c.d.s, c.dir+"/"+name, func(data []byte, st *zr.NodeStat) error {
-		var inst *Instance
-		if st != nil {
-			if i, err := Unmarshal(data); err == nil {
-				inst = &i
-			}
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.nodes[name] != n {
-			return nil // replaced or dropped; its context is cancelled
-		}
-		if inst != nil || n.inst != nil {
-			n.inst = inst
-			c.notifyLocked()
-		}
-		n.loaded = true
-		c.checkReadyLocked()
-		return nil
-	})
-	n.cancel()
-	c.mu.Lock()
-	n.loaded = true // a watcher that stopped on an error holds nobody up
-	c.checkReadyLocked()
-	c.mu.Unlock()
-}
-
-func (c *ServiceCache) notifyLocked() {
-	out := make([]Instance, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		if n.inst != nil {
-			out = append(out, *n.inst)
-		}
-	}
-	sortInstances(out)
-	c.snap.Store(&out)
-	close(c.changed)
-	c.changed = make(chan struct{})
-}
-
-func (c *ServiceCache) checkReadyLocked() {
-	if !c.listed {
-		return
-	}
-	for _, n := range c.nodes {
-		if !n.loaded {
-			return
-		}
-	}
-	c.readyOnce.Do(func() { close(c.ready) })
 }

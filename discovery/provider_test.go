@@ -5,16 +5,16 @@ import (
 	"time"
 )
 
-// cacheOf returns a ServiceCache holding ins, for the Provider's logic
+// providerOf returns a ServiceCache holding ins, for the Provider's logic
 // without a server.
 func providerOf(ins []Instance, opts ...ProviderOption) *Provider {
 	d := New(nil, "/s")
 	p := d.NewProvider("svc", opts...)
 	p.cache.mu.Lock()
 	for i := range ins {
-		p.cache.nodes[ins[i].ID] = &cachedNode{inst: &ins[i], loaded: true}
+		p.cache.nodes[ins[i].ID] = cachedNode{inst: ins[i]}
 	}
-	p.cache.notifyLocked()
+	p.cache.publishLocked()
 	p.cache.mu.Unlock()
 	return p
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -183,6 +185,31 @@ func TestServiceCache_CloseLeavesNoGoroutine(t *testing.T) {
 	require.NoError(t, d.Close(ctx))
 	goleak.VerifyNone(t, append(ownGoroutinesOnly, ignore)...)
 	assert.False(t, errors.Is(cache.Err(), discovery.ErrClosed))
+}
+
+// A cache of a large service runs on one TreeCache: its goroutines do not
+// grow with the instances it follows. (The bound leaves room for the
+// Session's idle request workers, at most 16, which its first load may
+// start; a goroutine per instance would add 200.)
+func TestServiceCache_CostsNoGoroutinePerInstance(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	base := testPath(t)
+	d := discovery.New(cl.Session, base)
+	ctx := ctxT(t, 30*time.Second)
+	const n = 200
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("i%03d", i)
+		require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: ids[i]}))
+	}
+	before := runtime.NumGoroutine()
+	cache := d.NewCache("api")
+	require.NoError(t, cache.Start(ctx))
+	defer cache.Close()
+	awaitCache(t, cache, 5*time.Second, ids...)
+	grown := runtime.NumGoroutine() - before
+	assert.Less(t, grown, 30, "goroutines added by a cache of %d instances", n)
 }
 
 func TestDiscovery_RegistrationSurvivesServerKillsNeverDuplicated(t *testing.T) {

@@ -2,6 +2,8 @@ package recipes_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -79,4 +81,33 @@ func TestGroupMember_CloseLeavesNoNodeAndNoGoroutine(t *testing.T) {
 	assert.Empty(t, children(t, obs, path))
 	goleak.VerifyNone(t, append(ownGoroutinesOnly, ignore)...)
 	assert.ErrorIs(t, zr.NewGroupMember(cl.Session, path, "a/b", nil).Start(context.Background()), zr.ErrInvalidArgument)
+}
+
+// A member's view of a large group runs on one TreeCache: its goroutines
+// do not grow with the members it follows. (The bound leaves room for the
+// Session's idle request workers, at most 16; a goroutine per member
+// would add 101.)
+func TestGroupMember_ViewCostsNoGoroutinePerMember(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	const n = 100
+	want := map[string]string{"me": "x"}
+	for i := range n {
+		id := fmt.Sprintf("m%03d", i)
+		g := zr.NewGroupMember(s.Session, path, id, []byte(id))
+		require.NoError(t, g.Start(ctx))
+		require.NoError(t, g.WaitInPlace(ctx))
+		defer g.Close(context.Background())
+		want[id] = id
+	}
+	// n members of one Session, each with its own view; one more, measured.
+	before := runtime.NumGoroutine()
+	g := zr.NewGroupMember(s.Session, path, "me", []byte("x"))
+	require.NoError(t, g.Start(ctx))
+	defer g.Close(context.Background())
+	awaitMembers(t, g, 5*time.Second, want)
+	grown := runtime.NumGoroutine() - before
+	assert.Less(t, grown, 30, "goroutines added by one member's view of %d members", n+1)
 }
