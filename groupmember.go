@@ -15,7 +15,10 @@ import (
 // Members reads the local view; Changed tells when it changes. The view
 // may be stale while the connection is down and converges once it is
 // back. The view runs on a TreeCache of the group's node and its
-// children: no goroutine per member. NewGroupMember does no I/O. A
+// children: no goroutine per member, and, as for a TreeCache, use a
+// Session made by Connect (on one adopted with NewSession, a burst of
+// changes can be missed until the next reconnection). NewGroupMember does
+// no I/O. A
 // GroupMember is safe for concurrent use; no goroutine of it is left
 // after Close or the Session's Close.
 type GroupMember struct {

@@ -19,7 +19,10 @@ import (
 // Instances reads the local copy; Changed tells when it changes. The copy
 // may be stale while the connection is down, and converges once it is
 // back. It runs on a zkrecipes.TreeCache of the service's node and its
-// children: no goroutine per instance. NewCache does no I/O. A
+// children: no goroutine per instance, and, as for a TreeCache, use a
+// Session made by zkrecipes.Connect (on one adopted with NewSession, a
+// burst of changes can be missed until the next reconnection). NewCache
+// does no I/O. A
 // ServiceCache is safe for concurrent use; no goroutine of it is left
 // after Close or the Session's Close.
 type ServiceCache struct {
