@@ -4,11 +4,10 @@ package chaos_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
+	"github.com/zkrecipes/zkrecipes/integration/internal/fleet"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
@@ -54,97 +54,56 @@ var faultKinds = []string{leaderKill, followerStop, expireHolder, blackholeShort
 
 // run is one chaos run.
 type run struct {
-	rng     *rand.Rand
-	ens     *zktest.Cluster
-	store   *chaos.Store
-	bin     string
-	dir     string
-	logPath string
-	log     *chaos.Log
-	path    string
-	raw     *zk.Conn
-	procs   []*proc
-	next    int // next client number
+	*fleet.Fleet
+	store *chaos.Store
+	path  string
+	raw   *zk.Conn
 }
 
 func TestChaos_MutexUnderFaults(t *testing.T) {
-	seed := *flagSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
+	seed := fleet.Seed(*flagSeed)
 	t.Logf("chaos seed %d (rerun with -chaos.seed=%d), duration %v, %d clients; load: %s", seed, seed, *flagDuration, *flagClients, loadavg())
-	r := &run{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), dir: t.TempDir(), path: "/chaos/lock"}
-	r.bin = buildClient(t)
-	r.ens = zktest.Start(t, zktest.WithSize(3))
+	r := &run{path: "/chaos/lock"}
+	r.Fleet = fleet.New(t.Context(), t, fleet.Config{Suite: "chaos", Seed: seed, Keep: *flagKeep, Prefix: "c", Args: r.clientArgs})
 	var err error
 	r.store, err = chaos.StartStore()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.store.Close() })
-	r.logPath = r.dir + "/shared.log"
-	r.log, err = chaos.OpenLog(r.logPath)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.log.Close() })
 	t.Cleanup(func() {
-		if *flagKeep != "" {
-			if b, err := os.ReadFile(r.logPath); err == nil {
-				_ = os.WriteFile(*flagKeep, b, 0o644)
-			}
-		}
 		if t.Failed() {
-			if b, err := os.ReadFile(r.logPath); err == nil {
+			if b, err := os.ReadFile(r.LogPath); err == nil {
 				t.Logf("shared log, last lines:\n%s", tail(string(b), 80))
 			}
 		}
 	})
-	r.raw = rawConn(t, r.ens)
+	r.raw = rawConn(t, r.Ens)
 
 	for range *flagClients {
-		r.startNext(t)
+		r.StartNext(t)
 	}
 	require.True(t, r.waitAcquired(t, 0, recoveryBound), "no client acquired the lock at all")
 
 	// Faults, one at a time, in seeded random order: every kind once per
 	// round, rounds until the duration is spent.
 	start := time.Now()
-	for round := 0; round == 0 || time.Since(start) < *flagDuration; round++ {
-		for _, i := range r.rng.Perm(len(faultKinds)) {
-			if round > 0 && time.Since(start) >= *flagDuration {
-				break
-			}
-			r.inject(t, faultKinds[i])
-			time.Sleep(r.between(500*time.Millisecond, 1500*time.Millisecond)) // a random gap in the schedule, not ordering
-		}
-	}
+	require.NoError(t, r.Inject(t.Context(), *flagDuration, faultKinds, 500*time.Millisecond, 1500*time.Millisecond, func(ctx context.Context, kind string) { r.inject(ctx, t, kind) }))
 
 	// Stop: heal everything, let every live client release and close.
-	for _, p := range r.procs {
-		p.heal()
-	}
-	var sums []clientSummary
-	for _, p := range r.procs {
-		if p.killed {
-			continue
-		}
-		sum, err := p.stop(30 * time.Second)
-		if assert.NoError(t, err) {
-			sums = append(sums, sum)
-			assert.Empty(t, sum.Leaked, "goroutines left in client %s after Session.Close", p.id)
-		}
-	}
+	sums := fleet.StopAll[chaos.Summary](t.Context(), t, r.Fleet)
 
 	// After the session timeouts: no lock node, no ephemeral node.
 	var kids []string
 	var ephemerals string
 	ok := assert.Eventually(t, func() bool {
 		kids = children(t, r.raw, r.path)
-		ephemerals = ephemeralCounts(r.ens)
+		ephemerals = ephemeralCounts(r.Ens)
 		return len(kids) == 0 && ephemerals == "0,0,0"
 	}, 3*sessionTimeout+20*time.Second, 100*time.Millisecond)
 	if !ok {
 		t.Errorf("left behind: lock nodes %q, ephemeral nodes per server %s", kids, ephemerals)
 	}
 
-	events, err := chaos.ParseFile(r.logPath)
+	events, err := chaos.ParseFile(r.LogPath)
 	require.NoError(t, err)
 	rep := chaos.Check(events)
 	st := r.store.Stats()
@@ -160,81 +119,55 @@ func TestChaos_MutexUnderFaults(t *testing.T) {
 	assert.LessOrEqual(t, rep.MaxRecovery().After, recoveryBound, "acquisitions resumed too late after %s", rep.MaxRecovery().Kind)
 	assert.Empty(t, rep.Open, "holder intervals never closed")
 	if *flagLease > 0 {
-		b, err := os.ReadFile(r.logPath)
+		b, err := os.ReadFile(r.LogPath)
 		require.NoError(t, err)
 		assert.Contains(t, string(b), "lease time expired", "no lease ran out its lease time")
 		assert.Positive(t, st.Refused, "no write of an expired holder was fenced")
 	}
 }
 
-func (r *run) startNext(t *testing.T) *proc {
-	r.next++
-	return r.startProc(t, fmt.Sprintf("c%d", r.next))
+// clientArgs returns the command line of client id, given its proxies.
+func (r *run) clientArgs(id, servers string) []string {
+	return []string{"-servers", servers, "-path", r.path, "-id", id, "-log", r.LogPath,
+		"-store", r.store.Addr(), "-session-timeout", sessionTimeout.String(), "-session-file", r.sessionFile(id),
+		"-lifetime", (*flagDuration + 10*time.Minute).String(), "-lease-time", flagLease.String()}
 }
 
-// between returns a random duration in [lo, hi).
-func (r *run) between(lo, hi time.Duration) time.Duration {
-	return lo + time.Duration(r.rng.Int64N(int64(hi-lo)))
-}
+// sessionFile is where client id keeps its session id and password.
+func (r *run) sessionFile(id string) string { return filepath.Join(r.Dir, id+".session") }
 
 // inject injects one fault, heals it, and waits (bounded) for an
 // acquisition after the heal.
-func (r *run) inject(t *testing.T, kind string) {
+func (r *run) inject(ctx context.Context, t *testing.T, kind string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	switch kind {
 	case leaderKill:
-		leader, err := r.ens.WaitLeader(ctx)
-		require.NoError(t, err)
-		require.NoError(t, r.ens.Kill(leader))
-		r.log.Add(chaos.Fault, kind, "server", leader)
-		_, err = r.ens.WaitLeader(ctx)
-		require.NoError(t, err, "the survivors elect a leader")
-		time.Sleep(r.between(time.Second, 3*time.Second)) // the fault's random length
-		require.NoError(t, r.ens.Restart(leader))
+		require.NoError(t, r.KillLeader(ctx, kind))
 	case followerStop:
-		leader, err := r.ens.WaitLeader(ctx)
-		require.NoError(t, err)
-		f := (leader + 1 + r.rng.IntN(2)) % 3
-		require.NoError(t, r.ens.Stop(f))
-		r.log.Add(chaos.Fault, kind, "server", f)
-		time.Sleep(r.between(2*time.Second, 6*time.Second))
-		require.NoError(t, r.ens.Cont(f))
-		require.NoError(t, r.ens.WaitServing(ctx, f))
+		require.NoError(t, r.StopFollower(ctx, kind, 2*time.Second, 6*time.Second))
 	case expireHolder:
 		p, id, pw := r.holder(t)
 		if p == nil {
-			r.log.Add(chaos.Fault, kind, "none", "no-holder-found")
+			r.Log.Add(chaos.Fault, kind, "none", "no-holder-found")
 			break
 		}
 		// The holder may be between servers right after another fault.
-		require.Eventually(t, func() bool { return connectedTo(r.ens, id) }, 10*time.Second, 50*time.Millisecond)
-		srv, err := expire(ctx, r.ens, id, pw)
-		r.log.Add(chaos.Fault, kind, p.id, fmt.Sprintf("0x%x", id), "server", srv, errText(err))
+		require.Eventually(t, func() bool { return connectedTo(r.Ens, id) }, 10*time.Second, 50*time.Millisecond)
+		r.Expire(ctx, kind, p.ID, id, pw)
 	case blackholeShort, blackholeLong:
 		p, target := r.holderOrAny(t)
-		d := r.between(sessionTimeout/4, sessionTimeout/2)
+		d := r.Between(sessionTimeout/4, sessionTimeout/2)
 		if kind == blackholeLong {
-			d = r.between(sessionTimeout*3/2, sessionTimeout*5/2)
+			d = r.Between(sessionTimeout*3/2, sessionTimeout*5/2)
 		}
-		p.blackhole()
-		r.log.Add(chaos.Fault, kind, p.id, target, d)
-		time.Sleep(d)
-		p.heal()
+		require.NoError(t, r.Blackhole(ctx, kind, p, d, target))
 	case loseReplies:
 		r.loseReplies(t, kind)
 	case clientKill:
 		p, target := r.holderOrAny(t)
-		p.killed = true
-		require.NoError(t, p.cmd.Process.Kill())
-		<-p.exited
-		r.log.Add(chaos.Killed, p.id)
-		r.log.Add(chaos.Fault, kind, p.id, target)
-		time.Sleep(r.between(200*time.Millisecond, time.Second))
-		r.startNext(t)
+		require.NoError(t, r.Replace(ctx, t, kind, p, r.Between(200*time.Millisecond, time.Second), target))
 	}
-	healed := r.log.Add(chaos.Heal, kind)
+	healed := r.Log.Add(chaos.Heal, kind)
 	if !r.waitAcquired(t, healed, recoveryBound) {
 		t.Logf("no acquisition within %v after %s healed", recoveryBound, kind)
 	}
@@ -249,34 +182,32 @@ func (r *run) inject(t *testing.T, kind string) {
 // create reply was lost) fails as well.
 func (r *run) loseReplies(t *testing.T, kind string) {
 	p, target := r.holderOrAny(t)
-	pass := r.rng.IntN(3)
+	pass := r.Rng.IntN(3)
 	// Shorter than go-zookeeper's read timeout (2/3 of the session
 	// timeout), so that the proxy's reset ends the connection.
-	hold := r.between(sessionTimeout/16, sessionTimeout/4)
-	again := r.rng.IntN(2) == 0
+	hold := r.Between(sessionTimeout/16, sessionTimeout/4)
+	again := r.Rng.IntN(2) == 0
 	var armed []<-chan struct{}
 	if again {
-		for _, px := range p.proxies {
+		for _, px := range p.Proxies() {
 			armed = append(armed, px.LoseRepliesOnNextConn(1, hold))
 		}
 	}
 	var lost []<-chan struct{}
-	for _, px := range p.proxies {
+	for _, px := range p.Proxies() {
 		lost = append(lost, px.LoseRepliesAfter(pass, hold))
 	}
-	r.log.Add(chaos.Fault, kind, p.id, target, "pass", pass, "hold", hold, "again", again)
+	r.Log.Add(chaos.Fault, kind, p.ID, target, "pass", pass, "hold", hold, "again", again)
 	// An idle client pings every third of its session timeout, so the
 	// replies to pass come within a session timeout.
 	if !allClosed(lost, hold+2*sessionTimeout) {
-		for _, px := range p.proxies {
+		for _, px := range p.Proxies() {
 			px.LoseReplies(0) // replies still passing: lose them now
 		}
 		allClosed(lost, 5*time.Second)
 	}
 	allClosed(armed, time.Duration(len(armed)+1)*(hold+sessionTimeout))
-	for _, px := range p.proxies {
-		px.Disarm() // the servers the client did not reconnect to
-	}
+	p.Disarm() // the servers the client did not reconnect to
 }
 
 // allClosed waits until every channel of chs is closed, for at most d in
@@ -294,38 +225,19 @@ func allClosed(chs []<-chan struct{}, d time.Duration) bool {
 	return true
 }
 
-func errText(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	return strings.ReplaceAll(err.Error(), " ", "_")
-}
-
-// live returns the clients that run.
-func (r *run) live() []*proc {
-	var out []*proc
-	for _, p := range r.procs {
-		if p.alive() {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // holderOrAny returns the holder, or a random live client when none is
 // found, and says which.
-func (r *run) holderOrAny(t *testing.T) (*proc, string) {
+func (r *run) holderOrAny(t *testing.T) (*fleet.Proc, string) {
 	if p, _, _ := r.holder(t); p != nil {
 		return p, "holder"
 	}
-	live := r.live()
-	return live[r.rng.IntN(len(live))], "waiter"
+	return r.AnyLive(), "waiter"
 }
 
 // holder finds the client whose session owns the first lock node, waiting
 // up to a few seconds for one (between a release and the next grant there
 // is none).
-func (r *run) holder(t *testing.T) (*proc, int64, []byte) {
+func (r *run) holder(t *testing.T) (*fleet.Proc, int64, []byte) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		kids := children(t, r.raw, r.path)
@@ -333,8 +245,8 @@ func (r *run) holder(t *testing.T) (*proc, int64, []byte) {
 		if len(kids) > 0 {
 			_, st, err := r.raw.Get(r.path + "/" + kids[0])
 			if err == nil {
-				for _, p := range r.live() {
-					if id, pw, err := p.session(); err == nil && id == st.EphemeralOwner {
+				for _, p := range r.Live() {
+					if id, pw, err := fleet.ReadSession(r.sessionFile(p.ID)); err == nil && id == st.EphemeralOwner {
 						return p, id, pw
 					}
 				}
@@ -357,7 +269,7 @@ func seqOf(name string) string {
 func (r *run) waitAcquired(t *testing.T, since int64, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		events, err := chaos.ParseFile(r.logPath)
+		events, err := chaos.ParseFile(r.LogPath)
 		require.NoError(t, err)
 		for _, ev := range events {
 			if ev.Kind == chaos.Acquired && ev.T > since {
@@ -367,30 +279,6 @@ func (r *run) waitAcquired(t *testing.T, since int64, d time.Duration) bool {
 		time.Sleep(50 * time.Millisecond) // polling the log file
 	}
 	return false
-}
-
-// expire ends session id from the server side, on the server the client
-// is connected to (found with "cons"), as ZooKeeper expires a session: the
-// reattach closes the holder's connection there, then the session is
-// closed. It returns the server's index.
-//
-// Closing the session from another server while the holder's connection
-// stays up is a different fault, a third party's kill of a healthy
-// session: the holder and its successor then learn of it from the same
-// commit, at the same moment, and no client can order the two (see the
-// README's reliability section); the suite does not inject it.
-func expire(ctx context.Context, ens *zktest.Cluster, id int64, pw []byte) (int, error) {
-	sid := fmt.Sprintf("sid=0x%x,", id)
-	for i, s := range ens.Servers() {
-		out, err := zktest.FourLetterWord(ctx, s, "cons")
-		if err != nil || !strings.Contains(out, sid) {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		return i, zktest.ExpireSession(sctx, s, id, pw)
-	}
-	return -1, errors.New("session_not_connected_to_any_server")
 }
 
 // connectedTo reports whether some server lists a connection of session id.
@@ -407,16 +295,12 @@ func connectedTo(ens *zktest.Cluster, id int64) bool {
 }
 
 func rawConn(t *testing.T, ens *zktest.Cluster) *zk.Conn {
-	conn, _, err := zk.Connect(ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	conn, _, err := zk.Connect(ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(fleet.Quiet{}))
 	require.NoError(t, err)
 	t.Cleanup(conn.Close)
 	require.Eventually(t, func() bool { return conn.State() == zk.StateHasSession }, 30*time.Second, 10*time.Millisecond)
 	return conn
 }
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
 
 func children(t *testing.T, conn *zk.Conn, path string) []string {
 	for i := 0; ; i++ {
@@ -468,12 +352,12 @@ func tail(s string, n int) string {
 }
 
 // summary prints the run's figures.
-func (r *run) summary(t *testing.T, seed uint64, start time.Time, rep chaos.Report, st chaos.StoreStats, sums []clientSummary, nodes int, ephemerals string) {
+func (r *run) summary(t *testing.T, seed uint64, start time.Time, rep chaos.Report, st chaos.StoreStats, sums []chaos.Summary, nodes int, ephemerals string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos summary (seed %d, %v of faults, load %s)\n", seed, time.Since(start).Round(time.Second), loadavg())
 	fmt.Fprintf(&b, "  acquisitions: %d over %d clients %v; failed acquisitions: %d; leases lost: %d\n",
-		rep.Acquisitions, len(rep.ByClient), sortedCounts(rep.ByClient), rep.Errors, rep.Losses)
-	fmt.Fprintf(&b, "  faults: %v\n", sortedCounts(rep.Faults))
+		rep.Acquisitions, len(rep.ByClient), fleet.SortedCounts(rep.ByClient), rep.Errors, rep.Losses)
+	fmt.Fprintf(&b, "  faults: %v\n", fleet.SortedCounts(rep.Faults))
 	fmt.Fprintf(&b, "  store: %s\n", st)
 	fmt.Fprintf(&b, "  overlaps explained by an earlier Done: %d (longest %v); violations: %d\n",
 		rep.Explained, rep.MaxExplained, len(rep.Violations))
@@ -502,17 +386,4 @@ func (r *run) summary(t *testing.T, seed uint64, start time.Time, rep chaos.Repo
 		fmt.Fprintf(&b, "  VIOLATION %s\n", v)
 	}
 	t.Log(b.String())
-}
-
-func sortedCounts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	return strings.Join(parts, " ")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
+	"github.com/zkrecipes/zkrecipes/integration/internal/fleet"
 	"github.com/zkrecipes/zkrecipes/integration/robustness"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
@@ -129,15 +130,11 @@ func brokenLock(conn *zk.Conn, path string) func(context.Context) (lockHolder, e
 
 func rawConn(t *testing.T, ens *zktest.Cluster) *zk.Conn {
 	t.Helper()
-	conn, _, err := zk.Connect(ens.Servers(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	conn, _, err := zk.Connect(ens.Servers(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(fleet.Quiet{}))
 	require.NoError(t, err)
 	t.Cleanup(conn.Close)
 	return conn
 }
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
 
 func session(t *testing.T, ens *zktest.Cluster) *zr.Session {
 	t.Helper()

@@ -3,24 +3,16 @@
 package robustness_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
+	"github.com/zkrecipes/zkrecipes/integration/internal/fleet"
 	"github.com/zkrecipes/zkrecipes/integration/robustness"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 var (
@@ -66,31 +58,20 @@ var lockWorkloads = map[string]bool{"mutex": true, "semmutex": true, "rwwrite": 
 const semaphoreMax = 2
 
 type run struct {
-	rng       *rand.Rand
-	ens       *zktest.Cluster
-	bin, dir  string
+	*fleet.Fleet
 	root      string
-	logPath   string
-	log       *chaos.Log
 	workloads []string
 	stores    map[string]*chaos.Store
-	procs     []*proc
-	next      int
 }
 
 func TestRobustness_RecipesUnderFaults(t *testing.T) {
 	if *flagDuration <= 0 {
 		t.Skip("the fault run needs -robustness.duration (make robustness, or scripts/test.sh's robustness stage)")
 	}
-	seed := *flagSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
+	seed := fleet.Seed(*flagSeed)
 	t.Logf("robustness seed %d (rerun with -robustness.seed=%d), duration %v, %d clients, workloads %s", seed, seed, *flagDuration, *flagClients, *flagWorkloads)
-	r := &run{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), dir: t.TempDir(), root: fmt.Sprintf("/robustness/%d", seed),
-		workloads: strings.Split(*flagWorkloads, ","), stores: map[string]*chaos.Store{}}
-	r.bin = buildClient(t)
-	r.ens = zktest.Start(t, zktest.WithSize(3))
+	r := &run{root: fmt.Sprintf("/robustness/%d", seed), workloads: strings.Split(*flagWorkloads, ","), stores: map[string]*chaos.Store{}}
+	r.Fleet = fleet.New(t.Context(), t, fleet.Config{Suite: "robustness", Seed: seed, Keep: *flagKeep, Prefix: "p", Args: r.clientArgs})
 	for _, w := range r.workloads {
 		if lockWorkloads[w] {
 			st, err := chaos.StartStore()
@@ -99,54 +80,24 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			r.stores[w] = st
 		}
 	}
-	r.logPath = filepath.Join(r.dir, "shared.log")
-	var err error
-	r.log, err = chaos.OpenLog(r.logPath)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.log.Close() })
-	t.Cleanup(func() {
-		if *flagKeep != "" {
-			if b, err := os.ReadFile(r.logPath); err == nil {
-				_ = os.WriteFile(*flagKeep, b, 0o644)
-			}
-		}
-	})
 	var obs *observer
 	if slices.Contains(r.workloads, "watch") {
 		obs = r.observe(t, r.root+"/sharedcount", r.root+"/queue")
 	}
 	for range *flagClients {
-		r.startNext(t)
+		r.StartNext(t)
 	}
 
 	start := time.Now()
-	for round := 0; round == 0 || time.Since(start) < *flagDuration; round++ {
-		for _, i := range r.rng.Perm(len(faultKinds)) {
-			if round > 0 && time.Since(start) >= *flagDuration {
-				break
-			}
-			r.inject(t, faultKinds[i])
-			time.Sleep(r.between(300*time.Millisecond, time.Second)) // a random gap in the schedule, not ordering
-		}
-	}
-	for _, p := range r.procs {
-		p.heal()
-	}
+	require.NoError(t, r.Inject(t.Context(), *flagDuration, faultKinds, 300*time.Millisecond, time.Second, func(ctx context.Context, kind string) { r.inject(ctx, t, kind) }))
 	clientOps := map[string]int{} // as the clients that stopped count them
-	for _, p := range r.procs {
-		if p.killed {
-			continue
-		}
-		sum, err := p.stop(30 * time.Second)
-		if assert.NoError(t, err) {
-			for w, n := range sum.Ops {
-				clientOps[w] += n
-			}
-			assert.Empty(t, sum.Leaked, "goroutines left in client %s after Session.Close", p.id)
+	for _, sum := range fleet.StopAll[robustness.Summary](t.Context(), t, r.Fleet) {
+		for w, n := range sum.Ops {
+			clientOps[w] += n
 		}
 	}
 
-	events, err := chaos.ParseFile(r.logPath)
+	events, err := chaos.ParseFile(r.LogPath)
 	require.NoError(t, err)
 	faults := map[string]int{}
 	for _, ev := range events {
@@ -155,9 +106,9 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "robustness summary (seed %d, %v of faults, %d client processes started)\n", seed, time.Since(start).Round(time.Second), r.next)
-	fmt.Fprintf(&b, "  faults: %s\n", sortedCounts(faults))
-	fmt.Fprintf(&b, "  calls made by the clients that stopped normally: %s\n", sortedCounts(clientOps))
+	fmt.Fprintf(&b, "robustness summary (seed %d, %v of faults, %d client processes started)\n", seed, time.Since(start).Round(time.Second), len(r.Procs))
+	fmt.Fprintf(&b, "  faults: %s\n", fleet.SortedCounts(faults))
+	fmt.Fprintf(&b, "  calls made by the clients that stopped normally: %s\n", fleet.SortedCounts(clientOps))
 	for _, w := range r.workloads {
 		evs := robustness.ForWorkload(events, w)
 		var model porcupine.Model
@@ -203,7 +154,7 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			assert.Positive(t, rep.Taken, "queue: nothing taken")
 			continue
 		}
-		res := robustness.Check(w, model, ops, *flagCheck, r.dir)
+		res := robustness.Check(w, model, ops, *flagCheck, r.Dir)
 		fmt.Fprintf(&b, "  %s\n", res)
 		assert.True(t, res.OK(), "%s: history not linearizable (%s); seed %d", w, res.Verdict, seed)
 		assert.Positive(t, res.Operations-res.Open, "%s: no completed operation", w)
@@ -234,44 +185,32 @@ func endStates(final, seen map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *run) between(lo, hi time.Duration) time.Duration {
-	return lo + time.Duration(r.rng.Int64N(int64(hi-lo)))
-}
-
-func (r *run) startNext(t *testing.T) *proc {
-	r.next++
-	return r.startProc(t, fmt.Sprintf("p%d", r.next))
-}
-
-func (r *run) live() []*proc {
-	var out []*proc
-	for _, p := range r.procs {
-		if p.alive() {
-			out = append(out, p)
-		}
+// clientArgs returns the command line of client id, given its proxies.
+func (r *run) clientArgs(id, servers string) []string {
+	var stores []string
+	for w, st := range r.stores {
+		stores = append(stores, w+"="+st.Addr())
 	}
-	return out
-}
-
-func (r *run) anyLive() *proc {
-	live := r.live()
-	return live[r.rng.IntN(len(live))]
+	return []string{"-servers", servers, "-root", r.root, "-id", id, "-log", r.LogPath,
+		"-workloads", strings.Join(r.workloads, ","), "-stores", strings.Join(stores, ","),
+		"-session-timeout", sessionTimeout.String(), "-session-dir", r.Dir, "-semaphore-max", strconv.Itoa(semaphoreMax),
+		"-lifetime", (*flagDuration + 10*time.Minute).String()}
 }
 
 // target picks the process a client fault hits, and the workload whose
 // session an expiry ends: two times in three the holder of a random lock
 // workload (as the shared log shows it now), else any live process and
 // workload.
-func (r *run) target(t *testing.T) (*proc, string) {
+func (r *run) target(t *testing.T) (*fleet.Proc, string) {
 	var locks []string
 	for _, w := range r.workloads {
 		if lockWorkloads[w] {
 			locks = append(locks, w)
 		}
 	}
-	if len(locks) > 0 && r.rng.IntN(3) < 2 {
-		w := locks[r.rng.IntN(len(locks))]
-		events, err := chaos.ParseFile(r.logPath)
+	if len(locks) > 0 && r.Rng.IntN(3) < 2 {
+		w := locks[r.Rng.IntN(len(locks))]
+		events, err := chaos.ParseFile(r.LogPath)
 		require.NoError(t, err)
 		holding := map[string]bool{}
 		for _, ev := range robustness.ForWorkload(events, w) {
@@ -282,80 +221,56 @@ func (r *run) target(t *testing.T) (*proc, string) {
 				delete(holding, ev.Actor)
 			}
 		}
-		for _, p := range r.live() {
-			if holding[p.id+"/"+w] {
+		for _, p := range r.Live() {
+			if holding[p.ID+"/"+w] {
 				return p, w
 			}
 		}
 	}
-	return r.anyLive(), r.workloads[r.rng.IntN(len(r.workloads))]
+	return r.AnyLive(), r.workloads[r.Rng.IntN(len(r.workloads))]
 }
 
 // inject injects one fault and heals it.
-func (r *run) inject(t *testing.T, kind string) {
+func (r *run) inject(ctx context.Context, t *testing.T, kind string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	switch kind {
 	case leaderKill:
-		leader, err := r.ens.WaitLeader(ctx)
-		require.NoError(t, err)
-		require.NoError(t, r.ens.Kill(leader))
-		r.log.Add(chaos.Fault, kind, "server", leader)
-		_, err = r.ens.WaitLeader(ctx)
-		require.NoError(t, err, "the survivors elect a leader")
-		time.Sleep(r.between(time.Second, 3*time.Second)) // the fault's random length
-		require.NoError(t, r.ens.Restart(leader))
+		require.NoError(t, r.KillLeader(ctx, kind))
 	case followerStop:
-		leader, err := r.ens.WaitLeader(ctx)
-		require.NoError(t, err)
-		f := (leader + 1 + r.rng.IntN(2)) % 3
-		require.NoError(t, r.ens.Stop(f))
-		r.log.Add(chaos.Fault, kind, "server", f)
-		time.Sleep(r.between(2*time.Second, 5*time.Second))
-		require.NoError(t, r.ens.Cont(f))
-		require.NoError(t, r.ens.WaitServing(ctx, f))
+		require.NoError(t, r.StopFollower(ctx, kind, 2*time.Second, 5*time.Second))
 	case expireSession:
 		p, w := r.target(t)
-		id, pw, err := p.session(r.dir, w)
+		id, pw, err := fleet.ReadSession(filepath.Join(r.Dir, p.ID+"."+w))
 		if err != nil {
-			r.log.Add(chaos.Fault, kind, p.id+"/"+w, "no_session", errText(err))
+			r.Log.Add(chaos.Fault, kind, p.ID+"/"+w, "no_session", fleet.ErrText(err))
 			break
 		}
-		srv, err := expire(ctx, r.ens, id, pw)
-		r.log.Add(chaos.Fault, kind, p.id+"/"+w, fmt.Sprintf("0x%x", id), "server", srv, errText(err))
+		r.Expire(ctx, kind, p.ID+"/"+w, id, pw)
 	case blackholeShort, blackholeLong:
 		p, _ := r.target(t)
-		d := r.between(sessionTimeout/4, sessionTimeout/2)
+		d := r.Between(sessionTimeout/4, sessionTimeout/2)
 		if kind == blackholeLong {
-			d = r.between(sessionTimeout*3/2, sessionTimeout*2)
+			d = r.Between(sessionTimeout*3/2, sessionTimeout*2)
 		}
-		for _, px := range p.proxies {
-			px.Blackhole()
-		}
-		r.log.Add(chaos.Fault, kind, p.id, d)
-		time.Sleep(d)
-		p.heal()
+		require.NoError(t, r.Blackhole(ctx, kind, p, d))
 	case delay:
 		p, _ := r.target(t)
-		d := r.between(50*time.Millisecond, 400*time.Millisecond)
-		for _, px := range p.proxies {
-			px.SetDelay(d)
-		}
-		r.log.Add(chaos.Fault, kind, p.id, d)
-		time.Sleep(r.between(time.Second, 3*time.Second))
-		p.heal()
+		d := r.Between(50*time.Millisecond, 400*time.Millisecond)
+		p.SetDelay(d)
+		r.Log.Add(chaos.Fault, kind, p.ID, d)
+		time.Sleep(r.Between(time.Second, 3*time.Second))
+		p.Heal()
 	case loseReplies:
 		// ZOOKEEPER-1262: a change can happen while its reply is lost.
 		// Shorter than the client's read timeout (2/3 of the session
 		// timeout), so that the proxy's reset ends the connection.
 		p, _ := r.target(t)
-		hold := r.between(sessionTimeout/16, sessionTimeout/4)
+		hold := r.Between(sessionTimeout/16, sessionTimeout/4)
 		var lost []<-chan struct{}
-		for _, px := range p.proxies {
-			lost = append(lost, px.LoseRepliesAfter(r.rng.IntN(3), hold))
+		for _, px := range p.Proxies() {
+			lost = append(lost, px.LoseRepliesAfter(r.Rng.IntN(3), hold))
 		}
-		r.log.Add(chaos.Fault, kind, p.id, hold)
+		r.Log.Add(chaos.Fault, kind, p.ID, hold)
 		deadline := time.After(hold + 2*sessionTimeout)
 		for _, ch := range lost {
 			select {
@@ -363,19 +278,12 @@ func (r *run) inject(t *testing.T, kind string) {
 			case <-deadline:
 			}
 		}
-		for _, px := range p.proxies {
-			px.Disarm() // the connections it did not hit
-		}
+		p.Disarm() // the connections it did not hit
 	case clientKill:
 		p, _ := r.target(t)
-		p.killed = true
-		require.NoError(t, p.cmd.Process.Kill())
-		<-p.exited
-		r.log.Add(chaos.Killed, p.id)
-		r.log.Add(chaos.Fault, kind, p.id)
-		r.startNext(t)
+		require.NoError(t, r.Replace(ctx, t, kind, p, 0))
 	}
-	r.log.Add(chaos.Heal, kind)
+	r.Log.Add(chaos.Heal, kind)
 }
 
 // observer runs, in the test process itself (through no proxy), an
@@ -398,9 +306,9 @@ func (r *run) observe(t *testing.T, data, queue string) *observer {
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
 	defer ccancel()
 	var err error
-	o.s, err = zr.Connect(cctx, r.ens.Servers(), zr.WithSessionTimeout(20*time.Second))
+	o.s, err = zr.Connect(cctx, r.Ens.Servers(), zr.WithSessionTimeout(20*time.Second))
 	require.NoError(t, err)
-	o.conn, _, err = zk.Connect(r.ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	o.conn, _, err = zk.Connect(r.Ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(fleet.Quiet{}))
 	require.NoError(t, err)
 	run := func(recipe string, follow func(actor string, last *atomic.Int64) error) {
 		last := &atomic.Int64{}
@@ -421,14 +329,14 @@ func (r *run) observe(t *testing.T, data, queue string) *observer {
 	for _, recipe := range robustness.DataRecipes {
 		run(recipe, func(actor string, last *atomic.Int64) error {
 			return robustness.ObserveData(ctx, o.s, recipe, data, func(b []byte, st *zr.NodeStat) {
-				robustness.LogSeen(r.log, actor, b, st)
+				robustness.LogSeen(r.Log, actor, b, st)
 				last.Store(int64(st.Version))
 			})
 		})
 	}
 	run(robustness.Children, func(actor string, last *atomic.Int64) error {
 		return robustness.ObserveChildren(ctx, o.s, queue, func(kids []string, st *zr.NodeStat) {
-			robustness.LogListed(r.log, actor, kids, st)
+			robustness.LogListed(r.Log, actor, kids, st)
 			if st == nil {
 				last.Store(0)
 			} else {
@@ -515,7 +423,7 @@ func (o *observer) stop() {
 func (r *run) drain(t *testing.T, path string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := zr.Connect(ctx, r.ens.Servers())
+	s, err := zr.Connect(ctx, r.Ens.Servers())
 	require.NoError(t, err)
 	defer s.Close()
 	q := zr.NewQueue(s, path)
@@ -528,173 +436,4 @@ func (r *run) drain(t *testing.T, path string) []string {
 		require.NoError(t, err)
 		left = append(left, string(item))
 	}
-}
-
-// expire ends session id from the server side, on the server the client
-// is connected to (found with "cons"), as ZooKeeper expires a session.
-func expire(ctx context.Context, ens *zktest.Cluster, id int64, pw []byte) (int, error) {
-	sid := fmt.Sprintf("sid=0x%x,", id)
-	for i, s := range ens.Servers() {
-		out, err := zktest.FourLetterWord(ctx, s, "cons")
-		if err != nil || !strings.Contains(out, sid) {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		return i, zktest.ExpireSession(sctx, s, id, pw)
-	}
-	return -1, errors.New("session_not_connected_to_any_server")
-}
-
-func errText(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	return strings.ReplaceAll(err.Error(), " ", "_")
-}
-
-func sortedCounts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	return strings.Join(parts, " ")
-}
-
-// buildClient builds ./client once per test (with -race when the test
-// binary has it) and returns the binary's path.
-func buildClient(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the go tool is needed to build the robustness client: %v", err)
-		}
-		t.Skipf("the go tool is needed to build the robustness client: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "robustness-client")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", append(args, "./client")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("building the robustness client: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// proc is one client process with its own proxies, one per server.
-type proc struct {
-	id      string
-	cmd     *exec.Cmd
-	proxies []*zktest.Proxy
-	stdout  bytes.Buffer
-	stderr  bytes.Buffer
-	exited  chan struct{}
-	waitErr error
-	killed  bool
-}
-
-type clientSummary struct {
-	ID     string         `json:"id"`
-	Ops    map[string]int `json:"ops"`
-	Leaked string         `json:"leaked,omitempty"`
-}
-
-func (r *run) startProc(t *testing.T, id string) *proc {
-	t.Helper()
-	p := &proc{id: id, exited: make(chan struct{})}
-	var addrs []string
-	for _, s := range r.ens.Servers() {
-		px := zktest.NewProxy(t, s)
-		p.proxies = append(p.proxies, px)
-		addrs = append(addrs, px.Addr())
-	}
-	var stores []string
-	for w, st := range r.stores {
-		stores = append(stores, w+"="+st.Addr())
-	}
-	p.cmd = exec.Command(r.bin, "-servers", strings.Join(addrs, ","), "-root", r.root, "-id", id, "-log", r.logPath,
-		"-workloads", strings.Join(r.workloads, ","), "-stores", strings.Join(stores, ","),
-		"-session-timeout", sessionTimeout.String(), "-session-dir", r.dir, "-semaphore-max", strconv.Itoa(semaphoreMax),
-		"-lifetime", (*flagDuration + 10*time.Minute).String())
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test binary
-	require.NoError(t, p.cmd.Start(), "starting client %s", id)
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	r.procs = append(r.procs, p)
-	return p
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return !p.killed
-	}
-}
-
-func (p *proc) heal() {
-	for _, px := range p.proxies {
-		px.Heal()
-		px.SetDelay(0)
-	}
-}
-
-// session reads the current session id and password of the client's
-// workload w.
-func (p *proc) session(dir, w string) (int64, []byte, error) {
-	b, err := os.ReadFile(filepath.Join(dir, p.id+"."+w))
-	if err != nil {
-		return 0, nil, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0, nil, fmt.Errorf("session file of %s/%s: %q", p.id, w, b)
-	}
-	id, err := strconv.ParseUint(f[0], 16, 64)
-	if err != nil {
-		return 0, nil, err
-	}
-	pw, err := hex.DecodeString(f[1])
-	return int64(id), pw, err
-}
-
-// stop asks the client to finish (SIGTERM) and returns its summary.
-func (p *proc) stop(timeout time.Duration) (clientSummary, error) {
-	var sum clientSummary
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return sum, fmt.Errorf("client %s did not stop within %v after SIGTERM; stderr:\n%s", p.id, timeout, p.stderr.String())
-	}
-	if p.waitErr != nil {
-		return sum, fmt.Errorf("client %s: %v; stderr:\n%s", p.id, p.waitErr, p.stderr.String())
-	}
-	if err := json.Unmarshal(bytes.TrimSpace(p.stdout.Bytes()), &sum); err != nil {
-		return sum, fmt.Errorf("client %s summary %q: %v", p.id, p.stdout.String(), err)
-	}
-	return sum, nil
 }

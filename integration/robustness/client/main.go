@@ -26,83 +26,53 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
+	"github.com/zkrecipes/zkrecipes/integration/internal/fleet"
 	"github.com/zkrecipes/zkrecipes/integration/robustness"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
-	"go.uber.org/goleak"
 )
 
-type summary struct {
-	ID     string         `json:"id"`
-	Ops    map[string]int `json:"ops"`
-	Leaked string         `json:"leaked,omitempty"`
-}
-
 func main() {
+	common := fleet.RegisterFlags(flag.CommandLine)
 	var (
-		servers   = flag.String("servers", "", "comma-separated loopback host:port list")
 		root      = flag.String("root", "/robustness", "root path of the workloads")
-		id        = flag.String("id", "", "client id")
-		logPath   = flag.String("log", "", "shared log")
 		workloads = flag.String("workloads", "mutex,counter", "comma-separated workloads")
 		stores    = flag.String("stores", "", "fenced stores of the lock workloads: workload=host:port,...")
-		timeout   = flag.Duration("session-timeout", 4*time.Second, "ZooKeeper session timeout")
 		sessDir   = flag.String("session-dir", "", "where to keep each session's id and password")
-		lifetime  = flag.Duration("lifetime", 30*time.Minute, "exit with status 3 after this long")
 		semMax    = flag.Int("semaphore-max", 2, "leases of the semaphore workload")
 	)
 	flag.Parse()
-	if *servers == "" || *id == "" || *logPath == "" || *sessDir == "" {
-		fmt.Fprintln(os.Stderr, "client: -servers, -id, -log and -session-dir are required")
-		os.Exit(2)
-	}
-	time.AfterFunc(*lifetime, func() {
-		fmt.Fprintf(os.Stderr, "client %s: watchdog after %v\n", *id, *lifetime)
-		os.Exit(3)
-	})
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	baseline := goleak.IgnoreCurrent()
-	lg, err := chaos.OpenLog(*logPath)
-	if err != nil {
-		fail(err)
-	}
+	fleet.Require(flag.CommandLine, "servers", "id", "log", "session-dir")
+	ctx, proc := fleet.Start(common)
 	storeOf := map[string]string{}
 	for _, kv := range strings.Split(*stores, ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			storeOf[k] = v
 		}
 	}
-	httpc := &http.Client{Timeout: time.Second, Transport: &http.Transport{}}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		sum  = summary{ID: *id, Ops: map[string]int{}}
+		sum  = robustness.Summary{ID: common.ID, Ops: map[string]int{}}
 		errs []error
 	)
 	for _, w := range strings.Split(*workloads, ",") {
-		wk := &worker{actor: *id + "/" + w, workload: w, log: lg, store: storeOf[w], http: httpc,
-			path: *root + "/" + w, sessFile: filepath.Join(*sessDir, *id+"."+w), semMax: *semMax}
+		actor := common.ID + "/" + w
+		wk := &worker{actor: actor, workload: w, log: proc.Log, fence: fleet.Fence{Log: proc.Log, HTTP: proc.HTTP, Addr: storeOf[w], Actor: actor},
+			path: *root + "/" + w, sessFile: filepath.Join(*sessDir, common.ID+"."+w), semMax: *semMax}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := wk.run(ctx, strings.Split(*servers, ","), *timeout)
+			n, err := wk.run(ctx, common.ServerList(), common.SessionTimeout)
 			mu.Lock()
 			defer mu.Unlock()
 			sum.Ops[w] = n
@@ -113,59 +83,31 @@ func main() {
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		fail(errors.Join(errs...))
+		fleet.Fail(errors.Join(errs...))
 	}
-	httpc.CloseIdleConnections()
-	if err := goleak.Find(baseline); err != nil {
-		sum.Leaked = err.Error()
-	}
-	_ = lg.Close()
-	_ = json.NewEncoder(os.Stdout).Encode(sum)
-}
-
-func fail(err error) {
-	fmt.Fprintf(os.Stderr, "client: %v\n", err)
-	os.Exit(1)
+	sum.Leaked = proc.Leftover()
+	proc.Finish(sum)
 }
 
 // worker runs one workload on a Session of its own.
 type worker struct {
 	actor, workload, path string
 	log                   *chaos.Log
-	store                 string
-	http                  *http.Client
+	fence                 fleet.Fence // no Addr: a workload without fenced writes
 	sessFile              string
 	semMax                int
-	capture               zktest.SessionCapture
 	ops                   int
 }
 
 func (w *worker) run(ctx context.Context, servers []string, timeout time.Duration) (int, error) {
-	s, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(timeout), zr.WithDialer(w.capture.Dialer()))
+	s, closeSession, err := fleet.Connect(ctx, servers, timeout, w.log, w.actor, w.sessFile)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
 		}
 		return 0, err
 	}
-	states, cancel := s.Subscribe()
-	w.saveSession()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ch := range states {
-			w.log.Add(chaos.State, w.actor, ch.State, fmt.Sprintf("0x%x", ch.SessionID))
-			if ch.State == zr.StateConnected || ch.State == zr.StateReconnected {
-				w.saveSession()
-			}
-		}
-	}()
-	defer func() {
-		cancel()
-		_ = s.Close()
-		wg.Wait()
-	}()
+	defer closeSession()
 	switch w.workload {
 	case "mutex":
 		m := zr.NewMutex(s, w.path, zr.WithNodeData([]byte(w.actor)))
@@ -219,7 +161,7 @@ func (w *worker) lock(ctx context.Context, acquire func(context.Context) (*zr.Le
 				return
 			}
 			w.log.Add(chaos.Failed, w.actor, err)
-			sleep(ctx, 50*time.Millisecond)
+			_ = fleet.Sleep(ctx, 50*time.Millisecond)
 			continue
 		}
 		w.hold(ctx, l)
@@ -230,19 +172,8 @@ func (w *worker) lock(ctx context.Context, acquire func(context.Context) (*zr.Le
 // done, the lease is lost, the store refuses the token or ctx ends, then
 // releases l.
 func (w *worker) hold(ctx context.Context, l *zr.Lease) {
-	tok := l.Token()
-	w.log.Add(chaos.Acquired, w.actor, tok)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		<-l.Done()
-		t := chaos.Now()
-		what := "lost"
-		if errors.Is(l.Err(), zr.ErrReleased) {
-			what = "released"
-		}
-		w.log.AddAt(t, chaos.Done, w.actor, tok, what, l.Err())
-	}()
+	h := fleet.Hold(w.log, w.actor, l)
+	tok := h.Token()
 	// A quarter of the leases are held long, so that faults find holders.
 	writes, pause := 3, time.Duration(10+rand.IntN(30))*time.Millisecond
 	if rand.IntN(4) == 0 {
@@ -258,9 +189,9 @@ func (w *worker) hold(ctx context.Context, l *zr.Lease) {
 			reason = "shutdown"
 			break
 		}
-		if w.store != "" { // a semaphore's holders share the resource: no fenced writes
+		if w.fence.Addr != "" { // a semaphore's holders share the resource: no fenced writes
 			w.log.Add(robustness.Call, w.actor, "write", tok)
-			if w.write(tok) == "refused" {
+			if w.fence.Write(tok) == "refused" {
 				reason = "fenced"
 			}
 			w.ops++
@@ -274,35 +205,7 @@ func (w *worker) hold(ctx context.Context, l *zr.Lease) {
 	if reason == "release" && l.Err() != nil {
 		reason = "lost"
 	}
-	w.log.Add(chaos.Stop, w.actor, tok, reason)
-	if reason == "lost" {
-		<-watched // the loss is logged before Release can change Err
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	err := l.Release(rctx)
-	cancel()
-	result := "ok"
-	if err != nil {
-		result = strings.ReplaceAll(err.Error(), " ", "_")
-	}
-	w.log.Add(chaos.Released, w.actor, tok, result)
-	<-watched
-}
-
-func (w *worker) write(tok int64) string {
-	resp, err := w.http.Post(fmt.Sprintf("http://%s/write?client=%s&token=%d", w.store, w.actor, tok), "text/plain", nil)
-	res := "error"
-	if err == nil {
-		switch resp.StatusCode {
-		case http.StatusNoContent:
-			res = "accepted"
-		case http.StatusConflict:
-			res = "refused"
-		}
-		resp.Body.Close()
-	}
-	w.log.Add(chaos.Write, w.actor, tok, res)
-	return res
+	_ = h.Release(ctx, reason)
 }
 
 // outcome is a RET line's outcome for a change that failed with err: a
@@ -356,7 +259,7 @@ func (w *worker) counter(ctx context.Context, c *zr.AtomicCounter) {
 		}
 		cancel()
 		w.ops++
-		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+		_ = fleet.Sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
 	}
 }
 
@@ -376,7 +279,7 @@ func (w *worker) watch(ctx context.Context, s *zr.Session) {
 			// node's current state, which the last one may have seen.
 			for i := 1; ctx.Err() == nil; i++ {
 				_ = run(robustness.ObserverActor(proc, recipe, i))
-				sleep(ctx, 100*time.Millisecond) // the recipe ended on an error: start again
+				_ = fleet.Sleep(ctx, 100*time.Millisecond) // the recipe ended on an error: start again
 			}
 		}()
 	}
@@ -429,7 +332,7 @@ func (w *worker) queue(ctx context.Context, q *zr.Queue) {
 		}
 		cancel()
 		w.ops++
-		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+		_ = fleet.Sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
 	}
 }
 
@@ -458,25 +361,6 @@ func (w *worker) sharedCount(ctx context.Context, c *zr.SharedCount) {
 			}
 		}
 		cancel()
-		sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
-	}
-}
-
-// saveSession writes "<id hex> <password hex>" of the captured session.
-func (w *worker) saveSession() {
-	id, pw, ok := w.capture.Session()
-	if !ok {
-		return
-	}
-	tmp := w.sessFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%x %s\n", id, hex.EncodeToString(pw))), 0o644); err == nil {
-		_ = os.Rename(tmp, w.sessFile)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
+		_ = fleet.Sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
 	}
 }

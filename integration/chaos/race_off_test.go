@@ -1,5 +1,0 @@
-//go:build !race
-
-package chaos_test
-
-const raceEnabled = false

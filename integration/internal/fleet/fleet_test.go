@@ -1,0 +1,65 @@
+//go:build linux
+
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRequiredMessageNamesEveryFlag(t *testing.T) {
+	assert.Equal(t, "client: -servers, -id, -log, -store and -session-file are required",
+		requiredMessage([]string{"servers", "id", "log", "store", "session-file"}))
+	assert.Equal(t, "client: -servers, -id, -log and -session-dir are required",
+		requiredMessage([]string{"servers", "id", "log", "session-dir"}))
+	assert.Equal(t, "client: -id is required", requiredMessage([]string{"id"}))
+}
+
+func TestReadSessionReadsWhatSaveSessionWrites(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c1.session")
+	require.NoError(t, os.WriteFile(file, []byte("1a2b 00ff10\n"), 0o644))
+	id, pw, err := ReadSession(file)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0x1a2b), id)
+	assert.Equal(t, []byte{0x00, 0xff, 0x10}, pw)
+
+	require.NoError(t, os.WriteFile(file, []byte("1a2b\n"), 0o644))
+	_, _, err = ReadSession(file)
+	assert.ErrorContains(t, err, "session file "+file)
+	_, _, err = ReadSession(filepath.Join(dir, "missing"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestErrTextAndSortedCountsAreOneField(t *testing.T) {
+	assert.Equal(t, "ok", ErrText(nil))
+	assert.Equal(t, "zk:_connection_closed", ErrText(errors.New("zk: connection closed")))
+	assert.Equal(t, "a=2 b=1 c=3", SortedCounts(map[string]int{"c": 3, "a": 2, "b": 1}))
+	assert.Equal(t, "", SortedCounts(nil))
+}
+
+func TestInjectRunsAWholeRoundInSeededOrder(t *testing.T) {
+	kinds := []string{"a", "b", "c", "d"}
+	var got []string
+	f := &Fleet{Rng: rand.New(rand.NewPCG(7, 7))}
+	err := f.Inject(context.Background(), 0, kinds, 0, 1, func(ctx context.Context, kind string) {
+		_, ok := ctx.Deadline()
+		assert.True(t, ok, "the fault's context has no deadline")
+		got = append(got, kind)
+	})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, kinds, got, "one whole round, each kind once")
+
+	var again []string
+	g := &Fleet{Rng: rand.New(rand.NewPCG(7, 7))}
+	require.NoError(t, g.Inject(context.Background(), 0, kinds, 0, 1, func(_ context.Context, kind string) { again = append(again, kind) }))
+	assert.True(t, slices.Equal(got, again), "the same seed gives the same order: %v, %v", got, again)
+}

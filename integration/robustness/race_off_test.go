@@ -1,5 +1,0 @@
-//go:build !race
-
-package robustness_test
-
-const raceEnabled = false
