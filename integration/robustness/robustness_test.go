@@ -271,13 +271,16 @@ func (r *run) inject(ctx context.Context, t *testing.T, kind string) {
 			lost = append(lost, px.LoseRepliesAfter(r.Rng.IntN(3), hold))
 		}
 		r.Log.Add(chaos.Fault, kind, p.ID, hold)
-		deadline := time.After(hold + 2*sessionTimeout)
+		// One deadline for all of them: once it has passed, the
+		// connections still armed are disarmed below.
+		wait, cancel := context.WithTimeout(ctx, hold+2*sessionTimeout)
 		for _, ch := range lost {
 			select {
 			case <-ch:
-			case <-deadline:
+			case <-wait.Done():
 			}
 		}
+		cancel()
 		p.Disarm() // the connections it did not hit
 	case clientKill:
 		p, _ := r.target(t)
