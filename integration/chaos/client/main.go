@@ -14,11 +14,8 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
-	"os"
 	"time"
 
 	zr "github.com/zkrecipes/zkrecipes"
@@ -40,10 +37,8 @@ func main() {
 	)
 	flag.Parse()
 	fleet.Require(flag.CommandLine, "servers", "id", "log", "store", "session-file")
-	if !loopback(*store) {
-		fmt.Fprintln(os.Stderr, "client: the store must be on 127.0.0.0/8")
-		os.Exit(2)
-	}
+	fleet.RequireLoopback("the server", common.ServerList()...)
+	fleet.RequireLoopback("the store", *store)
 	ctx, proc := fleet.Start(common)
 	c := &client{id: common.ID, log: proc.Log, writes: *writes, hold: *hold, longP: *longP, longHold: *longHold, sessFile: *sessFile, leaseTime: *leaseT,
 		fence: fleet.Fence{Log: proc.Log, HTTP: proc.HTTP, Addr: *store, Actor: common.ID}}
@@ -143,13 +138,4 @@ func (c *client) holdLease(ctx context.Context, l *zr.Lease) bool {
 		reason = "lost"
 	}
 	return errors.Is(h.Release(ctx, reason), zr.ErrLockLost)
-}
-
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback() && ip.To4() != nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -56,6 +57,29 @@ func Require(fs *flag.FlagSet, names ...string) {
 			os.Exit(2)
 		}
 	}
+}
+
+// RequireLoopback exits the client with status 2 unless every address in
+// addrs is a host:port on 127.0.0.0/8: a client of these suites dials
+// nothing else. what names the addresses in the message.
+func RequireLoopback(what string, addrs ...string) {
+	for _, a := range addrs {
+		if !Loopback(a) {
+			fmt.Fprintf(os.Stderr, "client: %s %q must be on 127.0.0.0/8\n", what, a)
+			os.Exit(2)
+		}
+	}
+}
+
+// Loopback reports whether addr is a host:port whose host is an IPv4
+// address on 127.0.0.0/8.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback() && ip.To4() != nil
 }
 
 // requiredMessage is Require's message for names.

@@ -63,3 +63,14 @@ func TestInjectRunsAWholeRoundInSeededOrder(t *testing.T) {
 	require.NoError(t, g.Inject(context.Background(), 0, kinds, 0, 1, func(_ context.Context, kind string) { again = append(again, kind) }))
 	assert.True(t, slices.Equal(got, again), "the same seed gives the same order: %v, %v", got, again)
 }
+
+func TestLoopbackAcceptsOnly127Slash8(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:2181": true, "127.3.4.5:1": true,
+		"10.0.0.1:2181": false, "localhost:2181": false, "[::1]:2181": false, "127.0.0.1": false, "": false,
+	} {
+		if got := Loopback(addr); got != want {
+			t.Errorf("Loopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

@@ -54,8 +54,10 @@ func main() {
 	fleet.Require(flag.CommandLine, "servers", "id", "log", "session-dir")
 	ctx, proc := fleet.Start(common)
 	storeOf := map[string]string{}
+	fleet.RequireLoopback("the server", common.ServerList()...)
 	for _, kv := range strings.Split(*stores, ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
+			fleet.RequireLoopback("the store", v)
 			storeOf[k] = v
 		}
 	}
