@@ -54,7 +54,7 @@ type FloorResult struct {
 func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int) (FloorResult, error) {
 	var r FloorResult
 	created := make(chan struct{}, 1)
-	conn, err := connectSignalling(ctx, env.Servers, created)
+	conn, err := connectSignalling(ctx, env.ServerFor(0), created)
 	if err != nil {
 		return r, err
 	}
@@ -160,7 +160,7 @@ func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			conns[i], errs[i] = ConnectRaw(ctx, env.Servers)
+			conns[i], errs[i] = ConnectRaw(ctx, env.ServerFor(i))
 		}()
 	}
 	wg.Wait()

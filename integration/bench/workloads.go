@@ -23,6 +23,18 @@ type Env struct {
 	Observer *zk.Conn
 }
 
+// ServerFor returns the address session i of a workload is given. On an
+// ensemble, session i connects to server i mod n, so that every
+// implementation runs with the same placement of its sessions (a client
+// given every server would pick one at random, and the repetitions would
+// differ in where the sessions landed).
+func (e Env) ServerFor(i int) []string {
+	if len(e.Servers) <= 1 {
+		return e.Servers
+	}
+	return []string{e.Servers[i%len(e.Servers)]}
+}
+
 // UncontendedResult is one run of the uncontended workload.
 type UncontendedResult struct {
 	Cycles int           `json:"cycles"`
@@ -37,7 +49,7 @@ type UncontendedResult struct {
 // Uncontended opens one session, runs warmup unmeasured acquire+release
 // cycles on path, then n measured ones.
 func Uncontended(ctx context.Context, impl Impl, env Env, path string, warmup, n int) (UncontendedResult, error) {
-	l, err := impl.Open(ctx, env.Servers, path)
+	l, err := impl.Open(ctx, env.ServerFor(0), path)
 	if err != nil {
 		return UncontendedResult{}, err
 	}
@@ -365,7 +377,7 @@ func openMany(ctx context.Context, impl Impl, env Env, path string, n int) ([]Lo
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ls[i], errs[i] = impl.Open(ctx, env.Servers, path)
+			ls[i], errs[i] = impl.Open(ctx, env.ServerFor(i), path)
 		}()
 	}
 	wg.Wait()

@@ -174,9 +174,13 @@ class BenchPeer:
             os.write(self.log_fd, ("%s %d\n" % (line, time.time_ns())).encode("utf-8"))
 
     def connect(self, n):
+        # The k-th session of the run (k from 0) is given server k mod the
+        # count of --servers, as zkbench places its own.
+        hosts = self.args.servers.split(",")
         fresh = []
         for _ in range(n):
-            c = KazooClient(hosts=self.args.servers, timeout=self.args.session_timeout_ms / 1000.0)
+            host = hosts[len(self.clients) % len(hosts)]
+            c = KazooClient(hosts=host, timeout=self.args.session_timeout_ms / 1000.0)
             c.start(timeout=60)
             fresh.append(c)
             self.clients.append(c)

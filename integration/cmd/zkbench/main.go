@@ -49,8 +49,12 @@ type config struct {
 	Drains            []int         `json:"drain_waiters"`
 	ChainLinks        int           `json:"floor_chain_links"`
 	// Servers is 1 for a standalone server, 3 (or more) for an ensemble on
-	// 127.0.0.1, every client given every server.
+	// 127.0.0.1.
 	Servers int `json:"servers"`
+	// Pinned: on an ensemble, session i of every implementation was given
+	// server i mod Servers (runs before 2026-11-25 17:10 UTC gave the
+	// in-process clients every server, and the peers the first).
+	Pinned bool `json:"pinned_sessions,omitempty"`
 }
 
 func main() {
@@ -67,6 +71,7 @@ func main() {
 	flag.DurationVar(&c.ExclusionDuration, "exclusion-duration", 2*time.Second, "exclusion check: time per implementation and repetition")
 	flag.StringVar(&drains, "drain", "50,200", "queue drain: waiter counts, comma-separated")
 	flag.IntVar(&c.ChainLinks, "links", 200, "floor: delete→notification chain links")
+	c.Pinned = true
 	flag.IntVar(&c.Servers, "servers", 1, "1: one standalone server; 3: a 3-server ensemble on 127.0.0.1 (its servers share this machine's cores with the clients)")
 	rerender := flag.String("render", "", "measure nothing: re-render this results.json into -out")
 	flag.Parse()

@@ -371,7 +371,11 @@ func (r *Results) markdown() string {
 	m := r.Machine
 	server := "one standalone ZooKeeper 3.8"
 	if r.Config.Servers > 1 {
-		server = fmt.Sprintf("a %d-server ZooKeeper 3.8 ensemble (every client given every server; requests summed over the servers)", r.Config.Servers)
+		placement := "the Go clients given every server, the Java and Python peers the first"
+		if r.Config.Pinned {
+			placement = fmt.Sprintf("session i of every implementation given server i mod %d, the same placement for all", r.Config.Servers)
+		}
+		server = fmt.Sprintf("a %d-server ZooKeeper 3.8 ensemble (%s; requests summed over the servers)", r.Config.Servers, placement)
 	}
 	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, Linux %s, %s, %s; %s on 127.0.0.1, its JVM on default flags as Debian's package runs it "+
 		"(load average %s at the start, %s at the end; the machine's 2 cores were shared with other work). "+

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/integration/bench"
@@ -78,7 +79,9 @@ func (r peerRunner) name() string { return r.kind }
 func (r peerRunner) measured(ctx context.Context, env bench.Env, ready func() error, args ...string) (peers.Summary, bench.Counters, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
-	args = append(args, "--servers", env.Servers[0], "--sync", "1", "--session-timeout-ms", strconv.Itoa(int(bench.SessionTimeout/time.Millisecond)))
+	// Every server: the peer gives its i-th session the i-th (mod n), as
+	// Env.ServerFor does for the implementations measured in-process.
+	args = append(args, "--servers", strings.Join(env.Servers, ","), "--sync", "1", "--session-timeout-ms", strconv.Itoa(int(bench.SessionTimeout/time.Millisecond)))
 	p, err := peers.Launch(ctx, r.kind, args...)
 	if err != nil {
 		return peers.Summary{}, bench.Counters{}, 0, err

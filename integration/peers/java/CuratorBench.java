@@ -106,11 +106,13 @@ final class CuratorBench {
         }
     }
 
+    /** Connects n more sessions; the k-th session of the run (k from 0) is given server k mod the count of --servers, as zkbench places its own. */
     private void connect(int n) throws Exception {
         List<CuratorFramework> fresh = new ArrayList<>();
+        String[] hosts = servers.split(",");
         for (int i = 0; i < n; i++) {
             CuratorFramework c = CuratorFrameworkFactory.builder()
-                    .connectString(servers)
+                    .connectString(hosts[clients.size() % hosts.length])
                     .sessionTimeoutMs(sessionTimeoutMs)
                     .connectionTimeoutMs(15000)
                     .retryPolicy(new ExponentialBackoffRetry(50, 5))
