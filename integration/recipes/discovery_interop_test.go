@@ -1,73 +1,22 @@
 package recipes_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zkrecipes/zkrecipes/discovery"
-	"github.com/zkrecipes/zkrecipes/integration/peers"
 )
 
 // startDiscoveryPeer starts a DiscoveryPeer (integration/peers/java):
 // Curator's own ServiceDiscovery on base, asked one command at a time.
 func startDiscoveryPeer(t *testing.T, base string) *curatorView {
 	t.Helper()
-	c := server(t)
-	peers.Require(t, peers.Curator)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cp, err := peers.BuildJava(ctx)
-	require.NoError(t, err)
-	cmd := exec.Command("java", "-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers.DiscoveryPeer", c.ConnectString(), base)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	v := &curatorView{in: in, lines: make(chan string)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		defer close(v.lines)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			v.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = in.Close() // the peer closes its discovery and exits
-		exited := make(chan struct{})
-		go func() {
-			for range v.lines {
-			}
-			<-read
-			_ = cmd.Wait()
-			close(exited)
-		}()
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("DiscoveryPeer stderr:\n%s", stderr.String())
-		}
-	})
-	require.Equal(t, "READY", v.next(t))
-	return v
+	return startLinePeer(t, "DiscoveryPeer", server(t).ConnectString(), base)
 }
 
 // javaInstance is an instance as the DiscoveryPeer describes it.

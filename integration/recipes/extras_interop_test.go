@@ -17,26 +17,35 @@ import (
 	"github.com/zkrecipes/zkrecipes/integration/peers"
 )
 
-// curatorView is a running ExtrasPeer (integration/peers/java): Curator's
-// own view of a semaphore's lease nodes and of an election's leader,
-// asked one command at a time.
+// curatorView is a running Java peer of integration/peers/java that
+// answers one command per line (ExtrasPeer: Curator's own view of a
+// semaphore's lease nodes and of an election's leader; DiscoveryPeer:
+// Curator's ServiceDiscovery).
 type curatorView struct {
+	class string // the peer's class, for messages
 	in    io.WriteCloser
 	lines chan string
 }
 
-// startCuratorView starts an ExtrasPeer on the test's server, skipping the
-// test when Curator is not available (failing it under CI), and ends it
-// with the test.
+// startCuratorView starts an ExtrasPeer on the test's server.
 func startCuratorView(t *testing.T) *curatorView {
 	t.Helper()
-	c := server(t)
+	return startLinePeer(t, "ExtrasPeer", server(t).ConnectString())
+}
+
+// startLinePeer starts the peer class zkrecipes.peers.<class> with args,
+// skipping the test when Curator is not available (failing it under CI),
+// waits for its READY line, and ends it with the test: its standard input
+// is closed (the peer returns what it holds and exits), and it is killed
+// if it has not exited 20 s later.
+func startLinePeer(t *testing.T, class string, args ...string) *curatorView {
+	t.Helper()
 	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)
 	require.NoError(t, err)
-	cmd := exec.Command("java", "-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers.ExtrasPeer", c.ConnectString())
+	cmd := exec.Command("java", append([]string{"-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers." + class}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -45,18 +54,19 @@ func startCuratorView(t *testing.T) *curatorView {
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	v := &curatorView{in: in, lines: make(chan string)}
+	v := &curatorView{class: class, in: in, lines: make(chan string)}
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
 		defer close(v.lines)
 		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			v.lines <- sc.Text()
 		}
 	}()
 	t.Cleanup(func() {
-		_ = in.Close() // the peer returns its leases and exits
+		_ = in.Close()
 		exited := make(chan struct{})
 		go func() {
 			for range v.lines { // drain until the peer closes its output
@@ -72,7 +82,7 @@ func startCuratorView(t *testing.T) *curatorView {
 			<-exited
 		}
 		if t.Failed() {
-			t.Logf("ExtrasPeer stderr:\n%s", stderr.String())
+			t.Logf("%s stderr:\n%s", class, stderr.String())
 		}
 	})
 	require.Equal(t, "READY", v.next(t))
@@ -84,10 +94,10 @@ func (v *curatorView) next(t *testing.T) string {
 	t.Helper()
 	select {
 	case l, ok := <-v.lines:
-		require.True(t, ok, "ExtrasPeer exited")
+		require.True(t, ok, "%s exited", v.class)
 		return l
 	case <-time.After(30 * time.Second):
-		require.FailNow(t, "ExtrasPeer did not answer")
+		require.FailNow(t, v.class+" did not answer")
 		return ""
 	}
 }
