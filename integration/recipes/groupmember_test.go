@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,4 +111,51 @@ func TestGroupMember_ViewCostsNoGoroutinePerMember(t *testing.T) {
 	awaitMembers(t, g, 5*time.Second, want)
 	grown := runtime.NumGoroutine() - before
 	assert.Less(t, grown, 30, "goroutines added by one member's view of %d members", n+1)
+}
+
+// curatorMembers polls the ExtrasPeer's Curator GroupMember on path until
+// its getCurrentMembers is want (as "id=data" fields, sorted by id).
+func curatorMembers(t *testing.T, cur *curatorView, path string, within time.Duration, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := cur.ask(t, "MEMBERS", "members", path)
+		if slices.Equal(want, got) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Curator's GroupMember sees %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond) // polling: Curator's cache follows on its own
+	}
+}
+
+// A Go GroupMember and Curator 5.4's GroupMember on one path see each
+// other's membership and data, joining, changing and leaving, both ways.
+func TestInterop_GroupMemberAndCuratorGroupMemberSeeEachOther(t *testing.T) {
+	path := testPath(t)
+	cur := startCuratorView(t)
+	s := connect(t, server(t), nil)
+	ctx := ctxT(t, time.Minute)
+
+	g := zr.NewGroupMember(s.Session, path, "go", []byte("g1"))
+	require.NoError(t, g.Start(ctx))
+	defer g.Close(context.Background())
+	require.NoError(t, g.WaitInPlace(ctx))
+	cur.ask(t, "OK", "join", path, "java", "j1")
+
+	awaitMembers(t, g, 10*time.Second, map[string]string{"go": "g1", "java": "j1"})
+	curatorMembers(t, cur, path, 10*time.Second, "go=g1", "java=j1")
+
+	require.NoError(t, g.SetData(ctx, []byte("g2")))
+	curatorMembers(t, cur, path, 10*time.Second, "go=g2", "java=j1")
+
+	cur.ask(t, "OK", "leave", path)
+	awaitMembers(t, g, 10*time.Second, map[string]string{"go": "g2"})
+
+	// Curator joins again, and sees Go leave.
+	cur.ask(t, "OK", "join", path, "java", "j3")
+	awaitMembers(t, g, 10*time.Second, map[string]string{"go": "g2", "java": "j3"})
+	require.NoError(t, g.Close(ctx))
+	curatorMembers(t, cur, path, 10*time.Second, "java=j3")
 }
