@@ -24,11 +24,28 @@ func verdict(model porcupine.Model, ops []porcupine.Operation) string {
 	return robustness.Check("t", model, ops, 10*time.Second, "").Verdict
 }
 
+// history is a hand-written log and whether model must accept it.
+type history struct {
+	name, log string
+	ok        bool
+}
+
+// judge checks each history's operations of workload against model.
+func judge(t *testing.T, histories []history, workload string, model porcupine.Model, operations func([]chaos.Event) []porcupine.Operation) {
+	for _, c := range histories {
+		t.Run(c.name, func(t *testing.T) {
+			ops := operations(robustness.ForWorkload(parse(t, c.log), workload))
+			want := porcupine.Illegal
+			if c.ok {
+				want = porcupine.Ok
+			}
+			assert.Equal(t, string(want), verdict(model, ops))
+		})
+	}
+}
+
 func TestLockModelJudgesLeaseHistories(t *testing.T) {
-	for _, c := range []struct {
-		name, log string
-		ok        bool
-	}{
+	judge(t, []history{
 		{"one holder after another", `
 10 CALL a/m acquire
 20 ACQUIRED a/m 5
@@ -87,23 +104,11 @@ func TestLockModelJudgesLeaseHistories(t *testing.T) {
 30 ACQUIRED b/m 7
 31 CALL b/m write 7
 32 WRITE b/m 7 accepted`, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ops := robustness.LockOperations(robustness.ForWorkload(parse(t, c.log), "m"))
-			want := porcupine.Illegal
-			if c.ok {
-				want = porcupine.Ok
-			}
-			assert.Equal(t, string(want), verdict(robustness.LockModel, ops))
-		})
-	}
+	}, "m", robustness.LockModel, robustness.LockOperations)
 }
 
 func TestCounterModelJudgesHistories(t *testing.T) {
-	for _, c := range []struct {
-		name, log string
-		ok        bool
-	}{
+	judge(t, []history{
 		{"adds and a read", `
 10 CALL a/c add 2
 20 RET a/c add ok 0
@@ -176,23 +181,11 @@ func TestCounterModelJudgesHistories(t *testing.T) {
 26 RET b/c add ok 2
 30 CALL a/c cas 3 7
 40 RET a/c cas ok false 2`, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ops := robustness.CounterOperations(robustness.ForWorkload(parse(t, c.log), "c"))
-			want := porcupine.Illegal
-			if c.ok {
-				want = porcupine.Ok
-			}
-			assert.Equal(t, string(want), verdict(robustness.CounterModel, ops))
-		})
-	}
+	}, "c", robustness.CounterModel, robustness.CounterOperations)
 }
 
 func TestSharedCountModelJudgesHistories(t *testing.T) {
-	for _, c := range []struct {
-		name, log string
-		ok        bool
-	}{
+	judge(t, []history{
 		{"versioned sets in turn", `
 10 CALL a/s cget
 20 RET a/s cget ok 0 0
@@ -213,16 +206,7 @@ func TestSharedCountModelJudgesHistories(t *testing.T) {
 22 RET a/s tryset unknown zk: connection closed
 30 CALL b/s tryset 5 1
 40 RET b/s tryset ok true 2`, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ops := robustness.CounterOperations(robustness.ForWorkload(parse(t, c.log), "s"))
-			want := porcupine.Illegal
-			if c.ok {
-				want = porcupine.Ok
-			}
-			assert.Equal(t, string(want), verdict(robustness.SharedCountModel, ops))
-		})
-	}
+	}, "s", robustness.SharedCountModel, robustness.CounterOperations)
 }
 
 func TestQueueCheckFindsItemsTakenTwiceLostOrNeverOffered(t *testing.T) {
