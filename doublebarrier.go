@@ -203,11 +203,13 @@ func (b *DoubleBarrier) memberErr(ctx context.Context, gen *generation, err erro
 // ends. Members leave as Curator's do: the lowest watches the highest, the
 // others delete their node and watch the lowest. Lost connections are
 // waited through; a member whose session ended after Enter, its node gone
-// with it, still waits for the others. It fails with ErrNotEntered if this
-// member has not entered, and with ErrNodeDeleted if another client deleted
-// its node. On cancel or deadline it returns ctx's error, its node deleted
-// (in the background if the connection is down). Either way this member
-// has left and may Enter again.
+// with it, still waits for the others, and so does a member whose delete
+// of its own node ran on the server while the reply was lost. It returns
+// nil only once every member has left. It fails with ErrNotEntered if this member has not entered,
+// and with ErrNodeDeleted if another client deleted its node before this
+// member sent its own delete. On cancel or deadline it returns ctx's
+// error, its node deleted (in the background if the connection is down).
+// Either way this member has left and may Enter again.
 func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	if err := b.lock(ctx); err != nil {
 		return err
@@ -218,15 +220,24 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	}
 	gen := b.in
 	b.in = nil
-	mine := true // this member's node should still exist
-	err := b.leave(ctx, gen, &mine)
-	if err != nil && mine {
+	own := leaveSelf{mine: true}
+	err := b.leave(ctx, gen, &own)
+	if err != nil && own.mine {
 		b.s.removeNode(ownNode{path: b.self, gen: gen})
 	}
 	return err
 }
 
-func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) error {
+// leaveSelf is what Leave knows of this member's node.
+type leaveSelf struct {
+	mine bool // the node should still exist
+	// sent: a delete of the node was sent. Its reply may have been lost
+	// with the connection after the server ran it (ZOOKEEPER-1262): a node
+	// missing since is this member's own leave.
+	sent bool
+}
+
+func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *leaveSelf) error {
 	self := baseName(b.self)
 	for {
 		kids, err := b.s.children(ctx, b.dir)
@@ -239,12 +250,15 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		kids = slices.DeleteFunc(kids, func(k string) bool { return k == readyNode })
 		slices.Sort(kids)
 		i := slices.Index(kids, self)
-		if i < 0 && *mine {
-			if !b.sessionGone(gen) {
-				*mine = false
+		if i < 0 && mine.mine {
+			// Gone with its session, or by this member's own delete whose
+			// reply was lost: either way it has left; wait for the others.
+			// Only a node gone before any delete was sent, under a live
+			// session, was deleted by another client.
+			mine.mine = false
+			if !mine.sent && !b.sessionGone(gen) {
 				return b.memberErr(ctx, gen, zk.ErrNoNode)
 			}
-			*mine = false // gone with its session: wait for the others
 			b.s.disown(b.self)
 		}
 		// Curator 5.4 stops waiting here when one node is left even if it is
@@ -299,14 +313,18 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 }
 
 // deleteSelf deletes this member's node if it should still exist.
-func (b *DoubleBarrier) deleteSelf(ctx context.Context, mine *bool) error {
-	if !*mine {
+func (b *DoubleBarrier) deleteSelf(ctx context.Context, mine *leaveSelf) error {
+	if !mine.mine {
 		return nil
 	}
-	if err := b.s.delete(ctx, b.self); err != nil && err != zk.ErrNoNode {
+	err := b.s.delete(ctx, b.self)
+	if err != nil && err != zk.ErrNoNode {
+		// go-zookeeper fails a request it never sent with ErrNoServer;
+		// any other failure may come after the server ran the delete.
+		mine.sent = mine.sent || !errors.Is(err, zk.ErrNoServer)
 		return err
 	}
-	*mine = false
+	mine.mine = false
 	return nil
 }
 

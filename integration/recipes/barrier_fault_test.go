@@ -102,8 +102,8 @@ func TestDoubleBarrier_LeaveWhoseDeleteReplyIsLostWaitsForTheOthers(t *testing.T
 	lowest := path + "/0"
 
 	const rounds = 20
-	hit := 0 // rounds where the delete's reply was the one lost
-	for round := 0; hit < rounds; round++ {
+	hit, round := 0, 0 // hit: rounds where the delete's reply was the one lost
+	for ; hit < rounds; round++ {
 		require.Less(t, round, rounds+10, "the fault missed Leave's delete in %d rounds", round-hit)
 		name := fmt.Sprintf("round %d", round)
 		_, err := obs.Create(lowest, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
@@ -171,4 +171,5 @@ func TestDoubleBarrier_LeaveWhoseDeleteReplyIsLostWaitsForTheOthers(t *testing.T
 		require.Eventually(t, func() bool { return len(children(t, obs, path)) == 0 }, 10*time.Second, 5*time.Millisecond,
 			"%s: nothing left behind, ready included", name)
 	}
+	t.Logf("%d rounds, %d with the delete's reply lost", round, hit)
 }
