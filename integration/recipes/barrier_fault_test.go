@@ -1,6 +1,7 @@
 package recipes_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -172,4 +173,93 @@ func TestDoubleBarrier_LeaveWhoseDeleteReplyIsLostWaitsForTheOthers(t *testing.T
 			"%s: nothing left behind, ready included", name)
 	}
 	t.Logf("%d rounds, %d with the delete's reply lost", round, hit)
+}
+
+// A member waiting in Enter whose Session gives its ZooKeeper session up
+// (the connection down for the whole session timeout) while the server
+// keeps it, so that the member's node survives, has lost its place with
+// that session: Enter returns an error matching ErrSessionExpired, and its
+// node is deleted. Before, Enter listed the barrier again and again, as
+// fast as the server answered: its wait woke on the ended session every
+// time, and the listing still showed its node.
+//
+// To bring that about, the Session behind the proxy is reset and each of
+// its reconnections loses the server's reply to its connect request (the
+// request itself reaches the server, which so keeps the session), until
+// the Session has presumed the session lost. go-zookeeper keeps a request
+// made while it is disconnected for its next connection, unless it first
+// goes through its list of servers again, where it fails the request: the
+// attempts that follow that (every other one) are held long, so that the
+// Session most likely gives up during one of them and Enter's next listing
+// is sent on the next attempt, which goes through.
+func TestDoubleBarrier_EnterReturnsWhenItsSessionIsGivenUpWhileItsNodeSurvives(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	obs := raw(t, c)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	ops := &opLog{}
+	const timeout = 2 * time.Second
+	lossy := connect(t, c, []string{proxy.Addr(), proxy.Addr()}, zr.WithSessionTimeout(timeout), zr.WithTracer(ops))
+	st := watchStates(t, lossy.Session)
+
+	for round, hold := range []time.Duration{time.Second, 1200 * time.Millisecond, 1400 * time.Millisecond} {
+		name := fmt.Sprintf("round %d", round)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		ops.reset()
+		got := make(chan error, 1)
+		go func() { got <- zr.NewDoubleBarrier(lossy.Session, path, 2).Enter(ctx) }()
+		// Enter waits: its node is there and it has listed the barrier.
+		require.Eventually(t, func() bool {
+			for _, ev := range ops.since() {
+				if ev.Op == "getChildren" && ev.Path == path && ev.Err == nil {
+					return true
+				}
+			}
+			return false
+		}, 10*time.Second, 5*time.Millisecond, name)
+		id := lossy.SessionID()
+
+		// Attempt 1 comes at once, attempt 2 after go-zookeeper's pause of a
+		// second, 3 at once, 4 after a pause, ... The even ones are held.
+		holdOf := func(attempt int) time.Duration {
+			if attempt%2 == 0 {
+				return hold
+			}
+			return 100 * time.Millisecond
+		}
+		armed := []<-chan struct{}{proxy.LoseRepliesOnNextConn(0, holdOf(1)), proxy.LoseRepliesOnNextConn(0, holdOf(2))}
+		proxy.ResetAll()
+		lostAt := time.Time{}
+		for lostAt.IsZero() {
+			select {
+			case <-armed[len(armed)-2]:
+				armed = append(armed, proxy.LoseRepliesOnNextConn(0, holdOf(len(armed)+1)))
+			case ch := <-st.ch:
+				if ch.State == zr.StateLost {
+					lostAt = ch.At
+				}
+			case <-time.After(4 * timeout):
+				t.Fatalf("%s: the Session did not give its session up", name)
+			}
+		}
+		proxy.Disarm() // the next attempt goes through
+		st.next(t, 10*time.Second, zr.StateReconnected)
+		require.Equal(t, id, lossy.SessionID(), "%s: the same session: the node survived", name)
+
+		// Enter returns, and does not list the barrier over and over.
+		listings := func() (n int) {
+			for _, ev := range ops.since() {
+				if ev.Op == "getChildren" && ev.Path == path && ev.Err == nil && time.Now().Add(-ev.Latency).After(lostAt) {
+					n++
+				}
+			}
+			return n
+		}
+		require.Eventually(t, func() bool { return barrierDone(got) || listings() > 50 }, 10*time.Second, 5*time.Millisecond, name)
+		require.LessOrEqual(t, listings(), 5, "%s: Enter lists the barrier in a loop", name)
+		require.ErrorIs(t, <-got, zr.ErrSessionExpired, name)
+		require.Eventually(t, func() bool { return len(children(t, obs, path)) == 0 }, 10*time.Second, 10*time.Millisecond,
+			"%s: the member's node is deleted", name)
+	}
 }
