@@ -69,7 +69,10 @@ func (b *DoubleBarrier) Path() string { return b.path }
 // ends. Lost connections are waited through. It fails with ErrEntered if
 // this member has entered and not left; with an error matching
 // ErrSessionExpired (or ErrSessionChanged) if its session ended while it
-// waited, its node gone with it; with ErrNodeDeleted if another client
+// waited, its node gone with it (the Session's Lost state: a session the
+// Session gave up after the connection was down for its whole timeout
+// counts as ended, and its node, if the server kept it, is deleted); with
+// ErrNodeDeleted if another client
 // deleted its node. On cancel, deadline or any error its node is deleted
 // (in the background if the connection is down) and it has not entered.
 func (b *DoubleBarrier) Enter(ctx context.Context) error {
@@ -163,6 +166,11 @@ func (b *DoubleBarrier) awaitFull(ctx context.Context, gen *generation) error {
 		select {
 		case <-w: // Look again after every change: a wake-up is not a full barrier.
 		case <-gen.done:
+			// The session of this member's node has ended for the Session,
+			// though the node may live on (the Session gave up a session the
+			// server kept): its place went with the session. Looking again
+			// would wake here at once, for ever.
+			return b.memberErr(ctx, gen, nil)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
