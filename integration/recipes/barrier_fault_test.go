@@ -263,3 +263,26 @@ func TestDoubleBarrier_EnterReturnsWhenItsSessionIsGivenUpWhileItsNodeSurvives(t
 			"%s: the member's node is deleted", name)
 	}
 }
+
+// The other side of the lost-reply case: a member whose node another
+// client deleted before its Leave sent a delete is told so.
+func TestDoubleBarrier_LeaveAfterAnotherClientDeletedTheNodeFailsWithErrNodeDeleted(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	obs := raw(t, c)
+	mkdirs(t, obs, path)
+	ctx := ctxT(t, time.Minute)
+	lowest := path + "/0"
+	_, err := obs.Create(lowest, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	m := zr.NewDoubleBarrier(connect(t, c, nil).Session, path, 2)
+	require.NoError(t, m.Enter(ctx))
+	for _, k := range children(t, obs, path) {
+		if k != "0" && k != "ready" {
+			require.NoError(t, obs.Delete(path+"/"+k, -1))
+		}
+	}
+	require.ErrorIs(t, m.Leave(ctx), zr.ErrNodeDeleted)
+	require.NoError(t, obs.Delete(lowest, -1))
+	require.NoError(t, obs.Delete(path+"/ready", -1))
+}
