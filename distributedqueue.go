@@ -44,12 +44,25 @@ type Queue struct {
 	err  error
 
 	// next holds, sorted, the items of the last listing that no take of
-	// this Queue has tried yet. Every item offered since sorts after them
-	// (sequence numbers only grow while the parent lives; if it was deleted,
-	// every cached item is gone and a take lists again), so a take may try
-	// them first without a listing and still take in FIFO order.
-	mu   sync.Mutex
-	next []string
+	// this Queue has tried yet, and nextBound that listing's bound (see
+	// listed). Every item offered since sorts after them while the parent
+	// lives (sequence numbers only grow), so a take may try them first
+	// without a listing and still take in FIFO order. A container parent
+	// deleted and made again starts its sequence over, and a cached name may
+	// then name a newer item: the bound tells it apart.
+	mu        sync.Mutex
+	next      []string
+	nextBound int64
+}
+
+// listed is a listing of the queue's items, sorted, and its bound: the
+// parent's Pzxid when it was listed, the zxid of its last child created or
+// deleted, so that no listed item has a greater czxid. A node read later
+// under a listed name is the listed item only if its czxid is not greater:
+// an item created since, under a parent made again, has a greater one.
+type listed struct {
+	items []string
+	bound int64
 }
 
 // queueItemPrefix names every item node: P/qn-<seq10> (Curator's PREFIX).
@@ -152,30 +165,33 @@ func (q *Queue) head(ctx context.Context, remove, wait bool) ([]byte, error) {
 	watching := false
 	for {
 		var (
+			l    listed
 			kids []string
+			st   *zk.Stat
 			w    <-chan zk.Event
 			err  error
 		)
-		cached := remove && !watching && q.takeCache(&kids)
+		cached := remove && !watching && q.takeCache(&l)
 		switch {
 		case cached:
 		case watching:
-			kids, w, err = s.childrenW(ctx, q.dir)
+			kids, st, w, err = s.childrenStatW(ctx, q.dir)
 		default:
-			kids, err = s.children(ctx, q.dir)
+			kids, st, err = s.childrenStat(ctx, q.dir)
 		}
 		if err == nil {
 			if !cached {
 				bo.Reset() // a listing went through: the next failure is a new one
+				l = listed{queueItems(kids), st.Pzxid}
 			}
 			var item []byte
-			item, err = q.takeFirst(ctx, queueItems(kids, cached), remove)
+			item, err = q.takeFirst(ctx, l, remove)
 			if err == nil || errors.Is(err, ErrTakeUncertain) {
 				return item, err
 			}
 		}
 		switch {
-		case err == errNoItem && cached:
+		case err == errNoItem && cached, err == errRemade:
 			continue // list
 		case err == errNoItem || err == zk.ErrNoNode:
 			if !wait {
@@ -214,13 +230,17 @@ func (q *Queue) head(ctx context.Context, remove, wait bool) ([]byte, error) {
 // errNoItem is takeFirst's report that no listed item could be had.
 var errNoItem = errors.New("zkrecipes: no queue item")
 
-// takeFirst reads, and removes when remove is set, the first item of kids
+// errRemade is takeFirst's report that the parent was deleted and made
+// again since the listing: its names no longer tell the order.
+var errRemade = errors.New("zkrecipes: queue parent made again")
+
+// takeFirst reads, and removes when remove is set, the first item of l
 // that is still there. Like Curator, it takes qn- children in name order
 // and skips other children.
-func (q *Queue) takeFirst(ctx context.Context, items []string, remove bool) (item []byte, err error) {
-	for i, k := range items {
+func (q *Queue) takeFirst(ctx context.Context, l listed, remove bool) (item []byte, err error) {
+	for i, k := range l.items {
 		p := joinPath(q.dir, k)
-		data, _, err := q.s.get(ctx, p)
+		data, st, err := q.s.get(ctx, p)
 		switch {
 		case err == zk.ErrNoNode:
 			continue // another consumer took it
@@ -228,6 +248,12 @@ func (q *Queue) takeFirst(ctx context.Context, items []string, remove bool) (ite
 			return nil, q.s.opError("getData", p, err)
 		case err != nil:
 			return nil, err
+		case st.Czxid > l.bound:
+			// Not the listed item but one offered since, under a parent
+			// made again: an older item of the new parent may sort after
+			// it. Nothing is taken; the caller lists again.
+			q.dropCache()
+			return nil, errRemade
 		}
 		if !remove {
 			return data, nil
@@ -236,7 +262,7 @@ func (q *Queue) takeFirst(ctx context.Context, items []string, remove bool) (ite
 		// that succeeds after its caller gave up would lose the item.
 		switch err = q.s.delete(context.WithoutCancel(ctx), p); {
 		case err == nil:
-			q.putCache(items[i+1:])
+			q.putCache(listed{l.items[i+1:], l.bound})
 			return data, nil
 		case err == zk.ErrNoNode:
 			continue
@@ -256,12 +282,8 @@ func (q *Queue) takeFirst(ctx context.Context, items []string, remove bool) (ite
 }
 
 // queueItems returns the item names among kids, sorted as Curator sorts
-// them (as strings), skipping foreign children as Curator does. A cached
-// list is that already.
-func queueItems(kids []string, cached bool) []string {
-	if cached {
-		return kids
-	}
+// them (as strings), skipping foreign children as Curator does.
+func queueItems(kids []string) []string {
 	items := make([]string, 0, len(kids))
 	for _, k := range kids {
 		if strings.HasPrefix(k, queueItemPrefix) {
@@ -272,26 +294,37 @@ func queueItems(kids []string, cached bool) []string {
 	return items
 }
 
-// takeCache moves the cached item names into *kids and reports whether
-// there were any.
-func (q *Queue) takeCache(kids *[]string) bool {
+// takeCache moves the cached items into *l and reports whether there were
+// any.
+func (q *Queue) takeCache(l *listed) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	*kids, q.next = q.next, nil
-	return len(*kids) > 0
+	*l = listed{q.next, q.nextBound}
+	q.next = nil
+	return len(l.items) > 0
 }
 
-// putCache caches items, the rest of a listing after a taken item. Two
-// takes of one Queue may race: both lists are merged, so that no item
-// older than the first cached one is left out of the cache.
-func (q *Queue) putCache(items []string) {
+// putCache caches l, the rest of a listing after a taken item. Two takes
+// of one Queue may race: both lists are merged, so that no item older than
+// the first cached one is left out of the cache, under the lower bound
+// (items of the newer listing above it fail the check, and a take lists
+// again).
+func (q *Queue) putCache(l listed) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.next) == 0 {
-		q.next = slices.Clone(items)
+		q.next, q.nextBound = slices.Clone(l.items), l.bound
 		return
 	}
-	q.next = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(q.next), items...))))
+	q.next = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(q.next), l.items...))))
+	q.nextBound = min(q.nextBound, l.bound)
+}
+
+// dropCache forgets the cached items.
+func (q *Queue) dropCache() {
+	q.mu.Lock()
+	q.next = nil
+	q.mu.Unlock()
 }
 
 // settle decides a take whose delete of p failed with cause, which leaves

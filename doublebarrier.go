@@ -69,9 +69,11 @@ func (b *DoubleBarrier) Path() string { return b.path }
 // ends. Lost connections are waited through. It fails with ErrEntered if
 // this member has entered and not left; with an error matching
 // ErrSessionExpired (or ErrSessionChanged) if its session ended while it
-// waited, its node gone with it; with ErrNodeDeleted if another client
-// deleted its node. On cancel, deadline or any error its node is deleted
-// (in the background if the connection is down) and it has not entered.
+// waited, its node gone with it (a session the Session gave up, its
+// connection down for the whole session timeout, has ended too, even if
+// the server kept it); with ErrNodeDeleted if another client deleted its
+// node. On cancel, deadline or any error its node is deleted (in the
+// background if the connection is down) and it has not entered.
 func (b *DoubleBarrier) Enter(ctx context.Context) error {
 	if err := b.lock(ctx); err != nil {
 		return err
@@ -163,6 +165,11 @@ func (b *DoubleBarrier) awaitFull(ctx context.Context, gen *generation) error {
 		select {
 		case <-w: // Look again after every change: a wake-up is not a full barrier.
 		case <-gen.done:
+			// The session of this member's node has ended for the Session,
+			// though the node may live on (the Session gave up a session the
+			// server kept): its place went with the session. Looking again
+			// would wake here at once, for ever.
+			return b.memberErr(ctx, gen, nil)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -203,11 +210,14 @@ func (b *DoubleBarrier) memberErr(ctx context.Context, gen *generation, err erro
 // ends. Members leave as Curator's do: the lowest watches the highest, the
 // others delete their node and watch the lowest. Lost connections are
 // waited through; a member whose session ended after Enter, its node gone
-// with it, still waits for the others. It fails with ErrNotEntered if this
-// member has not entered, and with ErrNodeDeleted if another client deleted
-// its node. On cancel or deadline it returns ctx's error, its node deleted
-// (in the background if the connection is down). Either way this member
-// has left and may Enter again.
+// with it, still waits for the others, and so does a member whose delete
+// of its own node ran on the server while the reply was lost. It returns
+// nil only once every member has left. It fails with ErrNotEntered if this
+// member has not entered, and with ErrNodeDeleted if another client
+// deleted its node before this member sent its own delete. On cancel or
+// deadline it returns ctx's error, its node deleted (in the background if
+// the connection is down). Either way this member has left and may Enter
+// again.
 func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	if err := b.lock(ctx); err != nil {
 		return err
@@ -218,15 +228,24 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	}
 	gen := b.in
 	b.in = nil
-	mine := true // this member's node should still exist
-	err := b.leave(ctx, gen, &mine)
-	if err != nil && mine {
+	own := leaveSelf{exists: true}
+	err := b.leave(ctx, gen, &own)
+	if err != nil && own.exists {
 		b.s.removeNode(ownNode{path: b.self, gen: gen})
 	}
 	return err
 }
 
-func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) error {
+// leaveSelf is what Leave knows of this member's node.
+type leaveSelf struct {
+	exists bool // the node should still exist
+	// sent: a delete of the node was sent. Its reply may have been lost
+	// with the connection after the server ran it (ZOOKEEPER-1262): a node
+	// missing since is this member's own leave.
+	sent bool
+}
+
+func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, own *leaveSelf) error {
 	self := baseName(b.self)
 	for {
 		kids, err := b.s.children(ctx, b.dir)
@@ -239,19 +258,22 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		kids = slices.DeleteFunc(kids, func(k string) bool { return k == readyNode })
 		slices.Sort(kids)
 		i := slices.Index(kids, self)
-		if i < 0 && *mine {
-			if !b.sessionGone(gen) {
-				*mine = false
+		if i < 0 && own.exists {
+			// Gone with its session, or by this member's own delete whose
+			// reply was lost: either way it has left; wait for the others.
+			// Only a node gone before any delete was sent, under a live
+			// session, was deleted by another client.
+			own.exists = false
+			if !own.sent && !b.sessionGone(gen) {
 				return b.memberErr(ctx, gen, zk.ErrNoNode)
 			}
-			*mine = false // gone with its session: wait for the others
 			b.s.disown(b.self)
 		}
 		// Curator 5.4 stops waiting here when one node is left even if it is
 		// not its own; that one is still in (it may be a member that has not
 		// started to leave while another gave up), so wait for it too.
 		if len(kids) == 0 || (len(kids) == 1 && i == 0) {
-			if err := b.deleteSelf(ctx, mine); err != nil {
+			if err := b.deleteSelf(ctx, own); err != nil {
 				if b.s.awaitReconnect(ctx, err) {
 					continue
 				}
@@ -262,7 +284,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 		target := kids[0]
 		if i == 0 {
 			target = kids[len(kids)-1]
-		} else if err := b.deleteSelf(ctx, mine); err != nil {
+		} else if err := b.deleteSelf(ctx, own); err != nil {
 			if b.s.awaitReconnect(ctx, err) {
 				continue
 			}
@@ -299,14 +321,18 @@ func (b *DoubleBarrier) leave(ctx context.Context, gen *generation, mine *bool) 
 }
 
 // deleteSelf deletes this member's node if it should still exist.
-func (b *DoubleBarrier) deleteSelf(ctx context.Context, mine *bool) error {
-	if !*mine {
+func (b *DoubleBarrier) deleteSelf(ctx context.Context, own *leaveSelf) error {
+	if !own.exists {
 		return nil
 	}
-	if err := b.s.delete(ctx, b.self); err != nil && err != zk.ErrNoNode {
+	err := b.s.delete(ctx, b.self)
+	if err != nil && err != zk.ErrNoNode {
+		// go-zookeeper fails a request it never sent with ErrNoServer;
+		// any other failure may come after the server ran the delete.
+		own.sent = own.sent || !errors.Is(err, zk.ErrNoServer)
 		return err
 	}
-	*mine = false
+	own.exists = false
 	return nil
 }
 

@@ -236,7 +236,9 @@ func (c *TreeCache) Err() error { return c.stopped() }
 
 // Close stops the cache and waits for its goroutines; the Events channel
 // is closed. Get, Children and Snapshot keep returning the last copy.
-// Close is idempotent and does no I/O.
+// Close is idempotent and does no I/O. A read the cache sent before may
+// still be answered afterwards (a request cannot be called back), but no
+// reply makes it send another.
 func (c *TreeCache) Close() error {
 	c.close()
 	return nil

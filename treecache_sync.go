@@ -413,6 +413,9 @@ func (c *TreeCache) load(ctx context.Context, roots ...string) ([]loadedNode, er
 	var out []loadedNode
 	for next, running := 0, 0; next < len(todo) || running > 0; {
 		for ; next < len(todo) && running < maxTreeReads; next++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err // closed: start no read
+			}
 			p := todo[next]
 			list := c.listed(p)
 			c.mu.Lock()
@@ -422,7 +425,7 @@ func (c *TreeCache) load(ctx context.Context, roots ...string) ([]loadedNode, er
 			}
 			c.mu.Unlock()
 			if !c.s.spawn(func() {
-				n, kids, err := c.read(p, list, armed)
+				n, kids, err := c.read(ctx, p, list, armed)
 				results <- result{n, kids, err}
 			}) {
 				return nil, ErrClosed
@@ -459,8 +462,13 @@ func (c *TreeCache) load(ctx context.Context, roots ...string) ([]loadedNode, er
 // read reads the node at p with a data watch and, when list is set, lists
 // it with a children watch; a watch the node has already (armed) is not
 // set again. A node not found, or found replaced between the two reads, is
-// returned with a nil stat.
-func (c *TreeCache) read(p string, list bool, armed watchBits) (loadedNode, []string, error) {
+// returned with a nil stat. Once ctx ends (the cache is closed) it sends
+// nothing more: its caller may have returned, and so may Close, while the
+// first read waited on a connection that was cut off.
+func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBits) (loadedNode, []string, error) {
+	if err := ctx.Err(); err != nil {
+		return loadedNode{}, nil, err
+	}
 	abs := c.s.abs(p)
 	type got struct {
 		data []byte
@@ -476,6 +484,9 @@ func (c *TreeCache) read(p string, list bool, armed watchBits) (loadedNode, []st
 		return got{data: d, st: st}, err
 	})
 	if err == nil && list {
+		if err := ctx.Err(); err != nil {
+			return loadedNode{}, nil, err
+		}
 		var k got
 		k, err = traced(c.s, "getChildren", abs, func() (got, error) {
 			if armed&armKids != 0 {

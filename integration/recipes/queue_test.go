@@ -401,3 +401,66 @@ func TestQueue_LostDeleteReplyReturnsTheItemFlaggedUncertain(t *testing.T) {
 		})
 	}
 }
+
+// A consumer that took from the middle of a listing keeps the rest of it
+// for its next takes. Once another consumer has drained the queue, the
+// server deletes the empty container, and new offers make it again with a
+// sequence that starts over at 0: the names the first consumer kept now
+// name newer items. Its next takes still come in the order the items were
+// offered. Before, it took qn-0000000001 before qn-0000000000.
+//
+// The server checks its containers every 100 ms (60 s by default), so
+// that each round sees the parent deleted and made again.
+func TestQueue_ConsumerKeepsFIFOAfterTheContainerIsDeletedAndMadeAgain(t *testing.T) {
+	c := zktest.Start(t, zktest.WithJVMFlags("-Xmx256m", "-XX:+UseSerialGC", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
+		"-Dznode.container.checkIntervalMs=100"))
+	if c.Backend() == zktest.BackendServers {
+		msg := "starts a server with -Dznode.container.checkIntervalMs, which ZK_SERVERS cannot; the java and docker backends run it"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	obs := raw(t, c)
+	path := testPath(t) + "/q"
+	mkdirs(t, obs, testPath(t)) // persistent: only the queue's own node is a container
+	ctx := ctxT(t, time.Minute)
+	cached := zr.NewQueue(connect(t, c, nil).Session, path)
+	other := zr.NewQueue(connect(t, c, nil).Session, path)
+
+	const rounds = 20
+	for round := range rounds {
+		name := fmt.Sprintf("round %d", round)
+		before := queueItems(fmt.Sprintf("r%d-a", round), 3+round%3)
+		for _, it := range before {
+			require.NoError(t, other.Offer(ctx, []byte(it)), name)
+		}
+		// The first take lists the queue and keeps the rest of the listing.
+		item, err := cached.Take(ctx)
+		require.NoError(t, err, name)
+		require.Equal(t, before[0], string(item), name)
+		// Another consumer drains the queue; the server deletes its empty
+		// container.
+		for _, want := range before[1:] {
+			item, err := other.Take(ctx)
+			require.NoError(t, err, name)
+			require.Equal(t, want, string(item), name)
+		}
+		require.Eventually(t, func() bool {
+			ok, _, err := obs.Exists(path)
+			return err == nil && !ok
+		}, 10*time.Second, 10*time.Millisecond, "%s: the empty container is deleted", name)
+
+		after := queueItems(fmt.Sprintf("r%d-b", round), 2+round%4)
+		for _, it := range after {
+			require.NoError(t, other.Offer(ctx, []byte(it)), name)
+		}
+		var got []string
+		for range after {
+			item, err := cached.Take(ctx)
+			require.NoError(t, err, name)
+			got = append(got, string(item))
+		}
+		require.Equal(t, after, got, "%s: the consumer takes the items in the order they were offered", name)
+	}
+}

@@ -469,3 +469,76 @@ func TestTreeCache_ConvergesAcrossALeaderKillOnAnEnsemble(t *testing.T) {
 	require.NoError(t, cache.Close())
 	assert.NoError(t, cache.Err())
 }
+
+// sendLog records when each request a Session's recipes made was sent.
+type sendLog struct {
+	mu   sync.Mutex
+	sent []sentOp
+}
+
+type sentOp struct {
+	op, path string
+	at       time.Time
+}
+
+func (l *sendLog) TraceOp(ev zr.TraceEvent) {
+	at := time.Now().Add(-ev.Latency)
+	l.mu.Lock()
+	l.sent = append(l.sent, sentOp{ev.Op, ev.Path, at})
+	l.mu.Unlock()
+}
+
+// after returns the requests on paths under root sent after t.
+func (l *sendLog) after(root string, t time.Time) []sentOp {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []sentOp
+	for _, s := range l.sent {
+		if strings.HasPrefix(s.path, root+"/") && s.at.After(t) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A TreeCache closed while its load waits on a connection that is cut off
+// sends nothing more once Close has returned, when the connection comes
+// back: Close ends the cache, and the replies that arrive after it start
+// no further read (each node's listing followed its read before, setting
+// a children watch after Close).
+func TestTreeCache_SendsNoReadAfterCloseReturnsWhileCutOff(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	root := testPath(t)
+	mkdirs(t, conn, root)
+	for i := range 300 {
+		if _, err := conn.Create(fmt.Sprintf("%s/n%03d", root, i), nil, 0, zk.WorldACL(zk.PermAll)); err != zk.ErrNodeExists {
+			require.NoError(t, err)
+		}
+	}
+	t.Cleanup(func() { (&treeWriter{t: t, conn: conn}).deleteTree(root) })
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	log := &sendLog{}
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(8*time.Second), zr.WithTracer(log))
+
+	for round := range 3 {
+		name := fmt.Sprintf("round %d", round)
+		proxy.SetDelay(time.Duration(20+20*round) * time.Millisecond) // a load that takes a while
+		cache := zr.NewTreeCache(cl.Session, root)
+		started := make(chan error, 1)
+		begin := time.Now()
+		go func() { started <- cache.Start(ctxT(t, 30*time.Second)) }()
+		require.Eventually(t, func() bool { return len(log.after(root, begin)) > 10 }, 10*time.Second, time.Millisecond,
+			"%s: the load reads the children", name)
+		proxy.Blackhole()
+		require.NoError(t, cache.Close())
+		closed := time.Now()
+		require.Error(t, <-started, "%s: closed before it was loaded", name)
+		proxy.SetDelay(0)
+		proxy.Heal()
+		require.Never(t, func() bool { return len(log.after(root, closed)) > 0 }, time.Second, 5*time.Millisecond,
+			"%s: requests sent after Close returned: %v", name, lazy(func() string { return fmt.Sprint(log.after(root, closed)) }))
+		_, _, err := cl.Conn().Exists(root) // the connection is back
+		require.NoError(t, err, name)
+	}
+}
