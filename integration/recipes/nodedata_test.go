@@ -73,8 +73,8 @@ func TestNodeData_NilIsWrittenAsZeroBytesAndContainersHoldZeroBytes(t *testing.T
 	zeroBytes(t, conn, base+"/barrier")
 	zeroBytes(t, conn, base+"/barrier/b")
 
-	// A queue item offered as nil, and the queue's container.
-	require.NoError(t, zr.NewQueue(s, base+"/queue").Offer(ctx, nil))
+	// An empty queue item (Offer refuses nil), and the queue's container.
+	require.NoError(t, zr.NewQueue(s, base+"/queue").Offer(ctx, []byte{}))
 	zeroBytes(t, conn, base+"/queue")
 	zeroBytes(t, conn, onlyChild(t, conn, base+"/queue"))
 
