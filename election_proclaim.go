@@ -62,7 +62,7 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 		}
 		if err == nil {
 			_, err = call(ctx, e.s, "setData", h.node.path, func() (*zk.Stat, error) {
-				return e.s.conn.Set(h.node.path, data, st.Version)
+				return e.s.sendSet(h.node.path, data, st.Version)
 			}, nil)
 		}
 		switch {

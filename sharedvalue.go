@@ -187,7 +187,7 @@ func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (Ver
 // setVersioned sets path's data if its version is version (-1: any).
 func (s *Session) setVersioned(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	return call(ctx, s, "setData", path, func() (*zk.Stat, error) {
-		return s.conn.Set(path, data, version)
+		return s.sendSet(path, data, version)
 	}, nil)
 }
 
