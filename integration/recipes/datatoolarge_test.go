@@ -196,7 +196,7 @@ func TestDataTooLarge_KeepersFailAtOnceAndDisturbNoLease(t *testing.T) {
 		require.NoError(t, gm.Close(ctx))
 		b.refuses(t, "GroupMember.SetData", func(ctx context.Context) error { return g.SetData(ctx, big) })
 		b.refuses(t, "Register", func(ctx context.Context) error {
-			return discovery.New(s, path+"/services").Register(ctx, discovery.Instance{Name: "svc", ID: "big", Address: string(big)})
+			return discovery.New(s, path+"/services").Register(ctx, discovery.Instance{Name: "svc", ID: "big", Address: bigInst.Address})
 		})
 		b.refuses(t, "Register of a registered instance", func(ctx context.Context) error { return d.Register(ctx, bigInst) })
 		b.refuses(t, "Update", func(ctx context.Context) error { return d.Update(ctx, bigInst) })
