@@ -7,7 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Proclaim publishes data as the leader's: it replaces the data of the
+// Proclaim publishes data (nil: 0 bytes) as the leader's: it replaces the data of the
 // leader's node, which Leader, Participants and Observe report as the
 // leader's Data and which a Curator LeaderLatch or LeaderSelector reports
 // as the leader's participant id (Participant.getId). lease must be the
