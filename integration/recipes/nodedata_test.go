@@ -69,14 +69,20 @@ func TestNodeData_NilIsWrittenAsZeroBytesAndContainersHoldZeroBytes(t *testing.T
 	require.NoError(t, l.Release(ctx))
 
 	// A barrier with WithBarrierData(nil), under a container.
-	require.NoError(t, zr.NewBarrier(s, base+"/barrier/b", zr.WithBarrierData(nil)).Set(ctx))
+	barrier := zr.NewBarrier(s, base+"/barrier/b", zr.WithBarrierData(nil))
+	require.NoError(t, barrier.Set(ctx))
 	zeroBytes(t, conn, base+"/barrier")
 	zeroBytes(t, conn, base+"/barrier/b")
+	require.NoError(t, barrier.Remove(ctx))
 
 	// An empty queue item (Offer refuses nil), and the queue's container.
-	require.NoError(t, zr.NewQueue(s, base+"/queue").Offer(ctx, []byte{}))
+	q := zr.NewQueue(s, base+"/queue")
+	require.NoError(t, q.Offer(ctx, []byte{}))
 	zeroBytes(t, conn, base+"/queue")
 	zeroBytes(t, conn, onlyChild(t, conn, base+"/queue"))
+	item, err := q.Poll(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, item)
 
 	// A shared value seeded with nil, then set to nil over data.
 	v := zr.NewSharedValue(s, base+"/shared/v", nil)
@@ -90,6 +96,7 @@ func TestNodeData_NilIsWrittenAsZeroBytesAndContainersHoldZeroBytes(t *testing.T
 	_, err = v.Set(ctx, nil)
 	require.NoError(t, err)
 	zeroBytes(t, conn, base+"/shared/v")
+	require.NoError(t, conn.Delete(base+"/shared/v", -1))
 
 	// A group member's SetData(nil), and the group's container.
 	g := zr.NewGroupMember(s, base+"/group", "m", []byte("x"))
