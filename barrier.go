@@ -35,8 +35,8 @@ type barrierConfig struct {
 	custom bool
 }
 
-// WithBarrierData sets the data Set stores in the barrier's node. Default:
-// this host's address as text, as Curator writes.
+// WithBarrierData sets the data Set stores in the barrier's node (nil: 0
+// bytes). Default: this host's address as text, as Curator writes.
 func WithBarrierData(data []byte) BarrierOption {
 	return func(c *barrierConfig) {
 		c.data = append([]byte(nil), data...)

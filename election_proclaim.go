@@ -7,7 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Proclaim publishes data as the leader's: it replaces the data of the
+// Proclaim publishes data (nil: 0 bytes) as the leader's: it replaces the data of the
 // leader's node, which Leader, Participants and Observe report as the
 // leader's Data and which a Curator LeaderLatch or LeaderSelector reports
 // as the leader's participant id (Participant.getId). lease must be the
@@ -62,7 +62,7 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 		}
 		if err == nil {
 			_, err = call(ctx, e.s, "setData", h.node.path, func() (*zk.Stat, error) {
-				return e.s.conn.Set(h.node.path, data, st.Version)
+				return e.s.sendSet(h.node.path, data, st.Version)
 			}, nil)
 		}
 		switch {

@@ -85,7 +85,8 @@ var (
 
 	// ErrDataTooLarge is returned, before any call, by every method of a
 	// recipe whose node data would make its create larger than the Session's
-	// WithMaxRequestSize. The error is a *DataTooLargeError.
+	// WithMaxRequestSize, and by any call whose write (create, setData,
+	// multi) would, before it is sent. The error is a *DataTooLargeError.
 	ErrDataTooLarge = errors.New("zkrecipes: node data too large")
 
 	// ErrQueueEmpty is returned by Queue.Poll and Queue.Peek when the queue
@@ -145,7 +146,7 @@ func (e *PathError) Unwrap() error { return ErrInvalidPath }
 // request under the Session's limit (WithMaxRequestSize). It matches
 // ErrDataTooLarge.
 type DataTooLargeError struct {
-	Path  string // the recipe's path, as given
+	Path  string // the recipe's path, as given (for a write refused as it was sent: the node's)
 	Size  int    // the node data's size, in bytes
 	Max   int    // the most node data that fits under Limit at this path (negative: none does)
 	Limit int    // the Session's request size limit, in bytes

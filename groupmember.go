@@ -39,8 +39,11 @@ type GroupMember struct {
 }
 
 // NewGroupMember returns the member id of the group at path (relative to
-// the Session's namespace), holding data. Bad arguments are reported by
-// Start.
+// the Session's namespace), holding data. With nil data the member holds
+// this host's address as text, as a Curator GroupMember made without a
+// payload does (pass []byte{} for 0 bytes). Bad arguments, and data too
+// large for the Session's request size limit (ErrDataTooLarge), are
+// reported by Start.
 func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 	g := &GroupMember{s: s, path: path, id: id, members: map[string][]byte{},
 		changed: make(chan struct{}), done: make(chan struct{})}
@@ -49,7 +52,11 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 		g.err = invalidArg("member id %q is not a node name", id)
 	}
 	if g.err == nil {
+		if data == nil {
+			data = []byte(localAddress())
+		}
 		g.node = NewPersistentNode(s, joinPath(path, id), data)
+		g.err = g.node.err
 	}
 	return g
 }
@@ -57,8 +64,8 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 // Start joins the group (in the background: see WaitInPlace) and loads
 // its members. It returns once they are loaded, or fails with ctx's
 // error, ErrNodeStarted when called twice or after Close, ErrClosed after
-// the Session's Close, ErrInvalidPath, ErrInvalidArgument or
-// ErrNilSession; after a failure the member has left.
+// the Session's Close, ErrInvalidPath, ErrInvalidArgument, ErrNilSession
+// or ErrDataTooLarge; after a failure the member has left.
 func (g *GroupMember) Start(ctx context.Context) error {
 	if g.err != nil {
 		return g.err
@@ -115,7 +122,8 @@ func (g *GroupMember) Status() (NodeStatus, <-chan struct{}) {
 	return g.node.Status()
 }
 
-// SetData sets this member's data (see PersistentNode.SetData).
+// SetData sets this member's data (nil: 0 bytes; see
+// PersistentNode.SetData, which also says how it fails).
 func (g *GroupMember) SetData(ctx context.Context, data []byte) error {
 	if g.err != nil {
 		return g.err

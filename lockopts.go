@@ -49,8 +49,8 @@ func (c lockConfig) data() []byte {
 // and each node of its mutex). Data that makes a node's create
 // request larger than the Session's limit (WithMaxRequestSize: a little
 // under 1 MiB by default) makes every method of the recipe fail with
-// ErrDataTooLarge. Default: this host's address as text, as Curator
-// writes.
+// ErrDataTooLarge. Nil or empty data is stored as 0 bytes. Default: this
+// host's address as text, as Curator writes.
 func WithNodeData(data []byte) LockOption {
 	return func(c *lockConfig) {
 		c.nodeData = append([]byte(nil), data...)

@@ -159,11 +159,12 @@ func WithDialer(dial func(network, address string, timeout time.Duration) (net.C
 	}
 }
 
-// WithMaxRequestSize sets the largest request, in bytes, that may create a
-// recipe's node (its data, full path, ACL and headers; see docs/design.md).
-// A recipe whose node data would exceed it fails with ErrDataTooLarge
-// before anything is sent; a server would instead close the connection,
-// putting every lease of the Session in doubt. Raise it only for servers
+// WithMaxRequestSize sets the largest request, in bytes, that may write a
+// node: a create, setData or multi (its data, full paths, ACL and headers;
+// see docs/design.md). A write that would exceed it fails with
+// ErrDataTooLarge before anything is sent, and so does every method of a
+// recipe whose node data would; a server would instead close the
+// connection, putting every lease of the Session in doubt. Raise it only for servers
 // that all run with a larger jute.maxbuffer, to at most that. Default
 // 1048575, ZooKeeper's default jute.maxbuffer; at most 1572860, the most
 // go-zookeeper sends.

@@ -139,10 +139,11 @@ type PersistentNode struct {
 }
 
 // NewPersistentNode returns a PersistentNode that keeps a node at path
-// (relative to the Session's namespace) holding data; for the sequential
-// modes, path's last element is the name the node's name ends with. The
-// caller may not modify data afterwards. Errors in the arguments are
-// returned by Start.
+// (relative to the Session's namespace) holding data (nil: 0 bytes); for
+// the sequential modes, path's last element is the name the node's name
+// ends with. The caller may not modify data afterwards. Errors in the
+// arguments, and data too large for the Session's request size limit
+// (ErrDataTooLarge, see WithMaxRequestSize), are returned by Start.
 func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentNodeOption) *PersistentNode {
 	n := &PersistentNode{s: s, path: path, data: data, dataVer: 1, wake: make(chan struct{}, 1),
 		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID()}
@@ -162,14 +163,25 @@ func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentN
 	}
 	if n.err == nil {
 		n.abs = s.abs(path)
+		n.err = n.checkData(data)
 	}
 	return n
+}
+
+// checkData reports data too large for the node's create.
+func (n *PersistentNode) checkData(data []byte) error {
+	node := n.abs
+	if n.cfg.mode.sequential() {
+		node = protectedNode(parentPath(n.abs), baseName(n.abs))
+	}
+	return n.s.checkNodeData(n.path, data, node)
 }
 
 // Start starts keeping the node in the background and returns at once;
 // WaitInPlace waits for the node. It fails with ErrNodeStarted when
 // called twice or after Close, ErrClosed after the Session's Close, and
-// ErrInvalidPath, ErrInvalidArgument or ErrNilSession for bad arguments.
+// ErrInvalidPath, ErrInvalidArgument, ErrNilSession or ErrDataTooLarge for
+// bad arguments.
 func (n *PersistentNode) Start() error {
 	if n.err != nil {
 		return n.err
@@ -237,17 +249,22 @@ func (n *PersistentNode) Data() []byte {
 	return n.data
 }
 
-// SetData sets the node's data, now if the node is in place, else when
-// it is next created. It returns nil once the node holds data, or the
-// error of the write (ctx's error, a lost connection): the data is kept
-// and written when the node is next checked. It fails with ErrClosed
-// after Close. The caller may not modify data afterwards.
+// SetData sets the node's data (nil: 0 bytes), now if the node is in
+// place, else when it is next created. It returns nil once the node holds
+// data, or the error of the write (ctx's error, a lost connection): the
+// data is kept and written when the node is next checked. It fails with
+// ErrClosed after Close, and with ErrDataTooLarge for data too large for
+// the Session's request size limit, sending nothing: the node keeps the
+// data it had. The caller may not modify data afterwards.
 func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	if n.err != nil {
 		return n.err
 	}
 	if ctx == nil {
 		return invalidArg("nil context")
+	}
+	if err := n.checkData(data); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	if n.closed {
@@ -261,7 +278,7 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	if !started || node == "" {
 		return nil
 	}
-	_, err := call(ctx, n.s, "setData", node, func() (*zk.Stat, error) { return n.s.conn.Set(node, data, -1) }, nil)
+	_, err := call(ctx, n.s, "setData", node, func() (*zk.Stat, error) { return n.s.sendSet(node, data, -1) }, nil)
 	switch {
 	case err == nil:
 		n.mu.Lock()
@@ -388,6 +405,9 @@ func (n *PersistentNode) keep(ctx context.Context) {
 			if d == Stop {
 				d = maxKeepBackoff
 			}
+			if errors.Is(err, ErrDataTooLarge) {
+				d = 0 // it would fail again: wait for SetData or a reconnection
+			}
 			if !n.await(ctx, nil, states, d) {
 				return
 			}
@@ -477,7 +497,7 @@ func (n *PersistentNode) ensure(ctx context.Context, gen *generation) (<-chan zk
 					n.markWritten(ver)
 					return w, nil
 				}
-				if _, err := call(ctx, n.s, "setData", node, func() (*zk.Stat, error) { return n.s.conn.Set(node, data, -1) }, nil); err != nil {
+				if _, err := call(ctx, n.s, "setData", node, func() (*zk.Stat, error) { return n.s.sendSet(node, data, -1) }, nil); err != nil {
 					return nil, err
 				}
 				n.markWritten(ver)

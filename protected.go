@@ -119,7 +119,7 @@ func (s *Session) tryCreateProtected(ctx context.Context, dir, uuid, path string
 		*uncertain = false
 	}
 	p, err := call(ctx, s, "create", path, func() (string, error) {
-		return s.conn.Create(path, data, flags, toZKACL(s.cfg.acl))
+		return s.sendCreate(path, data, flags)
 	}, func(p string, err error) { // ctx ended while the create was in flight
 		if err == nil {
 			s.own(p)

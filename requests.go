@@ -258,7 +258,7 @@ func (s *Session) delete(ctx context.Context, path string) error {
 // the background delete cannot run).
 func (s *Session) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
 	return call(ctx, s, "create", path, func() (string, error) {
-		return s.conn.Create(path, data, flags, toZKACL(s.cfg.acl))
+		return s.sendCreate(path, data, flags)
 	}, func(p string, err error) {
 		if err != nil {
 			return
@@ -280,7 +280,7 @@ func (s *Session) create(ctx context.Context, path string, data []byte, flags in
 func (s *Session) createShared(ctx context.Context, path string, data []byte, parents bool) error {
 	for {
 		_, err := call(ctx, s, "create", path, func() (string, error) {
-			return s.conn.Create(path, data, 0, toZKACL(s.cfg.acl))
+			return s.sendCreate(path, data, 0)
 		}, nil)
 		if err != zk.ErrNoNode || !parents {
 			return err
@@ -294,7 +294,7 @@ func (s *Session) createShared(ctx context.Context, path string, data []byte, pa
 
 func (s *Session) multi(ctx context.Context, path string, ops ...any) ([]zk.MultiResponse, error) {
 	return call(ctx, s, "multi", path, func() ([]zk.MultiResponse, error) {
-		return s.conn.Multi(ops...)
+		return s.sendMulti(path, ops...)
 	}, nil)
 }
 
@@ -318,7 +318,7 @@ func (s *Session) ensureParents(ctx context.Context, dir string) error {
 
 func (s *Session) createContainer(ctx context.Context, p string) error {
 	_, err := call(ctx, s, "createContainer", p, func() (string, error) {
-		return s.conn.CreateContainer(p, nil, zk.FlagContainer, toZKACL(s.cfg.acl))
+		return s.sendCreate(p, nil, zk.FlagContainer) // 0 bytes, as Curator's
 	}, nil)
 	return err
 }

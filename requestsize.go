@@ -1,10 +1,16 @@
 package zkrecipes
 
-import "strings"
+import (
+	"strings"
 
-// The size of the requests that create a recipe's nodes, checked against
-// the Session's limit (WithMaxRequestSize) when the recipe is made, so that
-// no request is sent that a server would answer by closing the connection.
+	"github.com/go-zookeeper/zk"
+)
+
+// The size of the requests that write nodes (create, setData, multi),
+// checked against the Session's limit (WithMaxRequestSize) before each is
+// sent (writes.go), and when a recipe is made, for an error that names the
+// recipe: no request is sent that a server would answer by closing the
+// connection.
 //
 // A ZooKeeper server reads a request's length first and closes the
 // connection when it exceeds jute.maxbuffer (ZooKeeper 3.8's
@@ -41,6 +47,10 @@ const (
 	// digestIDHash is the length of the hash in a digest identity
 	// ("user:" + base64 of a SHA-1).
 	digestIDHash = 28
+
+	// seqSuffix stands for the suffix the server appends to a sequential
+	// node's name.
+	seqSuffix = "0000000000"
 )
 
 // createSize is what creating a node at path (absolute, as the server
@@ -49,18 +59,64 @@ const (
 func (s *Session) createSize(path string, dataLen int) int {
 	n := createOverhead + len(path) + dataLen
 	for _, a := range s.cfg.acl {
-		if a.Scheme != "auth" {
-			n += aclEntryOverhead + len(a.Scheme) + len(a.ID)
-			continue
-		}
-		// The server stores an "auth" entry as one entry per identity the
-		// session authenticated as: the digest of each credential.
-		for _, cred := range s.cfg.auth {
-			user, _, _ := strings.Cut(cred, ":")
-			n += aclEntryOverhead + len("digest") + len(user) + 1 + digestIDHash
-		}
+		n += s.aclEntrySize(a.Scheme, a.ID)
 	}
 	return n
+}
+
+// aclEntrySize is what an ACL entry of a create counts, as the server
+// stores it.
+func (s *Session) aclEntrySize(scheme, id string) int {
+	if scheme != "auth" {
+		return aclEntryOverhead + len(scheme) + len(id)
+	}
+	// The server stores an "auth" entry as one entry per identity the
+	// session authenticated as: the digest of each credential.
+	n := 0
+	for _, cred := range s.cfg.auth {
+		user, _, _ := strings.Cut(cred, ":")
+		n += aclEntryOverhead + len("digest") + len(user) + 1 + digestIDHash
+	}
+	return n
+}
+
+// setSize is what setting dataLen bytes of data on path counts: as a
+// create without ACL, which covers it (the request has 20 bytes besides
+// path and data, its transaction 56 with the digest).
+func (s *Session) setSize(path string, dataLen int) int {
+	return createOverhead + len(path) + dataLen
+}
+
+// multiSize is what a multi of ops counts, and the data it carries: each
+// op as if sent alone (a delete or a version check as a create of its path
+// without data or ACL), plus the headers of one more request. That covers
+// the request (9 bytes of header per op and one more) and the transaction
+// the server logs (a 48-byte header, and 8 bytes per op over the op's own
+// transaction).
+func (s *Session) multiSize(ops []any) (size, dataLen int) {
+	size = createOverhead
+	for _, op := range ops {
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			stored := o.Path
+			if o.Flags&zk.FlagSequence != 0 {
+				stored += seqSuffix
+			}
+			size += createOverhead + len(stored) + len(o.Data)
+			for _, a := range o.Acl {
+				size += s.aclEntrySize(a.Scheme, a.ID)
+			}
+			dataLen += len(o.Data)
+		case *zk.SetDataRequest:
+			size += s.setSize(o.Path, len(o.Data))
+			dataLen += len(o.Data)
+		case *zk.DeleteRequest:
+			size += createOverhead + len(o.Path)
+		case *zk.CheckVersionRequest:
+			size += createOverhead + len(o.Path)
+		}
+	}
+	return size, dataLen
 }
 
 // maxRequest returns the Session's request size limit.

@@ -208,6 +208,29 @@ var dataRecipes = map[string]recipeWithData{
 	"Election/SelectorLayout": func(s *Session, n int) built {
 		return election(s, n, WithLayout(SelectorLayout))
 	},
+	"PersistentNode": func(s *Session, n int) built {
+		return persistentNode(s, n)
+	},
+	"PersistentNode/PersistentSequential": func(s *Session, n int) built {
+		return persistentNode(s, n, WithCreateMode(ModePersistentSequential))
+	},
+	"GroupMember": func(s *Session, n int) built {
+		g := NewGroupMember(s, "/groups/a", "member-1", make([]byte, n))
+		return built{g.err, map[string]func(context.Context) error{
+			"Start":       func(ctx context.Context) error { return g.Start(ctx) },
+			"WaitInPlace": func(ctx context.Context) error { return g.WaitInPlace(ctx) },
+			"SetData":     func(ctx context.Context) error { return g.SetData(ctx, make([]byte, n)) },
+		}}
+	},
+}
+
+func persistentNode(s *Session, n int, opts ...PersistentNodeOption) built {
+	pn := NewPersistentNode(s, "/nodes/a", make([]byte, n), opts...)
+	return built{pn.err, map[string]func(context.Context) error{
+		"Start":       func(context.Context) error { return pn.Start() },
+		"WaitInPlace": func(ctx context.Context) error { return pn.WaitInPlace(ctx) },
+		"SetData":     func(ctx context.Context) error { return pn.SetData(ctx, make([]byte, n)) },
+	}}
 }
 
 func election(s *Session, n int, opts ...ElectionOption) built {

@@ -79,7 +79,7 @@ func Revoke(ctx context.Context, s *Session, path string) error {
 		return fmt.Errorf("%w: %s is waiting for the lock, not holding it; revoke its holder", ErrNotHolder, path)
 	}
 	_, err = call(ctx, s, "setData", abs, func() (struct{}, error) {
-		_, err := s.conn.Set(abs, revokeMessage, -1)
+		_, err := s.sendSet(abs, revokeMessage, -1)
 		return struct{}{}, err
 	}, nil)
 	if err == nil || err == zk.ErrNoNode {

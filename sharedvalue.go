@@ -40,7 +40,8 @@ type VersionedValue struct {
 }
 
 // NewSharedValue returns a shared value at path (relative to the Session's
-// namespace) that is created with seed when it does not exist. It does no
+// namespace) that is created with seed (nil: 0 bytes) when it does not
+// exist. It does no
 // I/O; an invalid path, a nil session or a seed too large for the
 // Session's request size limit is reported by every method.
 func NewSharedValue(s *Session, path string, seed []byte) *SharedValue {
@@ -72,15 +73,15 @@ func (v *SharedValue) Get(ctx context.Context) (VersionedValue, error) {
 	return r, err
 }
 
-// Set writes value whatever the current one is and returns it with its
-// new version. If the connection is lost before the reply, the write may
+// Set writes value (nil: 0 bytes) whatever the current one is and returns
+// it with its new version. If the connection is lost before the reply, the write may
 // or may not have happened: Set returns an error matching
 // zk.ErrConnectionClosed rather than write again.
 func (v *SharedValue) Set(ctx context.Context, value []byte) (VersionedValue, error) {
 	return v.set(ctx, value, -1)
 }
 
-// TrySet writes value only if the node's version is still
+// TrySet writes value (nil: 0 bytes) only if the node's version is still
 // expectedVersion (the Version of a VersionedValue read before), like
 // Curator's trySetValue. When the value has changed since, it writes
 // nothing and returns an error matching ErrVersionChanged: read again and
@@ -187,7 +188,7 @@ func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (Ver
 // setVersioned sets path's data if its version is version (-1: any).
 func (s *Session) setVersioned(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	return call(ctx, s, "setData", path, func() (*zk.Stat, error) {
-		return s.conn.Set(path, data, version)
+		return s.sendSet(path, data, version)
 	}, nil)
 }
 

@@ -109,7 +109,10 @@ func key(name, id string) string { return name + "/" + id }
 // Register returns once the node is in place; if ctx ends first it
 // returns ctx's error and the registration stays, still being made
 // (Unregister it to give up). It fails with ErrBadName, ErrBadInstance,
-// ErrClosed after Close, and the Session's errors.
+// ErrClosed after Close, zkrecipes.ErrDataTooLarge for an instance whose
+// JSON is too large for a node under the Session's request size limit
+// (nothing is sent; a registered instance keeps the data it had), and the
+// Session's errors.
 func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx
@@ -159,7 +162,8 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 // Update writes inst over its registration (found by name and ID). It
 // fails with ErrNotRegistered for an instance not registered here, and
 // otherwise as PersistentNode.SetData: the data is kept and written when
-// the node is next in place.
+// the node is next in place, except data too large
+// (zkrecipes.ErrDataTooLarge), which is refused before anything is sent.
 func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
@@ -143,6 +144,84 @@ func TestDataTooLarge_ElectionFailsAtOnceAndDisturbsNoLease(t *testing.T) {
 			})
 		}
 	}
+	b.undisturbed(t, path)
+}
+
+// The keepers refuse data too large as the locks do, at once and without
+// retrying it: PersistentNode and GroupMember from Start (nothing is
+// created, not even a parent), discovery from Register; and once their
+// node is in place, from SetData, Register again and Update, the node
+// keeping its data and staying in place. No write reaches the server, so
+// the Session's other lease stays held and its connection undisturbed.
+func TestDataTooLarge_KeepersFailAtOnceAndDisturbNoLease(t *testing.T) {
+	b := newBystander(t)
+	s := b.cl.Session
+	path := testPath(t)
+	kept := path + "-kept"
+	ctx := ctxT(t, time.Minute)
+	modes := []zr.CreateMode{zr.ModeEphemeral, zr.ModeEphemeralSequential, zr.ModePersistent, zr.ModePersistentSequential}
+
+	// In place with small data, before any data too large is tried.
+	small := []byte("small")
+	var nodes []*zr.PersistentNode
+	for _, m := range modes {
+		n := zr.NewPersistentNode(s, kept+"/"+m.String(), small, zr.WithCreateMode(m))
+		require.NoError(t, n.Start())
+		require.NoError(t, n.WaitInPlace(ctx))
+		nodes = append(nodes, n)
+	}
+	g := zr.NewGroupMember(s, kept+"/group", "m", small)
+	require.NoError(t, g.Start(ctx))
+	require.NoError(t, g.WaitInPlace(ctx))
+	d := discovery.New(s, kept+"/services")
+	inst := discovery.Instance{Name: "svc", ID: "i", Address: "127.0.0.1", Port: 80}
+	require.NoError(t, d.Register(ctx, inst))
+
+	for _, size := range tooLarge {
+		big := make([]byte, size)
+		bigInst := discovery.Instance{Name: "svc", ID: "i", Address: strings.Repeat("a", size), Port: 80}
+		for i, m := range modes {
+			n := zr.NewPersistentNode(s, path+"/"+m.String(), big, zr.WithCreateMode(m))
+			b.refuses(t, m.String()+" PersistentNode.Start", func(ctx context.Context) error {
+				if err := n.Start(); err != nil {
+					return err
+				}
+				return n.WaitInPlace(ctx)
+			})
+			require.NoError(t, n.Close(ctx))
+			b.refuses(t, m.String()+" PersistentNode.SetData", func(ctx context.Context) error { return nodes[i].SetData(ctx, big) })
+		}
+		gm := zr.NewGroupMember(s, path+"/group", "m", big)
+		b.refuses(t, "GroupMember.Start", gm.Start)
+		require.NoError(t, gm.Close(ctx))
+		b.refuses(t, "GroupMember.SetData", func(ctx context.Context) error { return g.SetData(ctx, big) })
+		b.refuses(t, "Register", func(ctx context.Context) error {
+			return discovery.New(s, path+"/services").Register(ctx, discovery.Instance{Name: "svc", ID: "big", Address: bigInst.Address})
+		})
+		b.refuses(t, "Register of a registered instance", func(ctx context.Context) error { return d.Register(ctx, bigInst) })
+		b.refuses(t, "Update", func(ctx context.Context) error { return d.Update(ctx, bigInst) })
+	}
+
+	// The kept nodes hold their data, in place.
+	conn := raw(t, server(t))
+	for _, n := range nodes {
+		st, _ := n.Status()
+		assert.True(t, st.InPlace, "%s stays in place", st.Path)
+		assert.NoError(t, st.Err)
+		data, _, err := conn.Get(st.Path)
+		require.NoError(t, err)
+		assert.Equal(t, small, data, "%s keeps its data", st.Path)
+		assert.Equal(t, small, n.Data())
+		require.NoError(t, n.Close(ctx))
+	}
+	data, _, err := conn.Get(kept + "/group/m")
+	require.NoError(t, err)
+	assert.Equal(t, small, data, "the group member keeps its data")
+	require.NoError(t, g.Close(ctx))
+	got, err := d.QueryForInstance(ctx, "svc", "i")
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", got.Address, "the registration keeps its data")
+	require.NoError(t, d.Close(ctx))
 	b.undisturbed(t, path)
 }
 

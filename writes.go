@@ -1,0 +1,89 @@
+package zkrecipes
+
+import "github.com/go-zookeeper/zk"
+
+// The writes. Every create, setData and multi this module sends is one of
+// the three methods below, the only code that calls the connection's write
+// methods (TestEveryWriteGoesThroughTheSizeCheck fails otherwise), so that
+// no recipe, present or future, skips what they do before sending:
+//
+//   - count the request against the Session's limit (WithMaxRequestSize,
+//     requestsize.go) and refuse one past it with a *DataTooLargeError,
+//     sending nothing: a server drops the connection for a request past its
+//     jute.maxbuffer, which would put every lease of the Session in doubt,
+//     and a keeper that sent it again would do so forever;
+//   - send nil data as 0 bytes, never as null (data length -1): Curator
+//     writes bytes (containers, members) and its readers fail on a null.
+//
+// They send as go-zookeeper does, synchronously: call them inside call,
+// send or traced.
+
+// sendCreate creates path with data and flags under the Session's ACL: a
+// container when flags is zk.FlagContainer.
+func (s *Session) sendCreate(path string, data []byte, flags int32) (string, error) {
+	stored := path // as the server stores it, for the count
+	if flags&zk.FlagSequence != 0 {
+		stored += seqSuffix
+	}
+	if err := s.checkWrite(path, len(data), s.createSize(stored, len(data))); err != nil {
+		return "", err
+	}
+	data = notNull(data)
+	if flags == zk.FlagContainer {
+		return s.conn.CreateContainer(path, data, flags, toZKACL(s.cfg.acl))
+	}
+	return s.conn.Create(path, data, flags, toZKACL(s.cfg.acl))
+}
+
+// sendSet sets path's data if its version is version (-1: any).
+func (s *Session) sendSet(path string, data []byte, version int32) (*zk.Stat, error) {
+	if err := s.checkWrite(path, len(data), s.setSize(path, len(data))); err != nil {
+		return nil, err
+	}
+	return s.conn.Set(path, notNull(data), version)
+}
+
+// sendMulti runs ops (*zk.CreateRequest, *zk.SetDataRequest,
+// *zk.DeleteRequest, *zk.CheckVersionRequest) in one transaction; path
+// names it in a *DataTooLargeError. The ops are not modified.
+func (s *Session) sendMulti(path string, ops ...any) ([]zk.MultiResponse, error) {
+	size, dataLen := s.multiSize(ops)
+	if err := s.checkWrite(path, dataLen, size); err != nil {
+		return nil, err
+	}
+	sent := make([]any, len(ops))
+	for i, op := range ops {
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			c := *o
+			c.Data = notNull(c.Data)
+			op = &c
+		case *zk.SetDataRequest:
+			c := *o
+			c.Data = notNull(c.Data)
+			op = &c
+		}
+		sent[i] = op
+	}
+	return s.conn.Multi(sent...)
+}
+
+// checkWrite reports, as a *DataTooLargeError, a request of size bytes
+// (as requestsize.go counts) carrying dataLen bytes of data to path that
+// exceeds the Session's limit.
+func (s *Session) checkWrite(path string, dataLen, size int) error {
+	limit := s.maxRequest()
+	if size <= limit {
+		return nil
+	}
+	return &DataTooLargeError{Path: s.rel(path), Size: dataLen, Max: limit - (size - dataLen), Limit: limit}
+}
+
+// notNull returns data, or 0 bytes for nil (go-zookeeper sends nil as
+// null).
+func notNull(data []byte) []byte {
+	if data == nil {
+		return []byte{}
+	}
+	return data
+}
