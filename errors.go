@@ -199,6 +199,14 @@ var (
 	// data other than an 8-byte big-endian integer (Curator's
 	// DistributedAtomicLong format) or nothing.
 	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
+
+	// ErrOutcomeUnknown is returned by an AtomicCounter change whose write
+	// may or may not have been applied: its reply was lost with the
+	// connection, or ctx ended while it was on its way, and what the node
+	// held afterwards could not tell. The error also matches its cause
+	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the counter
+	// before trying again: a change retried blindly may be made twice.
+	ErrOutcomeUnknown = errors.New("zkrecipes: outcome unknown: the write may or may not have been applied; read the value before retrying")
 )
 
 // ErrNotLeader is returned by Election.Proclaim when the lease it is given
