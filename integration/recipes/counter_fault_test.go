@@ -201,6 +201,28 @@ func (g *counterRig) honest(t *testing.T, round string, res addResult, before, b
 // applied (losing the lock afterwards does not undo it), a failure only
 // when it was not.
 func TestAtomicCounter_PromotedAddReportsItsWriteWhenTheLockIsDeletedMeanwhile(t *testing.T) {
+	runPromotedFault(t, "delete the lock node", func(g *counterRig, i int, node string) {
+		if err := g.obs.Delete(node, -1); err != nil && err != zk.ErrNoNode {
+			t.Errorf("round %d: delete the lock node: %v", i, err)
+		}
+	})
+}
+
+// TestAtomicCounter_PromotedAddWhoseReplyIsLostIsNeverReportedNotApplied:
+// a promoted add whose connection loses its replies (the lock is then in
+// doubt: SUSPENDED, processed before or after the write's own error) never
+// reports "not applied" for a write the server applied: it reports
+// success, or ErrOutcomeUnknown.
+func TestAtomicCounter_PromotedAddWhoseReplyIsLostIsNeverReportedNotApplied(t *testing.T) {
+	runPromotedFault(t, "lose the replies", func(g *counterRig, i int, _ string) {
+		g.proxy.LoseReplies(time.Duration(20+40*(i%4)) * time.Millisecond)
+	})
+}
+
+// runPromotedFault runs promoted adds of 1000 (the optimistic try made to
+// fail by another client's adds) and injects fault once the add's lock
+// node appears, at a varied time; each report must agree with the counter.
+func runPromotedFault(t *testing.T, what string, fault func(g *counterRig, i int, node string)) {
 	g := newCounterRig(t)
 	cnt := zr.NewAtomicCounter(g.lossy.Session, g.path,
 		zr.WithOptimisticRetry(zr.RetryNTimes(0, time.Millisecond)), zr.WithPromotedLock(g.lock))
@@ -210,12 +232,13 @@ func TestAtomicCounter_PromotedAddReportsItsWriteWhenTheLockIsDeletedMeanwhile(t
 	for i := range counterFaultRounds {
 		// Each request and reply through the proxy takes d; the add under
 		// the lock reads then writes in the round trips after the lock's
-		// create, so a delete x after the lock node appears, x swept from
+		// create, so a fault x after the lock node appears, x swept from
 		// 0 to 6d, lands before the read, beside it, beside the write and
 		// after its reply.
 		d := delays[i%len(delays)]
 		x := time.Duration(i) * 6 * d / counterFaultRounds
-		round := fmt.Sprintf("round %d (delay %v, delete after %v)", i, d, x)
+		round := fmt.Sprintf("round %d (delay %v, %s after %v)", i, d, what, x)
+		g.ready(t)
 		g.proxy.SetDelay(d)
 		before := g.value(t)
 		stop := g.bumping() // makes the optimistic try fail: the add takes the lock
@@ -223,14 +246,12 @@ func TestAtomicCounter_PromotedAddReportsItsWriteWhenTheLockIsDeletedMeanwhile(t
 		node := g.lockNode(t, finished)
 		bumps, err := stop()
 		require.NoError(t, err)
-		var res addResult
 		if node != "" {
 			promoted++
 			time.Sleep(x) // the fault's timing, varied; no goroutine is ordered by it
-			if err := g.obs.Delete(node, -1); err != nil && err != zk.ErrNoNode {
-				require.NoError(t, err, "%s: delete the lock node", round)
-			}
+			fault(g, i, node)
 		}
+		var res addResult
 		select {
 		case res = <-added:
 		case <-time.After(20 * time.Second):
@@ -241,4 +262,18 @@ func TestAtomicCounter_PromotedAddReportsItsWriteWhenTheLockIsDeletedMeanwhile(t
 	}
 	t.Logf("%d of %d rounds took the lock; outcomes: %v", promoted, counterFaultRounds, outcomes)
 	require.GreaterOrEqual(t, promoted, counterFaultRounds/2, "too few rounds reached the lock to test it")
+}
+
+// ready waits until the Session behind the proxy has one live connection
+// that answers, so that a fault hits the connection its requests go over.
+func (g *counterRig) ready(t *testing.T) {
+	t.Helper()
+	g.proxy.SetDelay(0)
+	require.Eventually(t, func() bool {
+		if g.proxy.Conns() != 1 || !connected(g.lossy.State()) {
+			return false
+		}
+		_, err := g.lossy.Conn().Sync(g.path)
+		return err == nil && g.proxy.Conns() == 1
+	}, 15*time.Second, 5*time.Millisecond, "the Session behind the proxy is connected")
 }
