@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ type counterRig struct {
 	lossy      *client  // behind the proxy
 }
 
-func newCounterRig(t *testing.T) *counterRig {
+func newCounterRig(t *testing.T, opts ...zr.SessionOption) *counterRig {
 	t.Parallel()
 	c := server(t)
 	base := testPath(t)
@@ -47,7 +48,7 @@ func newCounterRig(t *testing.T) *counterRig {
 	g.proxy = zktest.NewProxy(t, c.Servers()[0])
 	// Listed twice so that every reconnection is immediate (see
 	// newLostReplyRig).
-	g.lossy = connect(t, c, []string{g.proxy.Addr(), g.proxy.Addr()}, zr.WithSessionTimeout(8*time.Second))
+	g.lossy = connect(t, c, []string{g.proxy.Addr(), g.proxy.Addr()}, append([]zr.SessionOption{zr.WithSessionTimeout(8 * time.Second)}, opts...)...)
 	return g
 }
 
@@ -190,7 +191,7 @@ func (g *counterRig) honest(t *testing.T, round string, res addResult, before, b
 	}
 	require.False(t, res.r.Succeeded, "%s: success reported with an error: %v", round, res.err)
 	if !errors.Is(res.err, zr.ErrOutcomeUnknown) {
-		require.False(t, applied, "%s: reported not applied (%v), yet the counter moved by 1000: a caller that retries adds twice", round, res.err)
+		require.False(t, applied, "%s: reported as not applied (an error without ErrOutcomeUnknown: %v), yet the counter moved by 1000: a caller that retries adds twice", round, res.err)
 	}
 	return applied
 }
@@ -276,4 +277,58 @@ func (g *counterRig) ready(t *testing.T) {
 		_, err := g.lossy.Conn().Sync(g.path)
 		return err == nil && g.proxy.Conns() == 1
 	}, 15*time.Second, 5*time.Millisecond, "the Session behind the proxy is connected")
+}
+
+// TestAtomicCounter_AddWhoseWriteReplyIsLostIsSettledByReadingTheNode: an
+// optimistic add whose write's reply is lost reads the node once
+// reconnected; when the node shows the write was not applied (another
+// client's write took its version) it tries again and succeeds, and when
+// the node cannot tell it reports ErrOutcomeUnknown, never "not applied"
+// for a write that was.
+func TestAtomicCounter_AddWhoseWriteReplyIsLostIsSettledByReadingTheNode(t *testing.T) {
+	var syncs atomic.Int64 // the settling reads, one sync each
+	g := newCounterRig(t, zr.WithTracer(zr.TracerFunc(func(ev zr.TraceEvent) {
+		if ev.Op == "sync" {
+			syncs.Add(1)
+		}
+	})))
+	cnt := zr.NewAtomicCounter(g.lossy.Session, g.path)
+	delays := []time.Duration{15 * time.Millisecond, 25 * time.Millisecond, 40 * time.Millisecond}
+	outcomes := map[string]int{}
+	for i := range counterFaultRounds {
+		// The add's read and write reach the server d and 3d after it
+		// starts; the other client's one add, y after the start with y
+		// swept from 0 to 4d, lands before the read (the add's write is
+		// applied), between the two (it is not), or after the write.
+		d := delays[i%len(delays)]
+		y := time.Duration(i) * 4 * d / counterFaultRounds
+		round := fmt.Sprintf("round %d (delay %v, other add after %v)", i, d, y)
+		g.ready(t)
+		before := g.value(t)
+		settled := syncs.Load()
+		g.proxy.SetDelay(d)
+		g.proxy.LoseRepliesAfter(1, time.Duration(20+40*(i%4))*time.Millisecond) // the read's reply passes
+		added, _ := addBehind(cnt, 1000)
+		time.Sleep(y) // the other client's timing, varied; no goroutine is ordered by it
+		ok, err := g.bump()
+		require.NoError(t, err, round)
+		var res addResult
+		select {
+		case res = <-added:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: Add did not return", round)
+		}
+		bumps := int64(0)
+		if ok {
+			bumps = 1
+		}
+		o := g.outcome(t, round, res, before, bumps)
+		if o == "applied" && syncs.Load() > settled {
+			o = "applied after a write settled as not applied"
+		}
+		outcomes[o]++
+	}
+	t.Logf("outcomes: %v", outcomes)
+	require.Positive(t, outcomes["applied after a write settled as not applied"],
+		"no lost write was settled by reading the node")
 }
