@@ -207,6 +207,13 @@ var (
 	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the counter
 	// before trying again: a change retried blindly may be made twice.
 	ErrOutcomeUnknown = errors.New("zkrecipes: outcome unknown: the write may or may not have been applied; read the value before retrying")
+
+	// ErrValueDeleted is returned by SharedValue.Watch and SharedCount.Watch
+	// when the node they follow was deleted (and perhaps created again):
+	// the versions of a node created anew start again at 0, so its values
+	// are not news of the one watched. Watch again to follow the value
+	// anew (its node is then created with the seed if missing).
+	ErrValueDeleted = errors.New("zkrecipes: shared value deleted; watch again to follow it anew")
 )
 
 // ErrNotLeader is returned by Election.Proclaim when the lease it is given
