@@ -92,15 +92,22 @@ func (v *SharedValue) TrySet(ctx context.Context, value []byte, expectedVersion 
 	return v.set(ctx, value, expectedVersion)
 }
 
-// Watch calls fn with the current value, then again after every change,
-// until ctx ends; it then returns ctx's error (or ErrClosed, or the error
-// that made reading impossible). fn runs on the caller's goroutine, one
-// call at a time; changes made while fn runs, or while the connection is
-// down, are coalesced: fn may not see every intermediate value, but it
-// always sees the last one, with a version never older than the one
-// before. After a reconnection or a session expiry the value is read
-// again, and fn is called if it changed meanwhile. A node deleted while
-// watched is created again with the seed value.
+// Watch calls fn with the current value (creating the node with the seed
+// value first if it does not exist), then again after every change, until
+// ctx ends; it then returns ctx's error (or ErrClosed, or the error that
+// made reading impossible). fn runs on the caller's goroutine, one call at
+// a time; changes made while fn runs, or while the connection is down, are
+// coalesced: fn may not see every intermediate value, but it always sees
+// the last one, with a version never older than the one before. After a
+// reconnection or a session expiry the value is read again, and fn is
+// called if it changed meanwhile.
+//
+// Watch follows one node. When it is deleted, Watch returns an error
+// matching ErrValueDeleted, without calling fn and without creating the
+// node again; likewise when it finds the node deleted and created anew
+// (whose versions start again at 0). Curator's SharedValue also stops
+// following a deleted node, silently. Call Watch again to follow the value
+// from its new node on.
 func (v *SharedValue) Watch(ctx context.Context, fn func(VersionedValue)) error {
 	if v.err != nil {
 		return v.err
@@ -111,24 +118,34 @@ func (v *SharedValue) Watch(ctx context.Context, fn func(VersionedValue)) error 
 	if fn == nil {
 		return invalidArg("nil watch function")
 	}
+	var czxid int64 // the node followed, once read
 	return follow(ctx, v.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
-		r, st, w, err := v.readW(ctx)
-		return nodeData{data: r.Value, stat: st}, w, err
+		st, data, w, err := v.readW(ctx, czxid)
+		if err == nil {
+			czxid = st.Czxid
+		}
+		return nodeData{data: data, stat: st}, w, err
 	}, newerData, nil, func(n nodeData) error {
 		fn(VersionedValue{Value: n.data, Version: n.stat.Version})
 		return nil
 	})
 }
 
-// readW reads the value and sets a data watch on it.
-func (v *SharedValue) readW(ctx context.Context) (VersionedValue, *zk.Stat, <-chan zk.Event, error) {
+// readW reads the value and sets a data watch on it. With czxid 0 it
+// creates a missing node with the seed first; otherwise it fails with
+// ErrValueDeleted when the node is gone or is no longer the one created
+// at czxid.
+func (v *SharedValue) readW(ctx context.Context, czxid int64) (*zk.Stat, []byte, <-chan zk.Event, error) {
 	for {
 		data, st, w, err := v.s.getW(ctx, v.abs)
-		if err == nil {
-			return VersionedValue{Value: data, Version: st.Version}, st, w, nil
+		switch {
+		case err == nil && (czxid == 0 || st.Czxid == czxid):
+			return st, data, w, nil
+		case err == nil || err == zk.ErrNoNode && czxid != 0:
+			return nil, nil, nil, fmt.Errorf("%w: %s", ErrValueDeleted, v.path)
 		}
 		if err = v.retry(ctx, err); err != nil {
-			return VersionedValue{}, nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 }
