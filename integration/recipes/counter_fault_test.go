@@ -332,3 +332,34 @@ func TestAtomicCounter_AddWhoseWriteReplyIsLostIsSettledByReadingTheNode(t *test
 	require.Positive(t, outcomes["applied after a write settled as not applied"],
 		"no lost write was settled by reading the node")
 }
+
+// TestSharedValue_WriteWhoseReplyIsLostReportsOutcomeUnknown: a
+// SharedValue Set or TrySet whose reply is lost with the connection
+// returns an error matching ErrOutcomeUnknown (and
+// zk.ErrConnectionClosed), the sentinel a caller checks for "may or may
+// not have been applied", whether or not the write was applied.
+func TestSharedValue_WriteWhoseReplyIsLostReportsOutcomeUnknown(t *testing.T) {
+	g := newCounterRig(t)
+	sv := zr.NewSharedValue(g.lossy.Session, g.path+"-value", []byte("seed"))
+	outcomes := map[string]int{}
+	for i := range 20 {
+		round := fmt.Sprintf("round %d", i)
+		g.ready(t)
+		ctx := ctxT(t, 20*time.Second)
+		cur, err := sv.Get(ctx)
+		require.NoError(t, err, round)
+		want := []byte(fmt.Sprint("value ", i))
+		g.proxy.LoseRepliesAfter(0, time.Duration(20+30*(i%5))*time.Millisecond)
+		if i%2 == 0 {
+			_, err = sv.Set(ctx, want)
+		} else {
+			_, err = sv.TrySet(ctx, want, cur.Version)
+		}
+		require.ErrorIs(t, err, zr.ErrOutcomeUnknown, round)
+		require.ErrorIs(t, err, zk.ErrConnectionClosed, round)
+		data, _, gerr := g.obs.Get(g.path + "-value")
+		require.NoError(t, gerr, round)
+		outcomes[fmt.Sprint("applied ", string(data) == string(want))]++
+	}
+	t.Logf("outcomes: %v", outcomes)
+}
