@@ -200,11 +200,12 @@ var (
 	// DistributedAtomicLong format) or nothing.
 	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
 
-	// ErrOutcomeUnknown is returned by an AtomicCounter change whose write
-	// may or may not have been applied: its reply was lost with the
-	// connection, or ctx ended while it was on its way, and what the node
-	// held afterwards could not tell. The error also matches its cause
-	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the counter
+	// ErrOutcomeUnknown is returned by an AtomicCounter change, or a
+	// SharedValue or SharedCount write, that may or may not have been
+	// applied: its reply was lost with the connection, or ctx ended while
+	// it was on its way (and, for a counter, what the node held afterwards
+	// could not tell). The error also matches its cause
+	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the value
 	// before trying again: a change retried blindly may be made twice.
 	ErrOutcomeUnknown = errors.New("zkrecipes: outcome unknown: the write may or may not have been applied; read the value before retrying")
 

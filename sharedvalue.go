@@ -18,10 +18,12 @@ import (
 // seed value (its missing ancestors as containers), as Curator does, by
 // the first call that needs it.
 //
-// When ctx ends after a write (or the seed's create) was sent, a method
-// returns ctx's error and the write may or may not have happened, as when
-// the connection is lost before the reply; it is never undone, since
-// other clients may have built on it.
+// When the connection is lost before a write's reply, or ctx ends after
+// the write was sent, Set and TrySet return an error matching
+// ErrOutcomeUnknown and its cause (zk.ErrConnectionClosed, ctx's error):
+// the write may or may not have happened. It is never undone, since other
+// clients may have built on it. (A seed's create whose caller gave up is
+// not undone either.)
 //
 // NewSharedValue does no I/O. A SharedValue is safe for concurrent use.
 type SharedValue struct {
@@ -75,7 +77,7 @@ func (v *SharedValue) Get(ctx context.Context) (VersionedValue, error) {
 // Set writes value whatever the current one is and returns it with its
 // new version. If the connection is lost before the reply, the write may
 // or may not have happened: Set returns an error matching
-// zk.ErrConnectionClosed rather than write again.
+// ErrOutcomeUnknown and zk.ErrConnectionClosed rather than write again.
 func (v *SharedValue) Set(ctx context.Context, value []byte) (VersionedValue, error) {
 	return v.set(ctx, value, -1)
 }
@@ -195,6 +197,8 @@ func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (Ver
 			if err := v.s.createSeeded(ctx, v.abs, v.seed); err != nil {
 				return VersionedValue{}, err
 			}
+		case replyLost(ctx, err):
+			return VersionedValue{}, fmt.Errorf("%w: %s: the reply to the write was lost (%w)", ErrOutcomeUnknown, v.path, err)
 		default:
 			return VersionedValue{}, v.s.opError("setData", v.abs, err)
 		}
