@@ -364,8 +364,7 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 		}
 		switch {
 		case err == nil:
-			if now.Czxid == st.Czxid && (now.Mzxid == st.Mzxid ||
-				now.Version == st.Version+1 && !bytes.Equal(got, data)) {
+			if notApplied(st, now, got, data) {
 				return false, nil
 			}
 			return false, unknown(cause)
@@ -376,6 +375,15 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 		}
 		return false, unknown(c.s.opError("getData", c.abs, err))
 	}
+}
+
+// notApplied tells whether the node as read now (now, holding got) proves
+// that a setData of data over the node as read before (st) was not
+// applied: the same node, unchanged since, or holding other data at the
+// version the write would have made.
+func notApplied(st, now *zk.Stat, got, data []byte) bool {
+	return now.Czxid == st.Czxid && (now.Mzxid == st.Mzxid ||
+		now.Version == st.Version+1 && !bytes.Equal(got, data))
 }
 
 // decodeLong reads a value in Curator's DistributedAtomicLong format from
