@@ -300,19 +300,20 @@ func TestAtomicCounter_AddWhoseWriteReplyIsLostIsSettledByReadingTheNode(t *test
 	cnt := zr.NewAtomicCounter(g.lossy.Session, g.path)
 	delays := []time.Duration{15 * time.Millisecond, 25 * time.Millisecond, 40 * time.Millisecond}
 	outcomes := map[string]int{}
-	for i := range counterFaultRounds {
+	const rounds = 20 // each reconnects, and waits for the wire layer's resume bound (no watch is held)
+	for i := range rounds {
 		// The add's read and write reach the server d and 3d after it
 		// starts; the other client's one add, y after the start with y
 		// swept from 0 to 4d, lands before the read (the add's write is
 		// applied), between the two (it is not), or after the write.
 		d := delays[i%len(delays)]
-		y := time.Duration(i) * 4 * d / counterFaultRounds
+		y := time.Duration(i) * 4 * d / rounds
 		round := fmt.Sprintf("round %d (delay %v, other add after %v)", i, d, y)
 		g.ready(t)
 		before := g.value(t)
 		settled := syncs.Load()
 		g.proxy.SetDelay(d)
-		g.proxy.LoseRepliesAfter(1, time.Duration(20+40*(i%4))*time.Millisecond) // the read's reply passes
+		g.proxy.LoseRepliesAfter(1, time.Duration(20+20*(i%4))*time.Millisecond) // the read's reply passes
 		added, _ := addBehind(cnt, 1000)
 		time.Sleep(y) // the other client's timing, varied; no goroutine is ordered by it
 		ok, err := g.bump()
