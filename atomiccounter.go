@@ -347,7 +347,7 @@ func replyLost(ctx context.Context, err error) bool {
 // applied".
 func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, cause error) (bool, error) {
 	unknown := func(cause error) error {
-		return fmt.Errorf("%w: %s: the reply to the counter's write was lost (%w)", ErrOutcomeUnknown, c.path, cause)
+		return fmt.Errorf("%w: %s: no reply to the counter's write: %w", ErrOutcomeUnknown, c.path, cause)
 	}
 	if st == nil || ctx.Err() != nil {
 		return false, unknown(cause)

@@ -198,7 +198,7 @@ func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (Ver
 				return VersionedValue{}, err
 			}
 		case replyLost(ctx, err):
-			return VersionedValue{}, fmt.Errorf("%w: %s: the reply to the write was lost (%w)", ErrOutcomeUnknown, v.path, err)
+			return VersionedValue{}, fmt.Errorf("%w: %s: no reply to the write: %w", ErrOutcomeUnknown, v.path, err)
 		default:
 			return VersionedValue{}, v.s.opError("setData", v.abs, err)
 		}
