@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -74,7 +75,8 @@ func WithPromotedLock(lockPath string) CounterOption {
 
 // AtomicResult is the outcome of an AtomicCounter change, as Curator's
 // AtomicValue: whether it succeeded, the value before it and the value
-// after it (for a change that did not succeed, the value last read).
+// after it (for a change that did not succeed, or whose outcome is
+// unknown, the value last read).
 type AtomicResult struct {
 	Succeeded bool
 	PreValue  int64
@@ -135,15 +137,27 @@ func (c *AtomicCounter) Get(ctx context.Context) (int64, error) {
 }
 
 // Add adds delta to the counter (wrapping around on overflow, as Java
-// does) and returns the values before and after. When it could not (the
-// retry policy gave up while other clients kept writing first, or, with
-// WithPromotedLock, also under the lock) it changes nothing and returns an
-// error matching ErrRetriesExhausted. If the connection is lost before a
-// write's reply, whether it happened is unknown: Add returns an error
-// matching zk.ErrConnectionClosed rather than add again. Likewise when ctx
-// ends after a write was sent: Add returns ctx's error, and the write may
-// or may not have happened (it is never undone: other clients may have
-// built on it).
+// does) and returns the values before and after.
+//
+// The reply to Add's own write decides what it reports: Succeeded true
+// and a nil error when the write was applied, even if, with
+// WithPromotedLock, the lock was lost meanwhile (the write is versioned:
+// it is atomic with or without the lock). An error without
+// ErrOutcomeUnknown means nothing was changed: the retry policy gave up
+// while other clients kept writing first (ErrRetriesExhausted), the lock
+// was lost before the write was sent (ErrLockLost and its cause), ctx
+// ended before it was sent, or another failure.
+//
+// When the write's reply is lost with the connection, Add reads the node
+// once connected again: if the write was not applied (the node is
+// unchanged, or another client's write took its version) it tries again
+// as after any conflict. When the node cannot tell (it holds Add's value
+// at the next version, which another client may have written too, or has
+// changed further since) and when ctx ends after the write was sent, Add
+// returns an error matching ErrOutcomeUnknown and its cause
+// (zk.ErrConnectionClosed, ctx's error, ErrClosed): the write may or may
+// not have been applied. It is never undone, since other clients may have
+// built on it; read the counter before adding again.
 func (c *AtomicCounter) Add(ctx context.Context, delta int64) (AtomicResult, error) {
 	return c.update(ctx, func(pre int64) int64 { return pre + delta })
 }
@@ -157,7 +171,7 @@ func (c *AtomicCounter) Decrement(ctx context.Context) (AtomicResult, error) {
 }
 
 // Set sets the counter to v whatever its value, and returns the values
-// before and after, as Curator's trySet; it fails as Add does.
+// before and after, as Curator's trySet; it reports and fails as Add does.
 func (c *AtomicCounter) Set(ctx context.Context, v int64) (AtomicResult, error) {
 	return c.update(ctx, func(int64) int64 { return v })
 }
@@ -166,7 +180,7 @@ func (c *AtomicCounter) Set(ctx context.Context, v int64) (AtomicResult, error) 
 // missing node holds 0, and is created; Curator's compareAndSet fails on
 // one). When it holds another value it changes nothing and returns
 // Succeeded false with that value as PreValue, and a nil error; it fails
-// as Add does.
+// as Add does (ErrOutcomeUnknown included).
 func (c *AtomicCounter) CompareAndSet(ctx context.Context, expected, new int64) (AtomicResult, error) {
 	if c.err != nil {
 		return AtomicResult{}, c.err
@@ -201,7 +215,7 @@ func (c *AtomicCounter) update(ctx context.Context, f func(int64) int64) (Atomic
 	if ctx == nil {
 		return AtomicResult{}, invalidArg("nil context")
 	}
-	r, err := c.tries(ctx, c.cfg.retry, f)
+	r, err := c.tries(ctx, ctx, c.cfg.retry, f)
 	if c.lock == nil || !errors.Is(err, ErrRetriesExhausted) {
 		return r, err
 	}
@@ -214,26 +228,36 @@ func (c *AtomicCounter) update(ctx context.Context, f func(int64) int64) (Atomic
 		defer cancel()
 		_ = lease.Release(rctx) // a release not confirmed goes on in the background
 	}()
-	// The tries under the lock end when the lock is lost.
+	// Under the lock, the reads and the waits end when the lock is lost,
+	// but a write already sent is never abandoned for it: its reply
+	// decides the outcome. The write is versioned, so one that reaches the
+	// server after the lock was lost is still atomic; the lock only spares
+	// the contention.
 	lctx, lcancel := lease.Context(ctx)
 	defer lcancel()
-	r, err = c.tries(lctx, c.s.cfg.retry, f)
-	if err != nil && ctx.Err() == nil && lease.Err() != nil {
-		err = lease.Err()
+	r, err = c.tries(lctx, ctx, c.s.cfg.retry, f)
+	if err != nil && ctx.Err() == nil && lctx.Err() != nil && errors.Is(err, lctx.Err()) &&
+		!errors.Is(err, ErrOutcomeUnknown) {
+		err = lease.Err() // ended by the loss before a write was sent
 	}
 	return r, err
 }
 
-// tries applies f until a write succeeds or the policy gives up.
-func (c *AtomicCounter) tries(ctx context.Context, policy RetryPolicy, f func(int64) int64) (AtomicResult, error) {
+// tries applies f until a write succeeds or the policy gives up. Reads
+// and waits run on ctx, writes on wctx (ctx or a parent of it): a write is
+// sent only while ctx lasts, and its reply is awaited while wctx does.
+func (c *AtomicCounter) tries(ctx, wctx context.Context, policy RetryPolicy, f func(int64) int64) (AtomicResult, error) {
 	bo := policy()
 	for {
 		pre, st, err := c.read(ctx)
 		if err != nil {
 			return AtomicResult{}, err
 		}
+		if err := ctx.Err(); err != nil {
+			return AtomicResult{PreValue: pre, PostValue: pre}, err
+		}
 		post := f(pre)
-		ok, err := c.write(ctx, st, post)
+		ok, err := c.write(wctx, st, post)
 		if err != nil {
 			return AtomicResult{PreValue: pre, PostValue: pre}, err
 		}
@@ -277,7 +301,9 @@ func (c *AtomicCounter) read(ctx context.Context) (int64, *zk.Stat, error) {
 }
 
 // write writes v over the node as read (st; nil: create it). It reports
-// false when another client wrote or created it first.
+// false when another client wrote or created it first. When the reply is
+// lost, settle decides; an error matching ErrOutcomeUnknown means nobody
+// can tell whether the write was applied.
 func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, error) {
 	data := binary.BigEndian.AppendUint64(nil, uint64(v))
 	var err error
@@ -293,10 +319,71 @@ func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, 
 		return true, nil
 	case err == zk.ErrNodeExists || err == zk.ErrBadVersion || err == zk.ErrNoNode:
 		return false, nil
-	case isRetryable(err):
-		return false, fmt.Errorf("zkrecipes: %s: connection lost before the reply; the change may or may not have been made: %w", c.path, err)
+	case replyLost(ctx, err):
+		return c.settle(ctx, st, data, err)
 	}
 	return false, c.s.opError(op, c.abs, err)
+}
+
+// replyLost tells whether a request that failed with err may have been
+// applied all the same: its connection or session ended, or the caller's
+// ctx did, before its reply.
+func replyLost(ctx context.Context, err error) bool {
+	return isRetryable(err) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing) ||
+		ctx.Err() != nil && errors.Is(err, ctx.Err())
+}
+
+// settle decides whether the write of data over the node as read (st; nil:
+// a create) was applied, after its reply was lost (cause). Once connected
+// again it syncs (so that a write of this Session still on its way is
+// applied first) and reads the node. A setData over version n was not
+// applied when the same node is unchanged since the read (same mzxid) or
+// holds other data at version n+1 (another client's write won), and
+// write reports false. Anything else cannot tell: our data at n+1 may
+// have been written by another client from the same value, a later
+// version or a node created again may or may not follow ours, and a
+// create leaves no trace of who made it. settle then returns an error
+// matching ErrOutcomeUnknown and cause, never a result that says "not
+// applied".
+func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, cause error) (bool, error) {
+	unknown := func(cause error) error {
+		return fmt.Errorf("%w: %s: no reply to the counter's write: %w", ErrOutcomeUnknown, c.path, cause)
+	}
+	if st == nil || ctx.Err() != nil {
+		return false, unknown(cause)
+	}
+	for {
+		if _, _, err := c.s.awaitConnected(ctx); err != nil {
+			return false, unknown(err)
+		}
+		_, err := call(ctx, c.s, "sync", c.abs, func() (string, error) { return c.s.conn.Sync(c.abs) }, nil)
+		var got []byte
+		var now *zk.Stat
+		if err == nil {
+			got, now, err = c.s.get(ctx, c.abs)
+		}
+		switch {
+		case err == nil:
+			if notApplied(st, now, got, data) {
+				return false, nil
+			}
+			return false, unknown(cause)
+		case isRetryable(err) || errors.Is(err, zk.ErrSessionExpired):
+			continue // wait for the next connection
+		case err == zk.ErrNoNode:
+			return false, unknown(cause)
+		}
+		return false, unknown(c.s.opError("getData", c.abs, err))
+	}
+}
+
+// notApplied tells whether the node as read now (now, holding got) proves
+// that a setData of data over the node as read before (st) was not
+// applied: the same node, unchanged since, or holding other data at the
+// version the write would have made.
+func notApplied(st, now *zk.Stat, got, data []byte) bool {
+	return now.Czxid == st.Czxid && (now.Mzxid == st.Mzxid ||
+		now.Version == st.Version+1 && !bytes.Equal(got, data))
 }
 
 // decodeLong reads a value in Curator's DistributedAtomicLong format from

@@ -200,6 +200,22 @@ var (
 	// data other than an 8-byte big-endian integer (Curator's
 	// DistributedAtomicLong format) or nothing.
 	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
+
+	// ErrOutcomeUnknown is returned by an AtomicCounter change, or a
+	// SharedValue or SharedCount write, that may or may not have been
+	// applied: its reply was lost with the connection, or ctx ended while
+	// it was on its way (and, for a counter, what the node held afterwards
+	// could not tell). The error also matches its cause
+	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the value
+	// before trying again: a change retried blindly may be made twice.
+	ErrOutcomeUnknown = errors.New("zkrecipes: outcome unknown: the write may or may not have been applied; read the value before retrying")
+
+	// ErrValueDeleted is returned by SharedValue.Watch and SharedCount.Watch
+	// when the node they follow was deleted (and perhaps created again):
+	// the versions of a node created anew start again at 0, so its values
+	// are not news of the one watched. Watch again to follow the value
+	// anew (its node is then created with the seed if missing).
+	ErrValueDeleted = errors.New("zkrecipes: shared value deleted; watch again to follow it anew")
 )
 
 // ErrNotLeader is returned by Election.Proclaim when the lease it is given

@@ -78,9 +78,11 @@ func (c *SharedCount) TrySet(ctx context.Context, n int32, expectedVersion int32
 
 // Watch calls fn with the current count, then again after every change,
 // until ctx ends, as SharedValue.Watch does: changes may be coalesced, the
-// last one is never missed. It returns ctx's error, ErrClosed, or the
-// error that made reading impossible: ErrBadCount when the node does not
-// hold a count.
+// last one is never missed, a version is never older than the one before.
+// It returns ctx's error, ErrClosed, ErrValueDeleted when the count's node
+// is deleted (Watch does not create it again; call Watch again to follow
+// the count anew), or the error that made reading impossible: ErrBadCount
+// when the node does not hold a count.
 func (c *SharedCount) Watch(ctx context.Context, fn func(VersionedCount)) error {
 	if c.v.err != nil {
 		return c.v.err

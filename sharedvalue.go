@@ -18,10 +18,12 @@ import (
 // seed value (its missing ancestors as containers), as Curator does, by
 // the first call that needs it.
 //
-// When ctx ends after a write (or the seed's create) was sent, a method
-// returns ctx's error and the write may or may not have happened, as when
-// the connection is lost before the reply; it is never undone, since
-// other clients may have built on it.
+// When the connection is lost before a write's reply, or ctx ends after
+// the write was sent, Set and TrySet return an error matching
+// ErrOutcomeUnknown and its cause (zk.ErrConnectionClosed, ctx's error):
+// the write may or may not have happened. It is never undone, since other
+// clients may have built on it. (A seed's create whose caller gave up is
+// not undone either.)
 //
 // NewSharedValue does no I/O. A SharedValue is safe for concurrent use.
 type SharedValue struct {
@@ -76,7 +78,7 @@ func (v *SharedValue) Get(ctx context.Context) (VersionedValue, error) {
 // Set writes value (nil: 0 bytes) whatever the current one is and returns
 // it with its new version. If the connection is lost before the reply, the write may
 // or may not have happened: Set returns an error matching
-// zk.ErrConnectionClosed rather than write again.
+// ErrOutcomeUnknown and zk.ErrConnectionClosed rather than write again.
 func (v *SharedValue) Set(ctx context.Context, value []byte) (VersionedValue, error) {
 	return v.set(ctx, value, -1)
 }
@@ -93,15 +95,22 @@ func (v *SharedValue) TrySet(ctx context.Context, value []byte, expectedVersion 
 	return v.set(ctx, value, expectedVersion)
 }
 
-// Watch calls fn with the current value, then again after every change,
-// until ctx ends; it then returns ctx's error (or ErrClosed, or the error
-// that made reading impossible). fn runs on the caller's goroutine, one
-// call at a time; changes made while fn runs, or while the connection is
-// down, are coalesced: fn may not see every intermediate value, but it
-// always sees the last one, with a version never older than the one
-// before. After a reconnection or a session expiry the value is read
-// again, and fn is called if it changed meanwhile. A node deleted while
-// watched is created again with the seed value.
+// Watch calls fn with the current value (creating the node with the seed
+// value first if it does not exist), then again after every change, until
+// ctx ends; it then returns ctx's error (or ErrClosed, or the error that
+// made reading impossible). fn runs on the caller's goroutine, one call at
+// a time; changes made while fn runs, or while the connection is down, are
+// coalesced: fn may not see every intermediate value, but it always sees
+// the last one, with a version never older than the one before. After a
+// reconnection or a session expiry the value is read again, and fn is
+// called if it changed meanwhile.
+//
+// Watch follows one node. When it is deleted, Watch returns an error
+// matching ErrValueDeleted, without calling fn and without creating the
+// node again; likewise when it finds the node deleted and created anew
+// (whose versions start again at 0). Curator's SharedValue also stops
+// following a deleted node, silently. Call Watch again to follow the value
+// from its new node on.
 func (v *SharedValue) Watch(ctx context.Context, fn func(VersionedValue)) error {
 	if v.err != nil {
 		return v.err
@@ -112,24 +121,34 @@ func (v *SharedValue) Watch(ctx context.Context, fn func(VersionedValue)) error 
 	if fn == nil {
 		return invalidArg("nil watch function")
 	}
+	var czxid int64 // the node followed, once read
 	return follow(ctx, v.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
-		r, st, w, err := v.readW(ctx)
-		return nodeData{data: r.Value, stat: st}, w, err
+		st, data, w, err := v.readW(ctx, czxid)
+		if err == nil {
+			czxid = st.Czxid
+		}
+		return nodeData{data: data, stat: st}, w, err
 	}, newerData, nil, func(n nodeData) error {
 		fn(VersionedValue{Value: n.data, Version: n.stat.Version})
 		return nil
 	})
 }
 
-// readW reads the value and sets a data watch on it.
-func (v *SharedValue) readW(ctx context.Context) (VersionedValue, *zk.Stat, <-chan zk.Event, error) {
+// readW reads the value and sets a data watch on it. With czxid 0 it
+// creates a missing node with the seed first; otherwise it fails with
+// ErrValueDeleted when the node is gone or is no longer the one created
+// at czxid.
+func (v *SharedValue) readW(ctx context.Context, czxid int64) (*zk.Stat, []byte, <-chan zk.Event, error) {
 	for {
 		data, st, w, err := v.s.getW(ctx, v.abs)
-		if err == nil {
-			return VersionedValue{Value: data, Version: st.Version}, st, w, nil
+		switch {
+		case err == nil && (czxid == 0 || st.Czxid == czxid):
+			return st, data, w, nil
+		case err == nil || err == zk.ErrNoNode && czxid != 0:
+			return nil, nil, nil, fmt.Errorf("%w: %s", ErrValueDeleted, v.path)
 		}
 		if err = v.retry(ctx, err); err != nil {
-			return VersionedValue{}, nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 }
@@ -179,6 +198,8 @@ func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (Ver
 			if err := v.s.createSeeded(ctx, v.abs, v.seed); err != nil {
 				return VersionedValue{}, err
 			}
+		case replyLost(ctx, err):
+			return VersionedValue{}, fmt.Errorf("%w: %s: no reply to the write: %w", ErrOutcomeUnknown, v.path, err)
 		default:
 			return VersionedValue{}, v.s.opError("setData", v.abs, err)
 		}
