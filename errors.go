@@ -102,6 +102,14 @@ var (
 	// (WithLeaseTime) ran out: its Err matches both ErrLockLost and
 	// ErrLeaseExpired.
 	ErrLeaseExpired = errors.New("zkrecipes: lease time expired")
+
+	// ErrNodeLeft is returned by the Close of a PersistentNode in a
+	// persistent mode (and so by a discovery Static or Permanent
+	// registration's Unregister or Close) when its Session was closed
+	// before the node could be deleted: unlike an ephemeral node, it stays
+	// in ZooKeeper. The error names the node (also in Status().Path); delete
+	// it with another Session if it must go.
+	ErrNodeLeft = errors.New("zkrecipes: persistent node left in zookeeper: its session was closed before the delete; delete it with another session")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches

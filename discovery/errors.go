@@ -32,6 +32,13 @@ var (
 	// ErrClosed is returned by a ServiceDiscovery, ServiceCache or
 	// Provider after its Close.
 	ErrClosed = errors.New("zkrecipes: discovery: closed")
+
+	// ErrBadType is returned, with ErrBadInstance, by Register, Update and
+	// Instance.Marshal for an Instance whose Type is not one of Curator's
+	// service types (Dynamic, DynamicSequential, Static, Permanent, or ""
+	// for Dynamic), before anything is written: Curator's readers fail on
+	// such an instance for its whole service.
+	ErrBadType = errors.New("zkrecipes: discovery: unknown service type; use DYNAMIC, DYNAMIC_SEQUENTIAL, STATIC or PERMANENT")
 )
 
 // errNilCtx is what every call given a nil context returns.
