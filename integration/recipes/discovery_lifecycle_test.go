@@ -198,8 +198,13 @@ func TestDiscovery_RegisterAfterAnUnconfirmedUnregisterIsNotUndone(t *testing.T)
 	c := server(t)
 	obs := raw(t, c)
 	base := testPath(t)
-	proxy := zktest.NewProxy(t, c.Servers()[0])
-	cl := connect(t, c, []string{proxy.Addr()})
+	// Two ways to the server, so that the client reconnects at once
+	// (go-zookeeper waits a second before it tries a server again), and a
+	// retry policy whose first wait (75-225 ms) outlasts the reconnection:
+	// a background delete retried after the reset comes after the new
+	// registration's create.
+	p1, p2 := zktest.NewProxy(t, c.Servers()[0]), zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{p1.Addr(), p2.Addr()}, zr.WithRetryPolicy(zr.ExponentialBackoff(150*time.Millisecond, 150*time.Millisecond)))
 	d := discovery.New(cl.Session, base)
 	defer d.Close(context.Background())
 	path := base + "/api/a"
@@ -209,7 +214,8 @@ func TestDiscovery_RegisterAfterAnUnconfirmedUnregisterIsNotUndone(t *testing.T)
 		require.NoError(t, d.Register(ctxT(t, 20*time.Second), inst), "round %d", round)
 		// The delete reaches the server; its reply, and those after it,
 		// are lost until the connection is reset a varied time later.
-		lost := proxy.LoseReplies(time.Duration(50+(round*29)%150) * time.Millisecond)
+		hold := time.Duration(50+(round*29)%150) * time.Millisecond
+		lost1, lost2 := p1.LoseReplies(hold), p2.LoseReplies(hold)
 		uctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		err := d.Unregister(uctx, "api", "a")
 		cancel()
@@ -217,12 +223,13 @@ func TestDiscovery_RegisterAfterAnUnconfirmedUnregisterIsNotUndone(t *testing.T)
 			require.ErrorIs(t, err, zr.ErrReleaseDeferred, "round %d", round)
 		}
 		require.NoError(t, d.Register(ctxT(t, 20*time.Second), inst), "round %d", round)
-		<-lost
+		<-lost1
+		<-lost2
 		_, st, w, err := obs.GetW(path)
 		require.NoError(t, err, "round %d: in place once Register returned", round)
 		// The background delete, when it was not called off, runs within
-		// the retry policy's first steps after the reconnection.
-		for quiet := time.After(300 * time.Millisecond); w != nil; {
+		// the retry policy's first wait after the reconnection.
+		for quiet := time.After(400 * time.Millisecond); w != nil; {
 			select {
 			case ev := <-w:
 				require.NotEqual(t, zk.EventNodeDeleted, ev.Type, "round %d: the registration was removed after Register returned", round)
