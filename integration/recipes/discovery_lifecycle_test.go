@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -70,28 +71,44 @@ func TestDiscovery_EveryCallAfterCloseReturnsErrClosed(t *testing.T) {
 func TestDiscovery_AQueryInFlightAtSessionCloseReturnsErrClosed(t *testing.T) {
 	c := server(t)
 	base := testPath(t)
+	// The rounds run side by side: go-zookeeper's Close waits a second for
+	// the reply to its close request, which a blackhole withholds.
+	type outcome struct {
+		round int
+		errs  []error
+	}
+	out := make(chan outcome, 20)
 	for round := range 20 {
 		proxy := zktest.NewProxy(t, c.Servers()[0])
 		cl := connect(t, c, []string{proxy.Addr()})
 		d := discovery.New(cl.Session, base)
 		e := zr.NewElection(cl.Session, base+"/election")
-		proxy.Blackhole() // the requests wait for their replies
-		errs := make(chan error, 2)
-		go func() { _, err := d.QueryForInstances(context.Background(), "api"); errs <- err }()
-		go func() { _, err := e.Participants(context.Background()); errs <- err }()
-		time.Sleep(time.Duration(round%5) * 10 * time.Millisecond) // varied: the requests may not be sent yet
-		require.NoError(t, cl.Close())
-		for i := range 2 {
-			select {
-			case err := <-errs:
-				require.ErrorIs(t, err, zr.ErrClosed, "round %d, call %d", round, i)
-				require.NotErrorIs(t, err, zk.ErrConnectionClosed, "round %d, call %d", round, i)
-			case <-time.After(10 * time.Second):
-				t.Fatalf("round %d: a call in flight did not return after the Session's Close", round)
+		go func() {
+			proxy.Blackhole() // the requests wait for their replies
+			errs := make(chan error, 2)
+			go func() { _, err := d.QueryForInstances(context.Background(), "api"); errs <- err }()
+			go func() { _, err := e.Participants(context.Background()); errs <- err }()
+			time.Sleep(time.Duration(round%5) * 10 * time.Millisecond) // varied: the requests may not be sent yet
+			_ = cl.Close()
+			o := outcome{round: round}
+			for range 2 {
+				select {
+				case err := <-errs:
+					o.errs = append(o.errs, err)
+				case <-time.After(10 * time.Second):
+					o.errs = append(o.errs, errors.New("a call in flight did not return after the Session's Close"))
+				}
 			}
+			proxy.Heal()
+			out <- o
+		}()
+	}
+	for range 20 {
+		o := <-out
+		for i, err := range o.errs {
+			require.ErrorIs(t, err, zr.ErrClosed, "round %d, call %d", o.round, i)
+			require.NotErrorIs(t, err, zk.ErrConnectionClosed, "round %d, call %d", o.round, i)
 		}
-		proxy.Heal()
-		require.NoError(t, proxy.Close())
 	}
 }
 
