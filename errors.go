@@ -24,8 +24,10 @@ var (
 	// *Session.
 	ErrNilSession = errors.New("zkrecipes: nil session")
 
-	// ErrClosed is returned by calls on a Session after Close, and is the
-	// cause of every lease lost because its Session was closed.
+	// ErrClosed is returned by calls on a Session after Close, and by a
+	// request that Close cut short (never zk.ErrConnectionClosed, which
+	// means the connection may come back); it is the cause of every lease
+	// lost because its Session was closed.
 	ErrClosed = errors.New("zkrecipes: session closed")
 
 	// ErrSessionExpired means the ZooKeeper session ended: the server expired

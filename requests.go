@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -71,6 +72,11 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 	start := time.Now()
 	v, err := fn()
 	err = connLost(err)
+	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
+		// Close cut the request short: the Session is closed, not cut off,
+		// and no retry loop may wait for a reconnection.
+		err = ErrClosed
+	}
 	if s.cfg.tracer != nil {
 		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
 	}

@@ -88,6 +88,9 @@ func (d *ServiceDiscovery) check(name, id string) error {
 	if d.err != nil {
 		return d.err
 	}
+	if err := d.closedErr(); err != nil {
+		return err
+	}
 	if err := checkName("service name", name); err != nil {
 		return err
 	}
@@ -98,6 +101,39 @@ func (d *ServiceDiscovery) check(name, id string) error {
 }
 
 func key(name, id string) string { return name + "/" + id }
+
+// errSessionClosed is what a call returns after the Session's Close.
+var errSessionClosed = fmt.Errorf("%w: %w", ErrClosed, zr.ErrClosed)
+
+// closedErr returns ErrClosed after Close, errSessionClosed after the
+// Session's Close, and nil otherwise.
+func (d *ServiceDiscovery) closedErr() error {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case d.s.State() == zr.StateClosed:
+		return errSessionClosed
+	}
+	return nil
+}
+
+// closing maps the error of a call that failed because the Session was
+// closed (zkrecipes.ErrClosed, or the connection's error of a request
+// that Close cut short) to one that matches ErrClosed as well.
+func (d *ServiceDiscovery) closing(err error) error {
+	switch {
+	case err == nil || errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, zr.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case d.s.State() == zr.StateClosed:
+		return errSessionClosed
+	}
+	return err
+}
 
 // Register registers inst and keeps it registered until Unregister or
 // Close: its node is made again after a session expiry or a deletion. A
@@ -135,9 +171,9 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 		node := r.node
 		d.mu.Unlock()
 		if err := node.SetData(ctx, data); err != nil {
-			return err
+			return d.closing(err)
 		}
-		return node.WaitInPlace(ctx)
+		return d.closing(node.WaitInPlace(ctx))
 	}
 	mode := zr.ModeEphemeral
 	switch inst.Type {
@@ -149,17 +185,18 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	node := zr.NewPersistentNode(d.s, d.instancePath(inst.Name, inst.ID), data, zr.WithCreateMode(mode))
 	if err := node.Start(); err != nil {
 		d.mu.Unlock()
-		return err
+		return d.closing(err)
 	}
 	d.regs[key(inst.Name, inst.ID)] = &registration{inst: inst, node: node}
 	d.mu.Unlock()
-	return node.WaitInPlace(ctx)
+	return d.closing(node.WaitInPlace(ctx))
 }
 
 // Update writes inst over its registration (found by name and ID). It
-// fails with ErrNotRegistered for an instance not registered here, and
-// otherwise as PersistentNode.SetData: the data is kept and written when
-// the node is next in place.
+// fails with ErrNotRegistered for an instance not registered here,
+// ErrClosed after Close or the Session's Close, and otherwise as
+// PersistentNode.SetData: the data is kept and written when the node is
+// next in place.
 func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx
@@ -169,6 +206,10 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	}
 	d.mu.Lock()
 	r, ok := d.regs[key(inst.Name, inst.ID)]
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
 	if !ok {
 		d.mu.Unlock()
 		return fmt.Errorf("%w: %s/%s", ErrNotRegistered, inst.Name, inst.ID)
@@ -184,12 +225,12 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if err != nil {
 		return err
 	}
-	return r.node.SetData(ctx, data)
+	return d.closing(r.node.SetData(ctx, data))
 }
 
 // Unregister stops keeping the instance registered and deletes its node.
 // It fails with ErrNotRegistered for an instance not registered here,
-// and as PersistentNode.Close otherwise.
+// ErrClosed after Close, and as PersistentNode.Close otherwise.
 func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) error {
 	if ctx == nil {
 		return errNilCtx
@@ -198,6 +239,10 @@ func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) erro
 		return err
 	}
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
 	r, ok := d.regs[key(name, id)]
 	delete(d.regs, key(name, id))
 	d.mu.Unlock()
@@ -244,13 +289,17 @@ func (d *ServiceDiscovery) Close(ctx context.Context) error {
 }
 
 // QueryForNames returns the names of the services under the base path,
-// sorted (none when the base path does not exist).
+// sorted (none when the base path does not exist). It fails with
+// ErrClosed after Close or the Session's Close.
 func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) {
 	if ctx == nil {
 		return nil, errNilCtx
 	}
 	if d.err != nil {
 		return nil, d.err
+	}
+	if err := d.closedErr(); err != nil {
+		return nil, err
 	}
 	names, err := d.children(ctx, d.base)
 	if err != nil {
@@ -261,7 +310,8 @@ func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) 
 
 // QueryForInstances reads every instance of the service, sorted by ID.
 // A node that does not hold an instance (ErrBadInstance) is skipped, not
-// an error: one bad registration does not hide the others.
+// an error: one bad registration does not hide the others. It fails with
+// ErrClosed after Close or the Session's Close.
 func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) ([]Instance, error) {
 	if ctx == nil {
 		return nil, errNilCtx
@@ -290,8 +340,8 @@ func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) (
 
 // QueryForInstance reads one instance of the service by the name of its
 // node (its ID, unless registered DynamicSequential). It fails with
-// ErrNoInstance when there is none, and ErrBadInstance when the node does
-// not hold an instance.
+// ErrNoInstance when there is none, ErrBadInstance when the node does
+// not hold an instance, and ErrClosed after Close or the Session's Close.
 func (d *ServiceDiscovery) QueryForInstance(ctx context.Context, name, id string) (Instance, error) {
 	if ctx == nil {
 		return Instance{}, errNilCtx
@@ -321,7 +371,7 @@ func (d *ServiceDiscovery) children(ctx context.Context, p string) ([]string, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, d.closing(err)
 	}
 	sort.Strings(kids)
 	return kids, nil
@@ -336,7 +386,7 @@ func (d *ServiceDiscovery) read(ctx context.Context, p string) (Instance, error)
 		return Instance{}, fmt.Errorf("%w: %s", ErrNoInstance, p)
 	}
 	if err != nil {
-		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", p, err)
+		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", p, d.closing(err))
 	}
 	inst, err := Unmarshal(data)
 	if err != nil {

@@ -30,7 +30,11 @@ var (
 	ErrNoInstance = errors.New("zkrecipes: discovery: no instance of the service available")
 
 	// ErrClosed is returned by a ServiceDiscovery, ServiceCache or
-	// Provider after its Close.
+	// Provider after its Close (for a ServiceCache or Provider, also after
+	// its ServiceDiscovery's), and by every call of them after the
+	// Session's Close, then also matching zkrecipes.ErrClosed. A call cut
+	// short by the Session's Close returns it too, never go-zookeeper's
+	// zk.ErrConnectionClosed, which means "retry once reconnected".
 	ErrClosed = errors.New("zkrecipes: discovery: closed")
 
 	// ErrBadType is returned, with ErrBadInstance, by Register, Update and
