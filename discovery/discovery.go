@@ -144,8 +144,10 @@ func (d *ServiceDiscovery) closing(err error) error {
 //
 // Register returns once the node is in place; if ctx ends first it
 // returns ctx's error and the registration stays, still being made
-// (Unregister it to give up). It fails with ErrBadName, ErrBadInstance,
-// ErrClosed after Close, and the Session's errors.
+// (Unregister it to give up). It fails with ErrBadName, ErrBadInstance
+// (and ErrBadType for a Type Curator does not know; nothing is written
+// then), ErrClosed after Close or the Session's Close, and the Session's
+// errors.
 func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx
