@@ -59,7 +59,11 @@ var (
 
 	// ErrReleaseDeferred is returned by Release when the delete could not be
 	// confirmed (the connection was down or ctx ended): the lease is released,
-	// and its node deleted in the background or ended with the session.
+	// and its node deleted in the background or ended with the session. A
+	// PersistentNode's Close returns it too: there, a persistent node
+	// (ModePersistent, ModePersistentSequential, a discovery Static or
+	// Permanent registration) is deleted in the background only while the
+	// Session stays open, and stays if the Session is closed first.
 	ErrReleaseDeferred = errors.New("zkrecipes: release not yet confirmed by zookeeper; deleting in the background")
 
 	// ErrLocked is returned by TryAcquire when another owner holds the lock.

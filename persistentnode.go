@@ -280,8 +280,13 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 
 // Close stops keeping the node and deletes it. It returns nil once the
 // node is gone, or ErrReleaseDeferred when the delete could not be
-// confirmed before ctx ended or with the connection down: an ephemeral
-// node is then deleted in the background (or ends with its session).
+// confirmed before ctx ended or with the connection down: the node is
+// then deleted in the background while the Session stays open (an
+// ephemeral node ends with its session at the latest; a persistent one
+// stays if the Session is closed first, which is logged). After the
+// Session's Close, an ephemeral node has ended with the session and Close
+// returns nil, while a persistent one (ModePersistent,
+// ModePersistentSequential) stays: Close returns ErrNodeLeft, naming it.
 // Close is idempotent: later calls return what the first did.
 func (n *PersistentNode) Close(ctx context.Context) error {
 	if n.err != nil {
@@ -318,7 +323,7 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 // path for the others.
 func (n *PersistentNode) remove(ctx context.Context) error {
 	if n.s.isClosed() {
-		return nil // an ephemeral node ended with the session; Close's own cleanup ran
+		return n.left()
 	}
 	var err error
 	if n.cfg.mode.sequential() {
@@ -329,12 +334,38 @@ func (n *PersistentNode) remove(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if n.cfg.mode.sequential() {
+	if n.s.isClosed() { // closed while the delete ran
+		return n.left()
+	}
+	switch {
+	case n.cfg.mode.sequential():
 		n.s.cleanupProtected(parentPath(n.abs), n.uuid)
-	} else {
+	case n.cfg.mode.ephemeral():
 		n.s.deleteEventually(n.abs, n.s.SessionID())
+	default:
+		n.s.deleteEventually(n.abs, 0)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, err)
+}
+
+// left is what Close returns once the Session is closed: nil for an
+// ephemeral node, which ended with the session (Close's own clean-up
+// ran), and ErrNodeLeft, naming the node, for a persistent one.
+func (n *PersistentNode) left() error {
+	if n.cfg.mode.ephemeral() {
+		return nil
+	}
+	n.mu.Lock()
+	node := n.node
+	n.mu.Unlock()
+	switch {
+	case node != "":
+		return fmt.Errorf("%w: %s", ErrNodeLeft, n.s.rel(node))
+	case n.cfg.mode.sequential():
+		return fmt.Errorf("%w: %s (if its create went through)", ErrNodeLeft,
+			joinPath(parentPath(n.path), protectedName(n.uuid, baseName(n.path))+"<sequence>"))
+	}
+	return fmt.Errorf("%w: %s (if its create went through)", ErrNodeLeft, n.path)
 }
 
 // poke asks the keeper to check the node again.

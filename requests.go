@@ -332,13 +332,17 @@ func (s *Session) createContainer(ctx context.Context, p string) error {
 // deleteEventually deletes path in the background, retrying through
 // connection loss, until it is gone, the ZooKeeper session that owns it
 // (owner) has ended, or the Session is closed (its own session, and with it
-// the node, then ends too).
+// the node, then ends too). An owner of 0 is a persistent node: it stays
+// if the Session is closed first, which is logged.
 func (s *Session) deleteEventually(path string, owner int64) {
 	s.goBackground(0, func(ctx context.Context) {
 		bo := s.cfg.retry()
 		for {
 			gen, _, err := s.awaitConnected(ctx)
 			if err != nil {
+				if owner == 0 && s.isClosed() {
+					s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
+				}
 				return
 			}
 			err = s.delete(ctx, path)
@@ -346,8 +350,8 @@ func (s *Session) deleteEventually(path string, owner int64) {
 			case err == nil || err == zk.ErrNoNode:
 				return
 			case !isRetryable(err):
-				if gen.id == owner {
-					s.cfg.log.Error("zkrecipes: cannot delete node; it stays until its session ends", "path", path, "err", err)
+				if gen.id == owner || owner == 0 {
+					s.cfg.log.Error("zkrecipes: cannot delete node; it stays (an ephemeral one until its session ends)", "path", path, "err", err)
 				}
 				return
 			}
@@ -357,6 +361,9 @@ func (s *Session) deleteEventually(path string, owner int64) {
 				d = time.Second
 			}
 			if sleepCtx(ctx, d) != nil {
+				if owner == 0 && s.isClosed() {
+					s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
+				}
 				return
 			}
 		}

@@ -61,7 +61,7 @@ func (d *ServiceDiscovery) NewCache(name string) *ServiceCache {
 // matching zkrecipes.ErrClosed), ErrBadName, or the Session's errors;
 // after a failure the cache is closed.
 func (c *ServiceCache) Start(ctx context.Context) error {
-	if err := c.d.check(c.name, "\x00"); err != nil {
+	if err := c.d.checkOpen(c.name, "\x00"); err != nil {
 		return err
 	}
 	if ctx == nil {

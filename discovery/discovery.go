@@ -32,8 +32,10 @@ import (
 // them, as Curator's ServiceDiscovery.
 //
 // New does no I/O. A ServiceDiscovery is safe for concurrent use. Close
-// unregisters what it registered; the Session's Close ends the
-// registrations too (ephemeral ones end with the session).
+// unregisters what it registered. The Session's Close ends the Dynamic
+// registrations (ephemeral nodes end with the session) but not the
+// Static or Permanent ones: Unregister or Close after it returns
+// zkrecipes.ErrNodeLeft for those.
 type ServiceDiscovery struct {
 	s    *zr.Session
 	base string
@@ -88,9 +90,6 @@ func (d *ServiceDiscovery) check(name, id string) error {
 	if d.err != nil {
 		return d.err
 	}
-	if err := d.closedErr(); err != nil {
-		return err
-	}
 	if err := checkName("service name", name); err != nil {
 		return err
 	}
@@ -98,6 +97,14 @@ func (d *ServiceDiscovery) check(name, id string) error {
 		return checkName("instance id", id)
 	}
 	return nil
+}
+
+// checkOpen is check, and closedErr after it.
+func (d *ServiceDiscovery) checkOpen(name, id string) error {
+	if err := d.check(name, id); err != nil {
+		return err
+	}
+	return d.closedErr()
 }
 
 func key(name, id string) string { return name + "/" + id }
@@ -152,7 +159,7 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx
 	}
-	if err := d.check(inst.Name, inst.ID); err != nil {
+	if err := d.checkOpen(inst.Name, inst.ID); err != nil {
 		return err
 	}
 	if inst.RegistrationTime.IsZero() {
@@ -203,7 +210,7 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx
 	}
-	if err := d.check(inst.Name, inst.ID); err != nil {
+	if err := d.checkOpen(inst.Name, inst.ID); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -232,7 +239,10 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 
 // Unregister stops keeping the instance registered and deletes its node.
 // It fails with ErrNotRegistered for an instance not registered here,
-// ErrClosed after Close, and as PersistentNode.Close otherwise.
+// ErrClosed after Close, and as PersistentNode.Close otherwise: after the
+// Session's Close, it returns nil for a Dynamic or DynamicSequential
+// instance (it ended with the session) and ErrNodeLeft for a Static or
+// Permanent one, which stays in ZooKeeper.
 func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) error {
 	if ctx == nil {
 		return errNilCtx
@@ -270,8 +280,9 @@ func (d *ServiceDiscovery) Status(name, id string) (zr.NodeStatus, <-chan struct
 }
 
 // Close unregisters every instance registered here and returns the first
-// error of their deletes (see PersistentNode.Close). Later calls on the
-// ServiceDiscovery fail with ErrClosed; Close is idempotent.
+// error of their deletes (see PersistentNode.Close: zkrecipes.ErrNodeLeft
+// after the Session's Close for a Static or Permanent instance). Later
+// calls on the ServiceDiscovery fail with ErrClosed; Close is idempotent.
 func (d *ServiceDiscovery) Close(ctx context.Context) error {
 	if ctx == nil {
 		return errNilCtx
@@ -318,7 +329,7 @@ func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) (
 	if ctx == nil {
 		return nil, errNilCtx
 	}
-	if err := d.check(name, "\x00"); err != nil {
+	if err := d.checkOpen(name, "\x00"); err != nil {
 		return nil, err
 	}
 	ids, err := d.children(ctx, d.servicePath(name))
@@ -348,7 +359,7 @@ func (d *ServiceDiscovery) QueryForInstance(ctx context.Context, name, id string
 	if ctx == nil {
 		return Instance{}, errNilCtx
 	}
-	if err := d.check(name, id); err != nil {
+	if err := d.checkOpen(name, id); err != nil {
 		return Instance{}, err
 	}
 	return d.read(ctx, d.instancePath(name, id))
