@@ -58,7 +58,10 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 // its members. It returns once they are loaded, or fails with ctx's
 // error, ErrNodeStarted when called twice or after Close, ErrClosed after
 // the Session's Close, ErrInvalidPath, ErrInvalidArgument or
-// ErrNilSession; after a failure the member has left.
+// ErrNilSession. It returns when ctx ends, even while cut off from the
+// server. After a failure the member leaves: its node, if made, is
+// deleted in the background (as by Close; a Close meanwhile waits for
+// that delete, within its own ctx).
 func (g *GroupMember) Start(ctx context.Context) error {
 	if g.err != nil {
 		return g.err
@@ -89,12 +92,30 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		g.mu.Lock()
 		g.closed = true
 		g.mu.Unlock()
-		_ = view.Close()
-		close(g.done)
-		_ = g.node.Close(context.WithoutCancel(ctx))
+		g.leave(view)
 		return err
 	}
 	return nil
+}
+
+// leave undoes a Start that failed. Its requests may wait for as long as
+// the connection is cut off (go-zookeeper cannot cancel one): it runs in
+// the background, on a goroutine the Session's Close waits for, with a
+// context that ends with the Session, so that Start returns as soon as
+// ctx ends. A Close meanwhile waits for it (PersistentNode.Close does).
+func (g *GroupMember) leave(view *TreeCache) {
+	cleanup := func(ctx context.Context) {
+		_ = view.Close()
+		close(g.done)
+		_ = g.node.Close(ctx)
+	}
+	if !g.s.spawn(func() {
+		ctx, cancel := ctxUntil(g.s.closedCh)
+		defer cancel()
+		cleanup(ctx)
+	}) {
+		cleanup(context.Background()) // the Session is closed: nothing waits on the server
+	}
 }
 
 // WaitInPlace waits until this member's node is in place (see

@@ -136,6 +136,7 @@ type PersistentNode struct {
 	closed   bool
 	cancel   context.CancelFunc
 	closeErr error
+	closeEnd chan struct{} // closed once the first Close has returned
 }
 
 // NewPersistentNode returns a PersistentNode that keeps a node at path
@@ -145,7 +146,8 @@ type PersistentNode struct {
 // returned by Start.
 func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentNodeOption) *PersistentNode {
 	n := &PersistentNode{s: s, path: path, data: data, dataVer: 1, wake: make(chan struct{}, 1),
-		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID()}
+		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID(),
+		closeEnd: make(chan struct{})}
 	n.err = checkRecipe(s, path)
 	for _, o := range opts {
 		if o == nil {
@@ -287,7 +289,8 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 // Session's Close, an ephemeral node has ended with the session and Close
 // returns nil, while a persistent one (ModePersistent,
 // ModePersistentSequential) stays: Close returns ErrNodeLeft, naming it.
-// Close is idempotent: later calls return what the first did.
+// Close is idempotent: later calls wait for the first (within their own
+// ctx, ErrReleaseDeferred when it ends first) and return what it did.
 func (n *PersistentNode) Close(ctx context.Context) error {
 	if n.err != nil {
 		return nil
@@ -297,13 +300,20 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 	}
 	n.mu.Lock()
 	if n.closed {
-		err := n.closeErr
 		n.mu.Unlock()
-		return err
+		select { // the first Close may still be deleting the node
+		case <-n.closeEnd:
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return n.closeErr
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, ctx.Err())
+		}
 	}
 	n.closed = true
 	started, cancel := n.started, n.cancel
 	n.mu.Unlock()
+	defer close(n.closeEnd)
 	if !started {
 		return nil
 	}
