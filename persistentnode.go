@@ -137,6 +137,11 @@ type PersistentNode struct {
 	cancel   context.CancelFunc
 	closeErr error
 	closeEnd chan struct{} // closed once the first Close has returned
+
+	// replaceKind: a node found at the path is one an earlier
+	// PersistentNode of this Session left (keeper only, until the first
+	// node is in place); if its kind is not this mode's, it is replaced.
+	replaceKind bool
 }
 
 // NewPersistentNode returns a PersistentNode that keeps a node at path
@@ -412,6 +417,16 @@ func (n *PersistentNode) keep(ctx context.Context) {
 	states, cancel := n.s.Subscribe()
 	defer cancel()
 	defer n.setStatus(false, nil) // nobody keeps it any more
+	if !n.cfg.mode.sequential() {
+		// A PersistentNode closed before at this path may have left its
+		// delete to the background: call it off, so that it cannot delete
+		// this node, and replace what it left if of the wrong kind.
+		left, err := n.s.reclaim(ctx, n.abs)
+		if err != nil {
+			return
+		}
+		n.replaceKind = left
+	}
 	bo := n.s.cfg.retry()
 	for {
 		gen, _, err := n.s.awaitConnected(ctx)
@@ -435,6 +450,7 @@ func (n *PersistentNode) keep(ctx context.Context) {
 			continue
 		}
 		bo.Reset()
+		n.replaceKind = false
 		n.setStatus(true, nil)
 		if !n.await(ctx, w, states, 0) {
 			return
@@ -501,6 +517,15 @@ func (n *PersistentNode) ensure(ctx context.Context, gen *generation) (<-chan zk
 				// Ours, of a session that has ended or is ending: it is
 				// about to vanish, so make it again under this one.
 				n.s.cfg.log.Info("zkrecipes: persistent node left by an older session; replacing it", "path", node)
+				if err := n.s.delete(ctx, node); err != nil && err != zk.ErrNoNode {
+					return nil, err
+				}
+				n.forget(node)
+			case n.replaceKind && (st.EphemeralOwner != 0) != n.cfg.mode.ephemeral():
+				// Left by an earlier PersistentNode of this Session with
+				// another mode (a discovery registration whose Type
+				// changed): make it again in this mode, as Curator does.
+				n.s.cfg.log.Info("zkrecipes: persistent node of another kind left at the path; replacing it", "path", node)
 				if err := n.s.delete(ctx, node); err != nil && err != zk.ErrNoNode {
 					return nil, err
 				}

@@ -3,6 +3,8 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -333,9 +335,14 @@ func (s *Session) createContainer(ctx context.Context, p string) error {
 // connection loss, until it is gone, the ZooKeeper session that owns it
 // (owner) has ended, or the Session is closed (its own session, and with it
 // the node, then ends too). An owner of 0 is a persistent node: it stays
-// if the Session is closed first, which is logged.
+// if the Session is closed first, which is logged. A keeper of the same
+// path may call it off (reclaim).
 func (s *Session) deleteEventually(path string, owner int64) {
-	s.goBackground(0, func(ctx context.Context) {
+	dd := s.deferDelete(path)
+	if !s.spawn(func() {
+		defer s.undefer(path, dd)
+		ctx, cancel := ctxUntil(s.closedCh)
+		defer cancel()
 		bo := s.cfg.retry()
 		for {
 			gen, _, err := s.awaitConnected(ctx)
@@ -345,7 +352,11 @@ func (s *Session) deleteEventually(path string, owner int64) {
 				}
 				return
 			}
+			if !dd.begin() {
+				return // called off by a keeper of the path
+			}
 			err = s.delete(ctx, path)
+			dd.end()
 			switch {
 			case err == nil || err == zk.ErrNoNode:
 				return
@@ -367,7 +378,86 @@ func (s *Session) deleteEventually(path string, owner int64) {
 				return
 			}
 		}
-	})
+	}) {
+		s.undefer(path, dd)
+	}
+}
+
+// deferredDelete is one background delete of deleteEventually, which a
+// keeper of the same path can call off: a PersistentNode started at the
+// path a closed one could not delete (discovery's Unregister then
+// Register) must not see its node deleted behind it.
+type deferredDelete struct {
+	mu       sync.Mutex
+	off      bool          // called off: send no more deletes
+	inflight chan struct{} // closed when the delete being sent has its reply
+}
+
+// begin reports whether the next delete may be sent, and marks it in
+// flight.
+func (d *deferredDelete) begin() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return false
+	}
+	d.inflight = make(chan struct{})
+	return true
+}
+
+func (d *deferredDelete) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.inflight)
+	d.inflight = nil
+}
+
+// deferDelete registers a background delete of path.
+func (s *Session) deferDelete(path string) *deferredDelete {
+	dd := &deferredDelete{}
+	s.deferredMu.Lock()
+	defer s.deferredMu.Unlock()
+	if s.deferred == nil {
+		s.deferred = map[string][]*deferredDelete{}
+	}
+	s.deferred[path] = append(s.deferred[path], dd)
+	return dd
+}
+
+// undefer forgets a background delete once it has ended.
+func (s *Session) undefer(path string, dd *deferredDelete) {
+	s.deferredMu.Lock()
+	defer s.deferredMu.Unlock()
+	s.deferred[path] = slices.DeleteFunc(s.deferred[path], func(d *deferredDelete) bool { return d == dd })
+	if len(s.deferred[path]) == 0 {
+		delete(s.deferred, path)
+	}
+}
+
+// reclaim calls off the background deletes of path, for a keeper that
+// is about to make the node there again, and waits (within ctx) for a
+// delete already sent to have its reply: the keeper's requests then come
+// after it. It reports whether there was any: a node at path is then one
+// a predecessor left.
+func (s *Session) reclaim(ctx context.Context, path string) (bool, error) {
+	s.deferredMu.Lock()
+	dds := slices.Clone(s.deferred[path])
+	s.deferredMu.Unlock()
+	for _, dd := range dds {
+		dd.mu.Lock()
+		dd.off = true
+		ch := dd.inflight
+		dd.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+	return len(dds) > 0, nil
 }
 
 // cleanupTimeout bounds the synchronous part of a clean-up.
