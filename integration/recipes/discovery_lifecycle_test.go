@@ -3,6 +3,7 @@ package recipes_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +260,37 @@ func TestDiscovery_RegisterAfterAnUnconfirmedUnregisterIsNotUndone(t *testing.T)
 		_, st2, err := obs.Get(path)
 		require.NoError(t, err, "round %d", round)
 		require.Equal(t, st.Czxid, st2.Czxid, "round %d: the same node", round)
+	}
+}
+
+// A Type change whose old node's delete is left to the background (ctx
+// had ended) still ends with one node, of the new kind: the new keeper
+// calls the background delete off, or lets the one in flight finish, and
+// replaces an old node it finds.
+func TestDiscovery_ATypeChangeWhoseDeleteIsDeferredEndsInTheNewKind(t *testing.T) {
+	c := server(t)
+	obs := raw(t, c)
+	base := testPath(t)
+	cl := connect(t, c, nil)
+	d := discovery.New(cl.Session, base)
+	defer d.Close(context.Background())
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	typ := discovery.Dynamic
+	require.NoError(t, d.Register(ctxT(t, 10*time.Second), discovery.Instance{Name: "api", ID: "a", Type: typ}))
+	for round := range 20 {
+		typ = map[discovery.ServiceType]discovery.ServiceType{discovery.Dynamic: discovery.Static, discovery.Static: discovery.Dynamic}[typ]
+		inst := discovery.Instance{Name: "api", ID: "a", Type: typ}
+		require.ErrorIs(t, d.Register(gone, inst), context.Canceled, "round %d", round)
+		for range round % 4 { // a varied head start for the background delete
+			runtime.Gosched()
+		}
+		require.NoError(t, d.Register(ctxT(t, 10*time.Second), inst), "round %d", round)
+		_, seen := instanceNode(t, obs, base, "a")
+		if typ == discovery.Static {
+			require.Zero(t, seen.owner, "round %d: a persistent node", round)
+		} else {
+			require.Equal(t, cl.SessionID(), seen.owner, "round %d: an ephemeral node", round)
+		}
 	}
 }
