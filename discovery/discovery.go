@@ -49,6 +49,7 @@ type ServiceDiscovery struct {
 type registration struct {
 	inst Instance
 	node *zr.PersistentNode
+	mode zr.CreateMode
 }
 
 // New returns a ServiceDiscovery for the services under basePath
@@ -147,7 +148,10 @@ func (d *ServiceDiscovery) closing(err error) error {
 // zero RegistrationTime is set to now, and the node's kind follows Type
 // (Dynamic: ephemeral, the default; DynamicSequential: ephemeral
 // sequential; Static and Permanent: persistent). Registering an instance
-// this ServiceDiscovery has registered already updates it.
+// this ServiceDiscovery has registered already updates it; with a Type
+// of another node kind, it deletes the old node and makes the new one in
+// the new kind, as Curator does (a Dynamic instance made Static then
+// outlives the Session).
 //
 // Register returns once the node is in place; if ctx ends first it
 // returns ctx's error and the registration stays, still being made
@@ -170,20 +174,6 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return ErrClosed
-	}
-	if r, ok := d.regs[key(inst.Name, inst.ID)]; ok {
-		r.inst = inst
-		node := r.node
-		d.mu.Unlock()
-		if err := node.SetData(ctx, data); err != nil {
-			return d.closing(err)
-		}
-		return d.closing(node.WaitInPlace(ctx))
-	}
 	mode := zr.ModeEphemeral
 	switch inst.Type {
 	case DynamicSequential:
@@ -191,13 +181,39 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	case Static, Permanent:
 		mode = zr.ModePersistent
 	}
+	k := key(inst.Name, inst.ID)
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	old, ok := d.regs[k]
+	if ok && old.mode == mode {
+		old.inst = inst
+		d.mu.Unlock()
+		if err := old.node.SetData(ctx, data); err != nil {
+			return d.closing(err)
+		}
+		return d.closing(old.node.WaitInPlace(ctx))
+	}
 	node := zr.NewPersistentNode(d.s, d.instancePath(inst.Name, inst.ID), data, zr.WithCreateMode(mode))
+	reg := &registration{inst: inst, node: node, mode: mode}
+	d.regs[k] = reg
+	d.mu.Unlock()
+	if ok {
+		// Another kind of node: delete the old one and make the new one,
+		// as Curator does. A delete left to the background is called off
+		// by the new node's keeper, which replaces what it finds there.
+		_ = old.node.Close(ctx)
+	}
 	if err := node.Start(); err != nil {
+		d.mu.Lock()
+		if d.regs[k] == reg {
+			delete(d.regs, k)
+		}
 		d.mu.Unlock()
 		return d.closing(err)
 	}
-	d.regs[key(inst.Name, inst.ID)] = &registration{inst: inst, node: node}
-	d.mu.Unlock()
 	return d.closing(node.WaitInPlace(ctx))
 }
 
