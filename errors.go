@@ -236,9 +236,21 @@ var (
 var ErrNotHolder = errors.New("zkrecipes: not a holder of the lock")
 
 // ErrCacheStarted is returned by a cache's Start when it was started
-// before, or closed: a cache starts once.
+// before, or closed: a cache starts once. After (or during) Close the
+// error also matches ErrClosed.
 var ErrCacheStarted = errors.New("zkrecipes: cache already started or closed; a cache starts once")
 
-// ErrNodeStarted is returned by PersistentNode.Start when it was started
-// before, or closed: a PersistentNode starts once.
+// ErrNodeStarted is returned by PersistentNode.Start (and GroupMember's)
+// when it was started before, or closed: a PersistentNode starts once.
+// After (or during) Close the error also matches ErrClosed.
 var ErrNodeStarted = errors.New("zkrecipes: persistent node already started or closed; a node starts once")
+
+// startAfterClose is what Start returns after (or during) Close: it
+// matches ErrClosed and, as a second Start does, once (ErrCacheStarted or
+// ErrNodeStarted).
+type startAfterClose struct{ once error }
+
+func (e *startAfterClose) Error() string {
+	return "zkrecipes: closed before it started; a closed recipe cannot start"
+}
+func (e *startAfterClose) Is(target error) bool { return target == ErrClosed || target == e.once }

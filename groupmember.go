@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 )
@@ -56,8 +57,9 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 
 // Start joins the group (in the background: see WaitInPlace) and loads
 // its members. It returns once they are loaded, or fails with ctx's
-// error, ErrNodeStarted when called twice or after Close, ErrClosed after
-// the Session's Close, ErrInvalidPath, ErrInvalidArgument or
+// error, ErrNodeStarted when called twice, ErrClosed (also matching
+// ErrNodeStarted) after or during Close, ErrClosed after the Session's
+// Close, ErrInvalidPath, ErrInvalidArgument or
 // ErrNilSession. It returns when ctx ends, even while cut off from the
 // server. After a failure the member leaves: its node, if made, is
 // deleted in the background (as by Close; a Close meanwhile waits for
@@ -70,7 +72,11 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		return invalidArg("nil context")
 	}
 	g.mu.Lock()
-	if g.started || g.closed {
+	if g.closed {
+		g.mu.Unlock()
+		return &startAfterClose{once: ErrNodeStarted}
+	}
+	if g.started {
 		g.mu.Unlock()
 		return ErrNodeStarted
 	}
@@ -90,6 +96,9 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		g.mu.Lock()
+		if g.closed && !errors.Is(err, ErrClosed) { // Close came during Start
+			err = &startAfterClose{once: ErrNodeStarted}
+		}
 		g.closed = true
 		g.mu.Unlock()
 		g.leave(view)

@@ -175,15 +175,19 @@ func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentN
 
 // Start starts keeping the node in the background and returns at once;
 // WaitInPlace waits for the node. It fails with ErrNodeStarted when
-// called twice or after Close, ErrClosed after the Session's Close, and
-// ErrInvalidPath, ErrInvalidArgument or ErrNilSession for bad arguments.
+// called twice, ErrClosed (also matching ErrNodeStarted) after Close,
+// ErrClosed after the Session's Close, and ErrInvalidPath,
+// ErrInvalidArgument or ErrNilSession for bad arguments.
 func (n *PersistentNode) Start() error {
 	if n.err != nil {
 		return n.err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.started || n.closed {
+	if n.closed {
+		return &startAfterClose{once: ErrNodeStarted}
+	}
+	if n.started {
 		return ErrNodeStarted
 	}
 	n.started = true

@@ -80,7 +80,9 @@ func TestGroupMember_StartReturnsAtItsDeadlineWhileCutOff(t *testing.T) {
 	const bound = 1500 * time.Millisecond // a loaded machine's scheduling, not the clean-up's requests
 	var timedOut int
 	var slowest time.Duration
-	defer func() { t.Logf("Start ran out of time in %d of 20 rounds; slowest return %v past its deadline", timedOut, slowest) }()
+	defer func() {
+		t.Logf("Start ran out of time in %d of 20 rounds; slowest return %v past its deadline", timedOut, slowest)
+	}()
 	for round := range 20 {
 		d := time.Duration(50+(round*37)%450) * time.Millisecond
 		id := fmt.Sprintf("m%02d", round)
