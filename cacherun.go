@@ -26,11 +26,15 @@ func newCacheRun() cacheRun {
 }
 
 // claim marks the cache started, once: ErrCacheStarted when it was
-// started or closed before. run ends with the Session or close.
+// started before, and also ErrClosed when closed. run ends with the
+// Session or close.
 func (r *cacheRun) claim(s *Session) (run context.Context, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.started || r.closed {
+	if r.closed {
+		return nil, &startAfterClose{once: ErrCacheStarted}
+	}
+	if r.started {
 		return nil, ErrCacheStarted
 	}
 	r.started = true

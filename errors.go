@@ -24,8 +24,10 @@ var (
 	// *Session.
 	ErrNilSession = errors.New("zkrecipes: nil session")
 
-	// ErrClosed is returned by calls on a Session after Close, and is the
-	// cause of every lease lost because its Session was closed.
+	// ErrClosed is returned by calls on a Session after Close, and by a
+	// request that Close cut short (never zk.ErrConnectionClosed, which
+	// means the connection may come back); it is the cause of every lease
+	// lost because its Session was closed.
 	ErrClosed = errors.New("zkrecipes: session closed")
 
 	// ErrSessionExpired means the ZooKeeper session ended: the server expired
@@ -57,7 +59,11 @@ var (
 
 	// ErrReleaseDeferred is returned by Release when the delete could not be
 	// confirmed (the connection was down or ctx ended): the lease is released,
-	// and its node deleted in the background or ended with the session.
+	// and its node deleted in the background or ended with the session. A
+	// PersistentNode's Close returns it too: there, a persistent node
+	// (ModePersistent, ModePersistentSequential, a discovery Static or
+	// Permanent registration) is deleted in the background only while the
+	// Session stays open, and stays if the Session is closed first.
 	ErrReleaseDeferred = errors.New("zkrecipes: release not yet confirmed by zookeeper; deleting in the background")
 
 	// ErrLocked is returned by TryAcquire when another owner holds the lock.
@@ -103,6 +109,14 @@ var (
 	// (WithLeaseTime) ran out: its Err matches both ErrLockLost and
 	// ErrLeaseExpired.
 	ErrLeaseExpired = errors.New("zkrecipes: lease time expired")
+
+	// ErrNodeLeft is returned by the Close of a PersistentNode in a
+	// persistent mode (and so by a discovery Static or Permanent
+	// registration's Unregister or Close) when its Session was closed
+	// before the node could be deleted: unlike an ephemeral node, it stays
+	// in ZooKeeper. The error names the node (also in Status().Path); delete
+	// it with another Session if it must go.
+	ErrNodeLeft = errors.New("zkrecipes: persistent node left in zookeeper: its session was closed before the delete; delete it with another session")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches
@@ -239,9 +253,21 @@ var (
 var ErrNotHolder = errors.New("zkrecipes: not a holder of the lock")
 
 // ErrCacheStarted is returned by a cache's Start when it was started
-// before, or closed: a cache starts once.
+// before, or closed: a cache starts once. After (or during) Close the
+// error also matches ErrClosed.
 var ErrCacheStarted = errors.New("zkrecipes: cache already started or closed; a cache starts once")
 
-// ErrNodeStarted is returned by PersistentNode.Start when it was started
-// before, or closed: a PersistentNode starts once.
+// ErrNodeStarted is returned by PersistentNode.Start (and GroupMember's)
+// when it was started before, or closed: a PersistentNode starts once.
+// After (or during) Close the error also matches ErrClosed.
 var ErrNodeStarted = errors.New("zkrecipes: persistent node already started or closed; a node starts once")
+
+// startAfterClose is what Start returns after (or during) Close: it
+// matches ErrClosed and, as a second Start does, once (ErrCacheStarted or
+// ErrNodeStarted).
+type startAfterClose struct{ once error }
+
+func (e *startAfterClose) Error() string {
+	return "zkrecipes: closed before it started; a closed recipe cannot start"
+}
+func (e *startAfterClose) Is(target error) bool { return target == ErrClosed || target == e.once }

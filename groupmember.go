@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 )
@@ -63,9 +64,13 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 
 // Start joins the group (in the background: see WaitInPlace) and loads
 // its members. It returns once they are loaded, or fails with ctx's
-// error, ErrNodeStarted when called twice or after Close, ErrClosed after
-// the Session's Close, ErrInvalidPath, ErrInvalidArgument, ErrNilSession
-// or ErrDataTooLarge; after a failure the member has left.
+// error, ErrNodeStarted when called twice, ErrClosed (also matching
+// ErrNodeStarted) after or during Close, ErrClosed after the Session's
+// Close, ErrInvalidPath, ErrInvalidArgument, ErrNilSession or
+// ErrDataTooLarge. It returns when ctx ends, even while cut off from the
+// server. After a failure the member leaves: its node, if made, is
+// deleted in the background (as by Close; a Close meanwhile waits for
+// that delete, within its own ctx).
 func (g *GroupMember) Start(ctx context.Context) error {
 	if g.err != nil {
 		return g.err
@@ -74,7 +79,11 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		return invalidArg("nil context")
 	}
 	g.mu.Lock()
-	if g.started || g.closed {
+	if g.closed {
+		g.mu.Unlock()
+		return &startAfterClose{once: ErrNodeStarted}
+	}
+	if g.started {
 		g.mu.Unlock()
 		return ErrNodeStarted
 	}
@@ -94,14 +103,35 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		g.mu.Lock()
+		if g.closed && !errors.Is(err, ErrClosed) { // Close came during Start
+			err = &startAfterClose{once: ErrNodeStarted}
+		}
 		g.closed = true
 		g.mu.Unlock()
-		_ = view.Close()
-		close(g.done)
-		_ = g.node.Close(context.WithoutCancel(ctx))
+		g.leave(view)
 		return err
 	}
 	return nil
+}
+
+// leave undoes a Start that failed. Its requests may wait for as long as
+// the connection is cut off (go-zookeeper cannot cancel one): it runs in
+// the background, on a goroutine the Session's Close waits for, with a
+// context that ends with the Session, so that Start returns as soon as
+// ctx ends. A Close meanwhile waits for it (PersistentNode.Close does).
+func (g *GroupMember) leave(view *TreeCache) {
+	cleanup := func(ctx context.Context) {
+		_ = view.Close()
+		close(g.done)
+		_ = g.node.Close(ctx)
+	}
+	if !g.s.spawn(func() {
+		ctx, cancel := ctxUntil(g.s.closedCh)
+		defer cancel()
+		cleanup(ctx)
+	}) {
+		cleanup(context.Background()) // the Session is closed: nothing waits on the server
+	}
 }
 
 // WaitInPlace waits until this member's node is in place (see

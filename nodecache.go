@@ -129,9 +129,10 @@ func (c *NodeCache) Path() string { return c.path }
 
 // Start loads the node, then keeps the copy up to date in the background
 // until Close. It returns once the node is loaded (nil), or fails with
-// ctx's error, ErrClosed, ErrCacheStarted when called twice or after
-// Close, ErrInvalidPath or ErrNilSession, or the read's error; after a
-// failure the cache is closed.
+// ctx's error, ErrClosed (after the Session's Close, or after or during
+// the cache's Close, then also matching ErrCacheStarted), ErrCacheStarted
+// when called twice, ErrInvalidPath or ErrNilSession, or the read's
+// error; after a failure the cache is closed.
 func (c *NodeCache) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err

@@ -136,6 +136,12 @@ type PersistentNode struct {
 	closed   bool
 	cancel   context.CancelFunc
 	closeErr error
+	closeEnd chan struct{} // closed once the first Close has returned
+
+	// replaceKind: a node found at the path is one an earlier
+	// PersistentNode of this Session left (keeper only, until the first
+	// node is in place); if its kind is not this mode's, it is replaced.
+	replaceKind bool
 }
 
 // NewPersistentNode returns a PersistentNode that keeps a node at path
@@ -146,7 +152,8 @@ type PersistentNode struct {
 // (ErrDataTooLarge, see WithMaxRequestSize), are returned by Start.
 func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentNodeOption) *PersistentNode {
 	n := &PersistentNode{s: s, path: path, data: data, dataVer: 1, wake: make(chan struct{}, 1),
-		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID()}
+		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID(),
+		closeEnd: make(chan struct{})}
 	n.err = checkRecipe(s, path)
 	for _, o := range opts {
 		if o == nil {
@@ -179,16 +186,19 @@ func (n *PersistentNode) checkData(data []byte) error {
 
 // Start starts keeping the node in the background and returns at once;
 // WaitInPlace waits for the node. It fails with ErrNodeStarted when
-// called twice or after Close, ErrClosed after the Session's Close, and
-// ErrInvalidPath, ErrInvalidArgument, ErrNilSession or ErrDataTooLarge for
-// bad arguments.
+// called twice, ErrClosed (also matching ErrNodeStarted) after Close,
+// ErrClosed after the Session's Close, and ErrInvalidPath,
+// ErrInvalidArgument, ErrNilSession or ErrDataTooLarge for bad arguments.
 func (n *PersistentNode) Start() error {
 	if n.err != nil {
 		return n.err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.started || n.closed {
+	if n.closed {
+		return &startAfterClose{once: ErrNodeStarted}
+	}
+	if n.started {
 		return ErrNodeStarted
 	}
 	n.started = true
@@ -297,9 +307,15 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 
 // Close stops keeping the node and deletes it. It returns nil once the
 // node is gone, or ErrReleaseDeferred when the delete could not be
-// confirmed before ctx ended or with the connection down: an ephemeral
-// node is then deleted in the background (or ends with its session).
-// Close is idempotent: later calls return what the first did.
+// confirmed before ctx ended or with the connection down: the node is
+// then deleted in the background while the Session stays open (an
+// ephemeral node ends with its session at the latest; a persistent one
+// stays if the Session is closed first, which is logged). After the
+// Session's Close, an ephemeral node has ended with the session and Close
+// returns nil, while a persistent one (ModePersistent,
+// ModePersistentSequential) stays: Close returns ErrNodeLeft, naming it.
+// Close is idempotent: later calls wait for the first (within their own
+// ctx, ErrReleaseDeferred when it ends first) and return what it did.
 func (n *PersistentNode) Close(ctx context.Context) error {
 	if n.err != nil {
 		return nil
@@ -309,13 +325,20 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 	}
 	n.mu.Lock()
 	if n.closed {
-		err := n.closeErr
 		n.mu.Unlock()
-		return err
+		select { // the first Close may still be deleting the node
+		case <-n.closeEnd:
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return n.closeErr
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, ctx.Err())
+		}
 	}
 	n.closed = true
 	started, cancel := n.started, n.cancel
 	n.mu.Unlock()
+	defer close(n.closeEnd)
 	if !started {
 		return nil
 	}
@@ -335,7 +358,7 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 // path for the others.
 func (n *PersistentNode) remove(ctx context.Context) error {
 	if n.s.isClosed() {
-		return nil // an ephemeral node ended with the session; Close's own cleanup ran
+		return n.left()
 	}
 	var err error
 	if n.cfg.mode.sequential() {
@@ -346,12 +369,38 @@ func (n *PersistentNode) remove(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if n.cfg.mode.sequential() {
+	if n.s.isClosed() { // closed while the delete ran
+		return n.left()
+	}
+	switch {
+	case n.cfg.mode.sequential():
 		n.s.cleanupProtected(parentPath(n.abs), n.uuid)
-	} else {
+	case n.cfg.mode.ephemeral():
 		n.s.deleteEventually(n.abs, n.s.SessionID())
+	default:
+		n.s.deleteEventually(n.abs, 0)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, err)
+}
+
+// left is what Close returns once the Session is closed: nil for an
+// ephemeral node, which ended with the session (Close's own clean-up
+// ran), and ErrNodeLeft, naming the node, for a persistent one.
+func (n *PersistentNode) left() error {
+	if n.cfg.mode.ephemeral() {
+		return nil
+	}
+	n.mu.Lock()
+	node := n.node
+	n.mu.Unlock()
+	switch {
+	case node != "":
+		return fmt.Errorf("%w: %s", ErrNodeLeft, n.s.rel(node))
+	case n.cfg.mode.sequential():
+		return fmt.Errorf("%w: %s (if its create went through)", ErrNodeLeft,
+			joinPath(parentPath(n.path), protectedName(n.uuid, baseName(n.path))+"<sequence>"))
+	}
+	return fmt.Errorf("%w: %s (if its create went through)", ErrNodeLeft, n.path)
 }
 
 // poke asks the keeper to check the node again.
@@ -388,6 +437,16 @@ func (n *PersistentNode) keep(ctx context.Context) {
 	states, cancel := n.s.Subscribe()
 	defer cancel()
 	defer n.setStatus(false, nil) // nobody keeps it any more
+	if !n.cfg.mode.sequential() {
+		// A PersistentNode closed before at this path may have left its
+		// delete to the background: call it off, so that it cannot delete
+		// this node, and replace what it left if of the wrong kind.
+		left, err := n.s.reclaim(ctx, n.abs)
+		if err != nil {
+			return
+		}
+		n.replaceKind = left
+	}
 	bo := n.s.cfg.retry()
 	for {
 		gen, _, err := n.s.awaitConnected(ctx)
@@ -414,6 +473,7 @@ func (n *PersistentNode) keep(ctx context.Context) {
 			continue
 		}
 		bo.Reset()
+		n.replaceKind = false
 		n.setStatus(true, nil)
 		if !n.await(ctx, w, states, 0) {
 			return
@@ -480,6 +540,15 @@ func (n *PersistentNode) ensure(ctx context.Context, gen *generation) (<-chan zk
 				// Ours, of a session that has ended or is ending: it is
 				// about to vanish, so make it again under this one.
 				n.s.cfg.log.Info("zkrecipes: persistent node left by an older session; replacing it", "path", node)
+				if err := n.s.delete(ctx, node); err != nil && err != zk.ErrNoNode {
+					return nil, err
+				}
+				n.forget(node)
+			case n.replaceKind && (st.EphemeralOwner != 0) != n.cfg.mode.ephemeral():
+				// Left by an earlier PersistentNode of this Session with
+				// another mode (a discovery registration whose Type
+				// changed): make it again in this mode, as Curator does.
+				n.s.cfg.log.Info("zkrecipes: persistent node of another kind left at the path; replacing it", "path", node)
 				if err := n.s.delete(ctx, node); err != nil && err != zk.ErrNoNode {
 					return nil, err
 				}

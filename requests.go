@@ -2,6 +2,9 @@ package zkrecipes
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -71,6 +74,11 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 	start := time.Now()
 	v, err := fn()
 	err = connLost(err)
+	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
+		// Close cut the request short: the Session is closed, not cut off,
+		// and no retry loop may wait for a reconnection.
+		err = ErrClosed
+	}
 	if s.cfg.tracer != nil {
 		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
 	}
@@ -326,22 +334,35 @@ func (s *Session) createContainer(ctx context.Context, p string) error {
 // deleteEventually deletes path in the background, retrying through
 // connection loss, until it is gone, the ZooKeeper session that owns it
 // (owner) has ended, or the Session is closed (its own session, and with it
-// the node, then ends too).
+// the node, then ends too). An owner of 0 is a persistent node: it stays
+// if the Session is closed first, which is logged. A keeper of the same
+// path may call it off (reclaim).
 func (s *Session) deleteEventually(path string, owner int64) {
-	s.goBackground(0, func(ctx context.Context) {
+	dd := s.deferDelete(path)
+	if !s.spawn(func() {
+		defer s.undefer(path, dd)
+		ctx, cancel := ctxUntil(s.closedCh)
+		defer cancel()
 		bo := s.cfg.retry()
 		for {
 			gen, _, err := s.awaitConnected(ctx)
 			if err != nil {
+				if owner == 0 && s.isClosed() {
+					s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
+				}
 				return
 			}
+			if !dd.begin() {
+				return // called off by a keeper of the path
+			}
 			err = s.delete(ctx, path)
+			dd.end()
 			switch {
 			case err == nil || err == zk.ErrNoNode:
 				return
 			case !isRetryable(err):
-				if gen.id == owner {
-					s.cfg.log.Error("zkrecipes: cannot delete node; it stays until its session ends", "path", path, "err", err)
+				if gen.id == owner || owner == 0 {
+					s.cfg.log.Error("zkrecipes: cannot delete node; it stays (an ephemeral one until its session ends)", "path", path, "err", err)
 				}
 				return
 			}
@@ -351,10 +372,92 @@ func (s *Session) deleteEventually(path string, owner int64) {
 				d = time.Second
 			}
 			if sleepCtx(ctx, d) != nil {
+				if owner == 0 && s.isClosed() {
+					s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
+				}
 				return
 			}
 		}
-	})
+	}) {
+		s.undefer(path, dd)
+	}
+}
+
+// deferredDelete is one background delete of deleteEventually, which a
+// keeper of the same path can call off: a PersistentNode started at the
+// path a closed one could not delete (discovery's Unregister then
+// Register) must not see its node deleted behind it.
+type deferredDelete struct {
+	mu       sync.Mutex
+	off      bool          // called off: send no more deletes
+	inflight chan struct{} // closed when the delete being sent has its reply
+}
+
+// begin reports whether the next delete may be sent, and marks it in
+// flight.
+func (d *deferredDelete) begin() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return false
+	}
+	d.inflight = make(chan struct{})
+	return true
+}
+
+func (d *deferredDelete) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.inflight)
+	d.inflight = nil
+}
+
+// deferDelete registers a background delete of path.
+func (s *Session) deferDelete(path string) *deferredDelete {
+	dd := &deferredDelete{}
+	s.deferredMu.Lock()
+	defer s.deferredMu.Unlock()
+	if s.deferred == nil {
+		s.deferred = map[string][]*deferredDelete{}
+	}
+	s.deferred[path] = append(s.deferred[path], dd)
+	return dd
+}
+
+// undefer forgets a background delete once it has ended.
+func (s *Session) undefer(path string, dd *deferredDelete) {
+	s.deferredMu.Lock()
+	defer s.deferredMu.Unlock()
+	s.deferred[path] = slices.DeleteFunc(s.deferred[path], func(d *deferredDelete) bool { return d == dd })
+	if len(s.deferred[path]) == 0 {
+		delete(s.deferred, path)
+	}
+}
+
+// reclaim calls off the background deletes of path, for a keeper that
+// is about to make the node there again, and waits (within ctx) for a
+// delete already sent to have its reply: the keeper's requests then come
+// after it. It reports whether there was any: a node at path is then one
+// a predecessor left.
+func (s *Session) reclaim(ctx context.Context, path string) (bool, error) {
+	s.deferredMu.Lock()
+	dds := slices.Clone(s.deferred[path])
+	s.deferredMu.Unlock()
+	for _, dd := range dds {
+		dd.mu.Lock()
+		dd.off = true
+		ch := dd.inflight
+		dd.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+	return len(dds) > 0, nil
 }
 
 // cleanupTimeout bounds the synchronous part of a clean-up.

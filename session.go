@@ -34,7 +34,10 @@ type Session struct {
 	owned    sync.Map    // path -> struct{}: ephemeral nodes this Session created and has not deleted
 	drops    sync.Map    // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 	held     heldNodes   // the nodes its leases hold, watched through the event callback (holdwatch.go)
-	direct   bool        // events come from the client's callback (Connect), not a channel (NewSession)
+
+	deferredMu sync.Mutex
+	deferred   map[string][]*deferredDelete // path -> its background deletes (deleteEventually)
+	direct     bool                         // events come from the client's callback (Connect), not a channel (NewSession)
 
 	// event queue: the client's callback appends, one goroutine drains.
 	qmu   sync.Mutex

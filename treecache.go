@@ -153,9 +153,10 @@ func (c *TreeCache) Path() string { return c.path }
 
 // Start loads the tree, then keeps the copy up to date in the background
 // until Close. It returns once the tree is loaded (nil), or fails with
-// ctx's error, ErrClosed, ErrCacheStarted when called twice or after
-// Close, ErrInvalidPath, ErrInvalidArgument or ErrNilSession, or a read's
-// error; after a failure the cache is closed.
+// ctx's error, ErrClosed (after the Session's Close, or after or during
+// the cache's Close, then also matching ErrCacheStarted), ErrCacheStarted
+// when called twice, ErrInvalidPath, ErrInvalidArgument or
+// ErrNilSession, or a read's error; after a failure the cache is closed.
 func (c *TreeCache) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err

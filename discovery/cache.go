@@ -56,10 +56,12 @@ func (d *ServiceDiscovery) NewCache(name string) *ServiceCache {
 
 // Start loads the service's instances, then keeps the copy up to date in
 // the background until Close. It returns once they are loaded, or fails
-// with ctx's error, ErrClosed when called twice or after Close, ErrBadName,
-// or the Session's errors; after a failure the cache is closed.
+// with ctx's error, ErrClosed when called twice, after (or during) Close,
+// or after the Close of its ServiceDiscovery or its Session (then also
+// matching zkrecipes.ErrClosed), ErrBadName, or the Session's errors;
+// after a failure the cache is closed.
 func (c *ServiceCache) Start(ctx context.Context) error {
-	if err := c.d.check(c.name, "\x00"); err != nil {
+	if err := c.d.checkOpen(c.name, "\x00"); err != nil {
 		return err
 	}
 	if ctx == nil {
@@ -80,11 +82,15 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		c.mu.Lock()
+		closedMeanwhile := c.closed
 		c.closed = true
 		c.mu.Unlock()
 		_ = tc.Close()
 		close(c.done)
-		return err
+		if closedMeanwhile {
+			return ErrClosed // Close came during Start
+		}
+		return c.d.closing(err)
 	}
 	go c.follow(tc)
 	return nil

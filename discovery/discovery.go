@@ -32,8 +32,10 @@ import (
 // them, as Curator's ServiceDiscovery.
 //
 // New does no I/O. A ServiceDiscovery is safe for concurrent use. Close
-// unregisters what it registered; the Session's Close ends the
-// registrations too (ephemeral ones end with the session).
+// unregisters what it registered. The Session's Close ends the Dynamic
+// registrations (ephemeral nodes end with the session) but not the
+// Static or Permanent ones: Unregister or Close after it returns
+// zkrecipes.ErrNodeLeft for those.
 type ServiceDiscovery struct {
 	s    *zr.Session
 	base string
@@ -47,6 +49,7 @@ type ServiceDiscovery struct {
 type registration struct {
 	inst Instance
 	node *zr.PersistentNode
+	mode zr.CreateMode
 }
 
 // New returns a ServiceDiscovery for the services under basePath
@@ -97,27 +100,72 @@ func (d *ServiceDiscovery) check(name, id string) error {
 	return nil
 }
 
+// checkOpen is check, and closedErr after it.
+func (d *ServiceDiscovery) checkOpen(name, id string) error {
+	if err := d.check(name, id); err != nil {
+		return err
+	}
+	return d.closedErr()
+}
+
 func key(name, id string) string { return name + "/" + id }
+
+// errSessionClosed is what a call returns after the Session's Close.
+var errSessionClosed = fmt.Errorf("%w: %w", ErrClosed, zr.ErrClosed)
+
+// closedErr returns ErrClosed after Close, errSessionClosed after the
+// Session's Close, and nil otherwise.
+func (d *ServiceDiscovery) closedErr() error {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case d.s.State() == zr.StateClosed:
+		return errSessionClosed
+	}
+	return nil
+}
+
+// closing maps the error of a call that failed because the Session was
+// closed (zkrecipes.ErrClosed, or the connection's error of a request
+// that Close cut short) to one that matches ErrClosed as well.
+func (d *ServiceDiscovery) closing(err error) error {
+	switch {
+	case err == nil || errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, zr.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case d.s.State() == zr.StateClosed:
+		return errSessionClosed
+	}
+	return err
+}
 
 // Register registers inst and keeps it registered until Unregister or
 // Close: its node is made again after a session expiry or a deletion. A
 // zero RegistrationTime is set to now, and the node's kind follows Type
 // (Dynamic: ephemeral, the default; DynamicSequential: ephemeral
 // sequential; Static and Permanent: persistent). Registering an instance
-// this ServiceDiscovery has registered already updates it.
+// this ServiceDiscovery has registered already updates it; with a Type
+// of another node kind, it deletes the old node and makes the new one in
+// the new kind, as Curator does (a Dynamic instance made Static then
+// outlives the Session).
 //
 // Register returns once the node is in place; if ctx ends first it
 // returns ctx's error and the registration stays, still being made
-// (Unregister it to give up). It fails with ErrBadName, ErrBadInstance,
-// ErrClosed after Close, zkrecipes.ErrDataTooLarge for an instance whose
-// JSON is too large for a node under the Session's request size limit
-// (nothing is sent; a registered instance keeps the data it had), and the
-// Session's errors.
+// (Unregister it to give up). It fails with ErrBadName, ErrBadInstance
+// (and ErrBadType for a Type Curator does not know; nothing is written
+// then), ErrClosed after Close or the Session's Close,
+// zkrecipes.ErrDataTooLarge for an instance whose JSON is too large for a
+// node under the Session's request size limit (nothing is sent; a
+// registered instance keeps the data it had), and the Session's errors.
 func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx
 	}
-	if err := d.check(inst.Name, inst.ID); err != nil {
+	if err := d.checkOpen(inst.Name, inst.ID); err != nil {
 		return err
 	}
 	if inst.RegistrationTime.IsZero() {
@@ -128,20 +176,6 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return ErrClosed
-	}
-	if r, ok := d.regs[key(inst.Name, inst.ID)]; ok {
-		r.inst = inst
-		node := r.node
-		d.mu.Unlock()
-		if err := node.SetData(ctx, data); err != nil {
-			return err
-		}
-		return node.WaitInPlace(ctx)
-	}
 	mode := zr.ModeEphemeral
 	switch inst.Type {
 	case DynamicSequential:
@@ -149,30 +183,61 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 	case Static, Permanent:
 		mode = zr.ModePersistent
 	}
-	node := zr.NewPersistentNode(d.s, d.instancePath(inst.Name, inst.ID), data, zr.WithCreateMode(mode))
-	if err := node.Start(); err != nil {
+	k := key(inst.Name, inst.ID)
+	d.mu.Lock()
+	if d.closed {
 		d.mu.Unlock()
-		return err
+		return ErrClosed
 	}
-	d.regs[key(inst.Name, inst.ID)] = &registration{inst: inst, node: node}
+	old, ok := d.regs[k]
+	if ok && old.mode == mode {
+		old.inst = inst
+		d.mu.Unlock()
+		if err := old.node.SetData(ctx, data); err != nil {
+			return d.closing(err)
+		}
+		return d.closing(old.node.WaitInPlace(ctx))
+	}
+	node := zr.NewPersistentNode(d.s, d.instancePath(inst.Name, inst.ID), data, zr.WithCreateMode(mode))
+	reg := &registration{inst: inst, node: node, mode: mode}
+	d.regs[k] = reg
 	d.mu.Unlock()
-	return node.WaitInPlace(ctx)
+	if ok {
+		// Another kind of node: delete the old one and make the new one,
+		// as Curator does. A delete left to the background is called off
+		// by the new node's keeper, which replaces what it finds there.
+		_ = old.node.Close(ctx)
+	}
+	if err := node.Start(); err != nil {
+		d.mu.Lock()
+		if d.regs[k] == reg {
+			delete(d.regs, k)
+		}
+		d.mu.Unlock()
+		return d.closing(err)
+	}
+	return d.closing(node.WaitInPlace(ctx))
 }
 
 // Update writes inst over its registration (found by name and ID). It
-// fails with ErrNotRegistered for an instance not registered here, and
-// otherwise as PersistentNode.SetData: the data is kept and written when
-// the node is next in place, except data too large
-// (zkrecipes.ErrDataTooLarge), which is refused before anything is sent.
+// fails with ErrNotRegistered for an instance not registered here,
+// ErrClosed after Close or the Session's Close, and otherwise as
+// PersistentNode.SetData: the data is kept and written when the node is
+// next in place, except data too large (zkrecipes.ErrDataTooLarge), which
+// is refused before anything is sent.
 func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return errNilCtx
 	}
-	if err := d.check(inst.Name, inst.ID); err != nil {
+	if err := d.checkOpen(inst.Name, inst.ID); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	r, ok := d.regs[key(inst.Name, inst.ID)]
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
 	if !ok {
 		d.mu.Unlock()
 		return fmt.Errorf("%w: %s/%s", ErrNotRegistered, inst.Name, inst.ID)
@@ -188,12 +253,15 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if err != nil {
 		return err
 	}
-	return r.node.SetData(ctx, data)
+	return d.closing(r.node.SetData(ctx, data))
 }
 
 // Unregister stops keeping the instance registered and deletes its node.
 // It fails with ErrNotRegistered for an instance not registered here,
-// and as PersistentNode.Close otherwise.
+// ErrClosed after Close, and as PersistentNode.Close otherwise: after the
+// Session's Close, it returns nil for a Dynamic or DynamicSequential
+// instance (it ended with the session) and ErrNodeLeft for a Static or
+// Permanent one, which stays in ZooKeeper.
 func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) error {
 	if ctx == nil {
 		return errNilCtx
@@ -202,6 +270,10 @@ func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) erro
 		return err
 	}
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
 	r, ok := d.regs[key(name, id)]
 	delete(d.regs, key(name, id))
 	d.mu.Unlock()
@@ -227,8 +299,9 @@ func (d *ServiceDiscovery) Status(name, id string) (zr.NodeStatus, <-chan struct
 }
 
 // Close unregisters every instance registered here and returns the first
-// error of their deletes (see PersistentNode.Close). Later calls on the
-// ServiceDiscovery fail with ErrClosed; Close is idempotent.
+// error of their deletes (see PersistentNode.Close: zkrecipes.ErrNodeLeft
+// after the Session's Close for a Static or Permanent instance). Later
+// calls on the ServiceDiscovery fail with ErrClosed; Close is idempotent.
 func (d *ServiceDiscovery) Close(ctx context.Context) error {
 	if ctx == nil {
 		return errNilCtx
@@ -248,13 +321,17 @@ func (d *ServiceDiscovery) Close(ctx context.Context) error {
 }
 
 // QueryForNames returns the names of the services under the base path,
-// sorted (none when the base path does not exist).
+// sorted (none when the base path does not exist). It fails with
+// ErrClosed after Close or the Session's Close.
 func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) {
 	if ctx == nil {
 		return nil, errNilCtx
 	}
 	if d.err != nil {
 		return nil, d.err
+	}
+	if err := d.closedErr(); err != nil {
+		return nil, err
 	}
 	names, err := d.children(ctx, d.base)
 	if err != nil {
@@ -265,12 +342,13 @@ func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) 
 
 // QueryForInstances reads every instance of the service, sorted by ID.
 // A node that does not hold an instance (ErrBadInstance) is skipped, not
-// an error: one bad registration does not hide the others.
+// an error: one bad registration does not hide the others. It fails with
+// ErrClosed after Close or the Session's Close.
 func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) ([]Instance, error) {
 	if ctx == nil {
 		return nil, errNilCtx
 	}
-	if err := d.check(name, "\x00"); err != nil {
+	if err := d.checkOpen(name, "\x00"); err != nil {
 		return nil, err
 	}
 	ids, err := d.children(ctx, d.servicePath(name))
@@ -294,13 +372,13 @@ func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) (
 
 // QueryForInstance reads one instance of the service by the name of its
 // node (its ID, unless registered DynamicSequential). It fails with
-// ErrNoInstance when there is none, and ErrBadInstance when the node does
-// not hold an instance.
+// ErrNoInstance when there is none, ErrBadInstance when the node does
+// not hold an instance, and ErrClosed after Close or the Session's Close.
 func (d *ServiceDiscovery) QueryForInstance(ctx context.Context, name, id string) (Instance, error) {
 	if ctx == nil {
 		return Instance{}, errNilCtx
 	}
-	if err := d.check(name, id); err != nil {
+	if err := d.checkOpen(name, id); err != nil {
 		return Instance{}, err
 	}
 	return d.read(ctx, d.instancePath(name, id))
@@ -325,7 +403,7 @@ func (d *ServiceDiscovery) children(ctx context.Context, p string) ([]string, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, d.closing(err)
 	}
 	sort.Strings(kids)
 	return kids, nil
@@ -340,7 +418,7 @@ func (d *ServiceDiscovery) read(ctx context.Context, p string) (Instance, error)
 		return Instance{}, fmt.Errorf("%w: %s", ErrNoInstance, p)
 	}
 	if err != nil {
-		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", p, err)
+		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", p, d.closing(err))
 	}
 	inst, err := Unmarshal(data)
 	if err != nil {

@@ -30,8 +30,19 @@ var (
 	ErrNoInstance = errors.New("zkrecipes: discovery: no instance of the service available")
 
 	// ErrClosed is returned by a ServiceDiscovery, ServiceCache or
-	// Provider after its Close.
+	// Provider after its Close (for a ServiceCache or Provider, also after
+	// its ServiceDiscovery's), and by every call of them after the
+	// Session's Close, then also matching zkrecipes.ErrClosed. A call cut
+	// short by the Session's Close returns it too, never go-zookeeper's
+	// zk.ErrConnectionClosed, which means "retry once reconnected".
 	ErrClosed = errors.New("zkrecipes: discovery: closed")
+
+	// ErrBadType is returned, with ErrBadInstance, by Register, Update and
+	// Instance.Marshal for an Instance whose Type is not one of Curator's
+	// service types (Dynamic, DynamicSequential, Static, Permanent, or ""
+	// for Dynamic), before anything is written: Curator's readers fail on
+	// such an instance for its whole service.
+	ErrBadType = errors.New("zkrecipes: discovery: unknown service type; use DYNAMIC, DYNAMIC_SEQUENTIAL, STATIC or PERMANENT")
 )
 
 // errNilCtx is what every call given a nil context returns.

@@ -24,6 +24,16 @@ const (
 	Permanent ServiceType = "PERMANENT"
 )
 
+// valid reports whether t is one of Curator's service types (or "", for
+// Dynamic): Curator's readers fail on any other, for the whole service.
+func (t ServiceType) valid() bool {
+	switch t {
+	case "", Dynamic, DynamicSequential, Static, Permanent:
+		return true
+	}
+	return false
+}
+
 // Instance is one instance of a service, as curator-x-discovery's
 // ServiceInstance: the registration a service writes at
 // <base path>/<Name>/<ID>.
@@ -44,7 +54,7 @@ type Instance struct {
 	// RegistrationTime is when the instance was made, to the millisecond
 	// (registrationTimeUTC).
 	RegistrationTime time.Time
-	Type             ServiceType // "" is Dynamic
+	Type             ServiceType // "" is Dynamic; any other value than the four above is refused
 	// URISpec is Curator's UriSpec in its written form: literal text and
 	// {variables}, such as "{scheme}://{address}:{port}/api"; see URI.
 	URISpec string
@@ -85,10 +95,14 @@ const defaultPayloadClass = "java.util.LinkedHashMap"
 
 // Marshal returns the instance as Curator's default JsonInstanceSerializer
 // writes it. It fails with ErrBadInstance for an instance without a name
-// or an ID, or with a payload that is not valid JSON.
+// or an ID, with a payload that is not valid JSON, or (also matching
+// ErrBadType) with a Type Curator does not know.
 func (i Instance) Marshal() ([]byte, error) {
 	if i.Name == "" || i.ID == "" {
 		return nil, fmt.Errorf("%w: name and id are required", ErrBadInstance)
+	}
+	if !i.Type.valid() {
+		return nil, fmt.Errorf("%w: service type %q (%w)", ErrBadType, string(i.Type), ErrBadInstance)
 	}
 	w := wireInstance{Name: i.Name, ID: i.ID, ServiceType: string(i.Type),
 		RegistrationTimeUTC: i.RegistrationTime.UnixMilli()}

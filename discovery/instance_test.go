@@ -120,6 +120,11 @@ func TestMarshal_RejectsWhatCannotBeWritten(t *testing.T) {
 			t.Errorf("%+v: %v", i, err)
 		}
 	}
+	for _, typ := range []ServiceType{"dynamic", "EPHEMERAL", " STATIC", "X"} {
+		if _, err := (Instance{Name: "a", ID: "b", Type: typ}).Marshal(); !errors.Is(err, ErrBadType) || !errors.Is(err, ErrBadInstance) {
+			t.Errorf("type %q: %v", typ, err)
+		}
+	}
 }
 
 func FuzzUnmarshal(f *testing.F) {
