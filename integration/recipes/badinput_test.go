@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -544,4 +545,129 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 		require.Eventually(t, func() bool { return len(leftBehind(t, conn, base+"/lt")) == 0 }, 10*time.Second, 20*time.Millisecond)
 	})
 	assert.Empty(t, leftBehind(t, conn, base))
+}
+
+// TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks: 1.1 MB of data (past
+// ZooKeeper's default jute.maxbuffer) given to every call of the recipes
+// added after the locks that writes caller data must fail at once with
+// ErrDataTooLarge, leaving no node and disturbing no other lease of the
+// Session (see datatoolarge_test.go for the locks). A keeper (Start does no
+// I/O) reports it from Start or from WaitInPlace.
+func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
+	huge := make([]byte, 1100*1024)
+	hugeJSON := json.RawMessage(`"` + strings.Repeat("x", len(huge)) + `"`)
+	keeper := func(start func() error, wait func(context.Context) error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := start(); err != nil {
+				return err
+			}
+			return wait(ctx)
+		}
+	}
+	cases := []struct {
+		name string
+		call func(s *zr.Session, path string) func(ctx context.Context) error
+	}{
+		{"PersistentNode(1.1 MB).Start", func(s *zr.Session, path string) func(context.Context) error {
+			n := zr.NewPersistentNode(s, path, huge)
+			t.Cleanup(func() { _ = n.Close(context.Background()) })
+			return keeper(n.Start, n.WaitInPlace)
+		}},
+		{"PersistentNode.SetData(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
+			n := zr.NewPersistentNode(s, path, []byte("small"))
+			t.Cleanup(func() { _ = n.Close(context.Background()) })
+			return func(ctx context.Context) error {
+				if err := keeper(n.Start, n.WaitInPlace)(ctx); err != nil {
+					return fmt.Errorf("start: %w", err)
+				}
+				err := n.SetData(ctx, huge)
+				if cerr := n.Close(ctx); cerr != nil {
+					return fmt.Errorf("close: %w", cerr)
+				}
+				return err
+			}
+		}},
+		{"GroupMember(1.1 MB).Start", func(s *zr.Session, path string) func(context.Context) error {
+			g := zr.NewGroupMember(s, path, "m", huge)
+			t.Cleanup(func() { _ = g.Close(context.Background()) })
+			return func(ctx context.Context) error {
+				if err := g.Start(ctx); err != nil {
+					return err
+				}
+				return g.WaitInPlace(ctx)
+			}
+		}},
+		{"GroupMember.SetData(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
+			g := zr.NewGroupMember(s, path, "m", []byte("small"))
+			t.Cleanup(func() { _ = g.Close(context.Background()) })
+			return func(ctx context.Context) error {
+				if err := g.Start(ctx); err != nil {
+					return fmt.Errorf("start: %w", err)
+				}
+				if err := g.WaitInPlace(ctx); err != nil {
+					return fmt.Errorf("wait in place: %w", err)
+				}
+				err := g.SetData(ctx, huge)
+				if cerr := g.Close(ctx); cerr != nil {
+					return fmt.Errorf("close: %w", cerr)
+				}
+				return err
+			}
+		}},
+		{"discovery.Register(1.1 MB payload)", func(s *zr.Session, path string) func(context.Context) error {
+			d := discovery.New(s, path)
+			t.Cleanup(func() { _ = d.Close(context.Background()) })
+			return func(ctx context.Context) error {
+				return d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Payload: hugeJSON})
+			}
+		}},
+		{"discovery.Update(1.1 MB payload)", func(s *zr.Session, path string) func(context.Context) error {
+			d := discovery.New(s, path)
+			t.Cleanup(func() { _ = d.Close(context.Background()) })
+			return func(ctx context.Context) error {
+				if err := d.Register(ctx, discovery.Instance{Name: "api", ID: "a"}); err != nil {
+					return fmt.Errorf("register: %w", err)
+				}
+				err := d.Update(ctx, discovery.Instance{Name: "api", ID: "a", Payload: hugeJSON})
+				if cerr := d.Close(ctx); cerr != nil {
+					return fmt.Errorf("close: %w", cerr)
+				}
+				return err
+			}
+		}},
+		{"SharedValue.Set(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := zr.NewSharedValue(s, path, nil).Set(ctx, huge); return err }
+		}},
+		{"SharedValue(1.1 MB seed).Get", func(s *zr.Session, path string) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := zr.NewSharedValue(s, path, huge).Get(ctx); return err }
+		}},
+		{"Queue.Offer(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
+			return func(ctx context.Context) error { return zr.NewQueue(s, path).Offer(ctx, huge) }
+		}},
+		{"Barrier(1.1 MB data).Set", func(s *zr.Session, path string) func(context.Context) error {
+			return func(ctx context.Context) error { return zr.NewBarrier(s, path, zr.WithBarrierData(huge)).Set(ctx) }
+		}},
+		{"Election.Proclaim(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
+			return func(ctx context.Context) error {
+				e := zr.NewElection(s, path+"-election", zr.WithProclaim()) // path stays empty
+				l, err := e.Campaign(ctx)
+				if err != nil {
+					return fmt.Errorf("campaign: %w", err)
+				}
+				err = e.Proclaim(ctx, l, huge)
+				if rerr := l.Release(ctx); rerr != nil {
+					return fmt.Errorf("release: %w", rerr)
+				}
+				return err
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBystander(t)
+			path := testPath(t)
+			b.refuses(t, tc.name, tc.call(b.cl.Session, path))
+			b.undisturbed(t, path)
+		})
+	}
 }
