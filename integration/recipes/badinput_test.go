@@ -671,3 +671,85 @@ func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 		})
 	}
 }
+
+// TestBadInput_PathTooLongForARequestIsRefusedAtOnceAndDisturbsNoLease: a
+// path of 1.1 MB (no node can have it: its create would be past the
+// server's jute.maxbuffer) must fail at once with ErrInvalidPath, before
+// any request: a read of it is a request the server answers by closing
+// the connection, which would put every lease of the Session in doubt.
+func TestBadInput_PathTooLongForARequestIsRefusedAtOnceAndDisturbsNoLease(t *testing.T) {
+	long := "/" + strings.Repeat("x", 1100*1024)
+	noData := func([]byte, *zr.NodeStat) error { return nil }
+	noKids := func([]string, *zr.NodeStat) error { return nil }
+	calls := map[string]func(s *zr.Session, p string) func(context.Context) error{
+		"WatchData": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { return zr.WatchData(ctx, s, p, noData) }
+		},
+		"WatchChildren": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { return zr.WatchChildren(ctx, s, p, noKids) }
+		},
+		"NodeCache.Start": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { c := zr.NewNodeCache(s, p); defer c.Close(); return c.Start(ctx) }
+		},
+		"TreeCache.Start": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { c := zr.NewTreeCache(s, p); defer c.Close(); return c.Start(ctx) }
+		},
+		"Queue.Peek": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := zr.NewQueue(s, p).Peek(ctx); return err }
+		},
+		"AtomicCounter.Get": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := zr.NewAtomicCounter(s, p).Get(ctx); return err }
+		},
+		"Revoke": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { return zr.Revoke(ctx, s, p+"/_c_x-lock-0000000001") }
+		},
+		"PersistentNode.Start": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error {
+				n := zr.NewPersistentNode(s, p, nil)
+				defer func() { _ = n.Close(ctx) }()
+				if err := n.Start(); err != nil {
+					return err
+				}
+				return n.WaitInPlace(ctx)
+			}
+		},
+		"GroupMember.Start": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error {
+				g := zr.NewGroupMember(s, p, "m", nil)
+				defer func() { _ = g.Close(ctx) }()
+				return g.Start(ctx)
+			}
+		},
+		"Barrier.Wait": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { return zr.NewBarrier(s, p).Wait(ctx) }
+		},
+		"DoubleBarrier.Enter": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { return zr.NewDoubleBarrier(s, p, 1).Enter(ctx) }
+		},
+		"SharedValue.Get": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := zr.NewSharedValue(s, p, nil).Get(ctx); return err }
+		},
+		"Election.Leader": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := zr.NewElection(s, p).Leader(ctx); return err }
+		},
+		"Semaphore.Available": func(s *zr.Session, p string) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := zr.NewSemaphore(s, p, 1).Available(ctx); return err }
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			b := newBystander(t)
+			path := testPath(t)
+			done := make(chan error, 1)
+			go func() { done <- call(b.cl.Session, path+long)(context.Background()) }()
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, zr.ErrInvalidPath)
+				assert.Less(t, len(err.Error()), 1000, "the error quotes a shortened path")
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no answer after 10s with context.Background(): it must fail at once")
+			}
+			b.undisturbed(t, path)
+		})
+	}
+}
