@@ -117,6 +117,12 @@ func badInputMoreTable() []badCall {
 		{"Barrier(nil option, bad path).Set", func(ctx context.Context) error { return NewBarrier(unused, "a", nil).Set(ctx) }, ErrInvalidArgument},
 		{"Revoke(the lock's path, not a node in it)", func(ctx context.Context) error { return Revoke(ctx, unused, "/locks/a") }, ErrInvalidArgument},
 		{"Revoke(a group member's node)", func(ctx context.Context) error { return Revoke(ctx, unused, "/group/member-1") }, ErrInvalidArgument},
+		{"NodeCache(1.1 MB path).Start", func(ctx context.Context) error {
+			return NewNodeCache(unused, "/"+strings.Repeat("x", len(huge))).Start(ctx)
+		}, ErrInvalidPath},
+		{"WatchChildren(1.1 MB path)", func(ctx context.Context) error {
+			return WatchChildren(ctx, unused, "/a/"+strings.Repeat("x", len(huge)), func([]string, *NodeStat) error { return nil })
+		}, ErrInvalidPath},
 		{"Queue.Offer(1.1 MB)", func(ctx context.Context) error { return NewQueue(unused, "/a").Offer(ctx, huge) }, ErrDataTooLarge},
 		{"PersistentNode(mode -1).Start", func(context.Context) error {
 			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(-1))).Start()

@@ -1,6 +1,9 @@
 package zkrecipes
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // The size of the requests that create a recipe's nodes, checked against
 // the Session's limit (WithMaxRequestSize) when the recipe is made, so that
@@ -81,6 +84,18 @@ func (s *Session) checkNodeData(recipePath string, data []byte, nodes ...string)
 	}
 	if limit := s.maxRequest(); fixed+len(data) > limit {
 		return &DataTooLargeError{Path: recipePath, Size: len(data), Max: limit - fixed, Limit: limit}
+	}
+	return nil
+}
+
+// checkPathLength refuses a recipe path too long for a node to be created
+// at it under the Session's request size limit. No such node can exist,
+// and any request naming it (a read too) could be past the server's
+// jute.maxbuffer, which the server answers by closing the connection.
+func (s *Session) checkPathLength(path string) error {
+	if n, limit := s.createSize(s.abs(path), 0), s.maxRequest(); n > limit {
+		return &PathError{Path: path, Reason: fmt.Sprintf("%d bytes long: a node there would not fit in the "+
+			"request size limit of %d bytes; use a shorter path (or raise the limit with WithMaxRequestSize)", len(path), limit)}
 	}
 	return nil
 }
