@@ -753,3 +753,33 @@ func TestBadInput_PathTooLongForARequestIsRefusedAtOnceAndDisturbsNoLease(t *tes
 		})
 	}
 }
+
+// TestBadInput_SemaphoreAcquireOfAHugeCountFailsAtOnce: Acquire and
+// TryAcquire of 2^30 leases, within a fixed maximum as large or under a
+// shared count, fail at once with ErrInvalidArgument (the listing of so
+// many lease nodes could never be read back), create nothing, and do not
+// take the process down.
+func TestBadInput_SemaphoreAcquireOfAHugeCountFailsAtOnce(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	cl := connect(t, c, nil)
+	path := testPath(t)
+	const huge = 1 << 30
+	for name, sem := range map[string]*zr.Semaphore{
+		"fixed maximum": zr.NewSemaphore(cl.Session, path+"/fixed", huge),
+		"shared count":  zr.NewSemaphore(cl.Session, path+"/shared", huge, zr.WithSharedCount(path+"/count")),
+	} {
+		assert.ErrorIs(t, bounded(t, name+" Acquire", func(ctx context.Context) error {
+			_, err := sem.Acquire(ctx, huge)
+			return err
+		}), zr.ErrInvalidArgument, name)
+		assert.ErrorIs(t, bounded(t, name+" TryAcquire", func(ctx context.Context) error {
+			_, err := sem.TryAcquire(ctx, huge)
+			return err
+		}), zr.ErrInvalidArgument, name)
+	}
+	assert.Empty(t, leftBehind(t, conn, path))
+	ok, _, err := conn.Exists(path)
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing created")
+}
