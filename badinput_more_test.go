@@ -107,6 +107,18 @@ func badInputMoreTable() []badCall {
 			_, err := NewSemaphore(unused, "/a", -1).Participants(ctx)
 			return err
 		}, ErrInvalidArgument},
+		{"Semaphore(max 2^30).Acquire(2^30)", func(ctx context.Context) error {
+			_, err := NewSemaphore(unused, "/a", 1<<30).Acquire(ctx, 1<<30)
+			return err
+		}, ErrInvalidArgument},
+		{"Semaphore(max 2^30).TryAcquire(17476)", func(ctx context.Context) error {
+			_, err := NewSemaphore(unused, "/a", 1<<30).TryAcquire(ctx, 17476)
+			return err
+		}, ErrInvalidArgument},
+		{"Semaphore(shared count).Acquire(2^30)", func(ctx context.Context) error {
+			_, err := NewSemaphore(unused, "/a", 1, WithSharedCount("/c")).Acquire(ctx, 1<<30)
+			return err
+		}, ErrInvalidArgument},
 		{"Election.Proclaim(nil lease)", func(ctx context.Context) error {
 			return NewElection(unused, "/a", WithProclaim()).Proclaim(ctx, nil, []byte("x"))
 		}, ErrInvalidArgument},

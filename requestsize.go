@@ -100,6 +100,15 @@ func (s *Session) checkPathLength(path string) error {
 	return nil
 }
 
+// mostListed is the most children with protected names made for name
+// (as protectedNode) that one getChildren reply can list within the
+// Session's request size limit, which a Java client also applies to the
+// replies it reads (jute.maxbuffer): a reply header and a count (20 bytes),
+// then each name with its 4-byte length.
+func (s *Session) mostListed(name string) int {
+	return (s.maxRequest() - 20) / (4 + len(baseName(protectedNode("/", name))))
+}
+
 // protectedNode is the path, as the server stores it, of a node that
 // createProtected makes in dir under name: the longest any such node has,
 // "_c_" + UUID + "-" + name + a 10-digit sequence number. A read-write
