@@ -783,3 +783,31 @@ func TestBadInput_SemaphoreAcquireOfAHugeCountFailsAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing created")
 }
+
+// TestBadInput_SessionTimeoutOutOfRangeIsRefusedAtOnce: go-zookeeper sends
+// the session timeout as a 32-bit count of milliseconds; below 1 ms (0) or
+// past 2^31-1 ms (negative) it never connects, so Connect must refuse such
+// a timeout at once rather than wait for ctx.
+func TestBadInput_SessionTimeoutOutOfRangeIsRefusedAtOnce(t *testing.T) {
+	c := server(t)
+	for _, d := range []time.Duration{time.Nanosecond, 999 * time.Microsecond, 1 << 31 * time.Millisecond, 30 * 24 * time.Hour, 1 << 62} {
+		start := time.Now()
+		err := bounded(t, d.String(), func(context.Context) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s, err := zr.Connect(ctx, c.Servers(), zr.WithSessionTimeout(d))
+			if err == nil {
+				_ = s.Close()
+			}
+			return err
+		})
+		assert.ErrorIs(t, err, zr.ErrInvalidArgument, "%v", d)
+		assert.Less(t, time.Since(start), time.Second, "%v: refused at once", d)
+	}
+	for _, d := range []time.Duration{time.Millisecond, (1<<31 - 1) * time.Millisecond} { // the bounds work
+		ctx := ctxT(t, 20*time.Second)
+		s, err := zr.Connect(ctx, c.Servers(), zr.WithSessionTimeout(d))
+		require.NoError(t, err, "%v", d)
+		require.NoError(t, s.Close())
+	}
+}
