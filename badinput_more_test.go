@@ -119,6 +119,8 @@ func badInputMoreTable() []badCall {
 			_, err := NewSemaphore(unused, "/a", 1, WithSharedCount("/c")).Acquire(ctx, 1<<30)
 			return err
 		}, ErrInvalidArgument},
+		{"Connect(session timeout 999µs)", connectWithTimeout(999 * time.Microsecond), ErrInvalidArgument},
+		{"Connect(session timeout 2^31 ms)", connectWithTimeout(1 << 31 * time.Millisecond), ErrInvalidArgument},
 		{"Election.Proclaim(nil lease)", func(ctx context.Context) error {
 			return NewElection(unused, "/a", WithProclaim()).Proclaim(ctx, nil, []byte("x"))
 		}, ErrInvalidArgument},
@@ -158,6 +160,15 @@ func TestRecipesSinceTheLocksRejectBadInputWithATypedError(t *testing.T) {
 				assert.True(t, strings.HasPrefix(err.Error(), "zkrecipes: "), err.Error())
 			}
 		})
+	}
+}
+
+// connectWithTimeout connects, to an address never dialled, with the
+// session timeout d.
+func connectWithTimeout(d time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := Connect(ctx, []string{"127.0.0.1:1"}, WithSessionTimeout(d))
+		return err
 	}
 }
 
