@@ -811,3 +811,36 @@ func TestBadInput_SessionTimeoutOutOfRangeIsRefusedAtOnce(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 }
+
+// TestBadInput_ConnectRefusesANamespaceACLOrCredentialsTooLargeForAnyRequest:
+// a namespace that no node path could fit a request with, an ACL entry or
+// digest credentials of 1.1 MB are refused by Connect at once, with a
+// typed error, rather than a Session whose every request (or whose
+// authentication) the server answers by closing the connection.
+func TestBadInput_ConnectRefusesANamespaceACLOrCredentialsTooLargeForAnyRequest(t *testing.T) {
+	c := server(t)
+	big := strings.Repeat("x", 1100*1024)
+	for name, tc := range map[string]struct {
+		opt  zr.SessionOption
+		want error
+	}{
+		"namespace":       {zr.WithNamespace(big), zr.ErrInvalidPath},
+		"ACL":             {zr.WithACL([]zr.ACL{zr.DigestACL(big, "p", zr.PermAll)}), zr.ErrInvalidArgument},
+		"digest user":     {zr.WithDigestAuth(big, "p"), zr.ErrInvalidArgument},
+		"digest password": {zr.WithDigestAuth("u", big), zr.ErrInvalidArgument},
+	} {
+		start := time.Now()
+		err := bounded(t, name, func(ctx context.Context) error {
+			s, err := zr.Connect(ctx, c.Servers(), tc.opt)
+			if err == nil {
+				_ = s.Close()
+			}
+			return err
+		})
+		assert.ErrorIs(t, err, tc.want, name)
+		if err != nil {
+			assert.Less(t, len(err.Error()), 1000, "%s: the error quotes a shortened value", name)
+		}
+		assert.Less(t, time.Since(start), time.Second, "%s: refused at once", name)
+	}
+}
