@@ -121,6 +121,9 @@ func badInputMoreTable() []badCall {
 		}, ErrInvalidArgument},
 		{"Connect(session timeout 999µs)", connectWithTimeout(999 * time.Microsecond), ErrInvalidArgument},
 		{"Connect(session timeout 2^31 ms)", connectWithTimeout(1 << 31 * time.Millisecond), ErrInvalidArgument},
+		{"Connect(1.1 MB namespace)", connectWith(WithNamespace(strings.Repeat("x", len(huge)))), ErrInvalidPath},
+		{"Connect(1.1 MB ACL id)", connectWith(WithACL([]ACL{DigestACL(strings.Repeat("x", len(huge)), "p", PermAll)})), ErrInvalidArgument},
+		{"Connect(1.1 MB digest password)", connectWith(WithDigestAuth("u", strings.Repeat("x", len(huge)))), ErrInvalidArgument},
 		{"Election.Proclaim(nil lease)", func(ctx context.Context) error {
 			return NewElection(unused, "/a", WithProclaim()).Proclaim(ctx, nil, []byte("x"))
 		}, ErrInvalidArgument},
@@ -166,8 +169,13 @@ func TestRecipesSinceTheLocksRejectBadInputWithATypedError(t *testing.T) {
 // connectWithTimeout connects, to an address never dialled, with the
 // session timeout d.
 func connectWithTimeout(d time.Duration) func(context.Context) error {
+	return connectWith(WithSessionTimeout(d))
+}
+
+// connectWith connects, to an address never dialled, with opt.
+func connectWith(opt SessionOption) func(context.Context) error {
 	return func(ctx context.Context) error {
-		_, err := Connect(ctx, []string{"127.0.0.1:1"}, WithSessionTimeout(d))
+		_, err := Connect(ctx, []string{"127.0.0.1:1"}, opt)
 		return err
 	}
 }
