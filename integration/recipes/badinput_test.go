@@ -372,6 +372,9 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 		require.NoError(t, n.Start())
 		assert.ErrorIs(t, n.Start(), zr.ErrNodeStarted)
 		require.NoError(t, call("WaitInPlace", n.WaitInPlace))
+		var nilCtx context.Context
+		assert.ErrorIs(t, n.Close(nilCtx), zr.ErrInvalidArgument)
+		assert.NoError(t, call("WaitInPlace after Close(nil)", n.WaitInPlace), "still kept")
 		require.NoError(t, call("Close", n.Close))
 		assert.NoError(t, call("Close again", n.Close), "Close is idempotent")
 		assert.ErrorIs(t, n.Start(), zr.ErrNodeStarted)
@@ -383,6 +386,9 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 		require.NoError(t, call("Start", g.Start))
 		assert.ErrorIs(t, call("Start again", g.Start), zr.ErrNodeStarted)
 		require.NoError(t, call("WaitInPlace", g.WaitInPlace))
+		var nilCtx context.Context
+		assert.ErrorIs(t, g.Close(nilCtx), zr.ErrInvalidArgument)
+		assert.NoError(t, call("WaitInPlace after Close(nil)", g.WaitInPlace), "still a member")
 		require.NoError(t, call("Close", g.Close))
 		assert.NoError(t, call("Close again", g.Close), "Close is idempotent")
 		assert.ErrorIs(t, call("Start after Close", g.Start), zr.ErrNodeStarted)
