@@ -221,3 +221,14 @@ func TestInvalidRecipesCloseAndReadWithoutPanic(t *testing.T) {
 		})
 	}
 }
+
+// TestCountersRefuseANilContext: every method of the shared values and
+// counters (counter_badinput_test.go checks their paths and sessions).
+func TestCountersRefuseANilContext(t *testing.T) {
+	var nilCtx context.Context
+	for name, f := range counterMethods(&Session{}, "/a") {
+		t.Run(name, func(t *testing.T) {
+			assert.ErrorIs(t, callNoPanic(t, func() error { return f(nilCtx) }), ErrInvalidArgument)
+		})
+	}
+}
