@@ -535,6 +535,13 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 		require.NoError(t, l.Release(ctx))
 		require.NoError(t, conn.Delete(base+"/config", -1))
 	})
+	t.Run("AtomicCounter.CompareAndSet(nil ctx)", func(t *testing.T) {
+		var nilCtx context.Context
+		assert.ErrorIs(t, bounded(t, "CompareAndSet", func(context.Context) error {
+			_, err := zr.NewAtomicCounter(s, base+"/counter").CompareAndSet(nilCtx, 0, 1)
+			return err
+		}), zr.ErrInvalidArgument)
+	})
 	t.Run("Lease time of 1 ns", func(t *testing.T) {
 		l, err := zr.NewMutex(s, base+"/lt", zr.WithLeaseTime(time.Nanosecond)).Acquire(ctx)
 		if err == nil {
