@@ -185,6 +185,9 @@ func (c *AtomicCounter) CompareAndSet(ctx context.Context, expected, new int64) 
 	if c.err != nil {
 		return AtomicResult{}, c.err
 	}
+	if ctx == nil {
+		return AtomicResult{}, invalidArg("nil context")
+	}
 	bo := c.cfg.retry()
 	for {
 		pre, st, err := c.read(ctx)

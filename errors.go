@@ -142,15 +142,20 @@ func (e *connLostError) Unwrap() error        { return e.cause }
 func (e *connLostError) Is(target error) bool { return target == zk.ErrConnectionClosed }
 
 // PathError reports a path that failed validation (empty, relative, a
-// trailing slash, an empty, "." or ".." segment, a control character, or
-// inside /zookeeper). It matches ErrInvalidPath.
+// trailing slash, an empty, "." or ".." segment, a control character,
+// inside /zookeeper, or too long for a node there to fit in the Session's
+// request size limit). It matches ErrInvalidPath.
 type PathError struct {
 	Path   string // the path as given
 	Reason string // what is wrong with it
 }
 
 func (e *PathError) Error() string {
-	return fmt.Sprintf("zkrecipes: invalid path %q: %s", e.Path, e.Reason)
+	p := e.Path
+	if len(p) > 200 { // a path too long for a request: its head says which
+		p = p[:200] + "..."
+	}
+	return fmt.Sprintf("zkrecipes: invalid path %q: %s", p, e.Reason)
 }
 
 // Unwrap returns ErrInvalidPath.

@@ -102,7 +102,10 @@ func checkRecipe(s *Session, path string) error {
 	if s == nil {
 		return ErrNilSession
 	}
-	return validatePath(path)
+	if err := validatePath(path); err != nil {
+		return err
+	}
+	return s.checkPathLength(path)
 }
 
 // configErr returns what NewMutex found wrong (see MultiLock).

@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"time"
 )
@@ -46,11 +47,16 @@ func (c *sessionConfig) fail(err error) {
 // WithSessionTimeout sets the ZooKeeper session timeout the client asks
 // for; the server clamps it to its own bounds (by default 2 to 20 ticks).
 // A client cut off for as long as the server granted considers its session
-// lost. Default 10s.
+// lost. A d below 1ms or above 2^31-1 ms (about 24.8 days), which
+// go-zookeeper cannot send, makes Connect and NewSession fail with
+// ErrInvalidArgument. Default 10s.
 func WithSessionTimeout(d time.Duration) SessionOption {
 	return func(c *sessionConfig) {
-		if d <= 0 {
-			c.fail(invalidArg("session timeout %v must be positive", d))
+		// go-zookeeper sends it as an int32 count of milliseconds: 0 or a
+		// wrapped negative count never connects.
+		if d < time.Millisecond || d > math.MaxInt32*time.Millisecond {
+			c.fail(invalidArg("session timeout %v must be between 1ms and %v (servers grant 2 to 20 ticks: 4s to 40s by default)",
+				d, math.MaxInt32*time.Millisecond))
 			return
 		}
 		c.timeout = d

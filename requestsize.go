@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -139,6 +140,56 @@ func (s *Session) checkNodeData(recipePath string, data []byte, nodes ...string)
 		return &DataTooLargeError{Path: recipePath, Size: len(data), Max: limit - fixed, Limit: limit}
 	}
 	return nil
+}
+
+// checkPathLength refuses a recipe path too long for any request naming
+// it to fit in the Session's request size limit: a server answers such a
+// request (a read too) by closing the connection. (A shorter path whose
+// node could still not be created is left to the recipes' data checks,
+// ErrDataTooLarge.)
+func (s *Session) checkPathLength(path string) error {
+	if limit := s.maxRequest(); requestOverhead+len(s.abs(path)) > limit {
+		return &PathError{Path: path, Reason: fmt.Sprintf("%d bytes long: no request naming it fits in the "+
+			"request size limit of %d bytes; use a shorter path", len(path), limit)}
+	}
+	return nil
+}
+
+// requestOverhead is what a request naming one path counts beyond it:
+// xid, type, the path's length, a watch flag, with a margin.
+const requestOverhead = 16
+
+// checkConfigSizes refuses a namespace, ACL or digest credentials that by
+// themselves exceed the request size limit: every request naming a node
+// (or every create, or the authentication) would then be one the server
+// answers by closing the connection.
+func checkConfigSizes(cfg sessionConfig) error {
+	s := &Session{cfg: cfg}
+	limit := s.maxRequest()
+	if ns := cfg.namespace; requestOverhead+len(ns) > limit {
+		return &PathError{Path: ns, Reason: fmt.Sprintf("namespace: %d bytes long: no request naming a node under it "+
+			"fits in the request size limit of %d bytes", len(ns), limit)}
+	}
+	if acl := s.createSize("", 0) - createOverhead; acl > limit {
+		return invalidArg("an ACL of %d bytes exceeds the request size limit of %d bytes: no create could carry it", acl, limit)
+	}
+	for _, cred := range cfg.auth {
+		if requestOverhead+len("digest")+4+len(cred) > limit { // the scheme and its length too
+			user, _, _ := strings.Cut(cred, ":")
+			return invalidArg("digest credentials of %d bytes (user %.40q) exceed the request size limit of %d bytes",
+				len(cred), user, limit)
+		}
+	}
+	return nil
+}
+
+// mostListed is the most children with protected names made for name
+// (as protectedNode) that one getChildren reply can list within the
+// Session's request size limit, which a Java client also applies to the
+// replies it reads (jute.maxbuffer): a reply header and a count (20 bytes),
+// then each name with its 4-byte length.
+func (s *Session) mostListed(name string) int {
+	return (s.maxRequest() - 20) / (4 + len(baseName(protectedNode("/", name))))
 }
 
 // protectedNode is the path, as the server stores it, of a node that

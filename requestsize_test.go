@@ -278,3 +278,9 @@ func TestEveryRecipeRefusesDataTooLargeBeforeAnyCall(t *testing.T) {
 		}
 	}
 }
+
+func TestMostListedLeasesAtTheDefaultLimit(t *testing.T) {
+	s := &Session{}
+	assert.Equal(t, 17475, s.mostListed(semLeaseName), "as the Semaphore.Acquire doc says")
+	assert.Equal(t, 60, 4+len(baseName(protectedNode("/", semLeaseName))))
+}

@@ -56,8 +56,11 @@ func (l *Lease) Revoked() <-chan struct{} {
 // node that does not exist (its holder has gone) is not an error. Only
 // holders can be revoked: Revoke fails with ErrNotHolder, writing nothing,
 // for the node of a Mutex, RWMutex or LeaderSelector contender that still
-// waits. It fails with ErrInvalidPath, ErrNilSession, ErrInvalidArgument
-// for a nil ctx, ctx's error, ErrClosed or a ZooKeeper error.
+// waits. It fails with ErrInvalidArgument, writing nothing, for a node that
+// is no lock holder's (not an ephemeral node named as a lock's or a
+// semaphore lease's: the lock's own path, say), and with ErrInvalidPath,
+// ErrNilSession, ErrInvalidArgument for a nil ctx, ctx's error, ErrClosed
+// or a ZooKeeper error.
 //
 // Curator's Revoker checks nothing: pointed at a waiting node that its
 // contender then gives up within a few milliseconds, it can make a
@@ -70,7 +73,22 @@ func Revoke(ctx context.Context, s *Session, path string) error {
 	if ctx == nil {
 		return invalidArg("nil context")
 	}
+	notHolder := invalidArg("revoke %s: not a lock holder's node; pass the holder's Lease.Path, or the lock's path joined with a Participant's Node", path)
 	abs := s.abs(path)
+	if !lockNodeName(baseName(abs)) {
+		return notHolder
+	}
+	// Lock nodes are ephemeral: a persistent node or a container (the
+	// lock's own path) is someone's data, never overwritten.
+	st, err := s.exists(ctx, abs)
+	switch {
+	case err == zk.ErrNoNode:
+		return nil
+	case err != nil:
+		return s.opError("revoke", abs, err)
+	case st.EphemeralOwner == 0:
+		return notHolder
+	}
 	waiting, err := s.waitingLockNode(ctx, abs)
 	if err != nil {
 		return s.opError("revoke", abs, err)
@@ -86,6 +104,18 @@ func Revoke(ctx context.Context, s *Session, path string) error {
 		return nil
 	}
 	return s.opError("revoke", abs, err)
+}
+
+// lockNodeName reports whether name is that of a lock's node (Mutex,
+// RWMutex, LeaderSelector, Curator's InterProcessMutex) or of a semaphore
+// lease: the nodes a revocable holder may own.
+func lockNodeName(name string) bool {
+	for _, m := range []string{"lock-", writeName, readName, semLeaseName} {
+		if strings.Contains(name, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // watchRevoke watches the hold's node for a revocation request until the

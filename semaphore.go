@@ -152,7 +152,10 @@ func (sem *Semaphore) Path() string { return sem.path }
 // part of what they want while waiting for the rest (Curator's acquire(n)
 // takes one lease at a time and can leave them so).
 //
-// With a fixed maximum, n above it fails at once with ErrInvalidArgument.
+// With a fixed maximum, n above it fails at once with ErrInvalidArgument;
+// so does an n whose lease nodes could not all be listed in one reply
+// within the Session's request size limit (17475 at the default), which a
+// Curator peer could not read.
 // When the session expires while waiting, acquisition starts over on the
 // next session under the Session's retry policy (ErrRetriesExhausted when
 // it gives up). On cancel, deadline or any error every node it created is
@@ -180,6 +183,10 @@ func (sem *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, e
 	}
 	if n < 1 || (sem.count == nil && n > sem.max) {
 		return nil, invalidArg("cannot acquire %d leases of a semaphore of %d", n, sem.max)
+	}
+	if most := sem.s.mostListed(semLeaseName); n > most {
+		return nil, invalidArg("cannot acquire %d leases at once: a listing of more than %d lease nodes does not fit "+
+			"in a reply under the request size limit; acquire fewer", n, most)
 	}
 	return retryStartOver(ctx, sem.s, sem.path, "semaphore acquisition", func() ([]*Lease, error) {
 		return sem.attempt(ctx, n, try)

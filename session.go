@@ -177,6 +177,9 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 		}
 		o(&cfg)
 	}
+	if cfg.err == nil {
+		cfg.err = checkConfigSizes(cfg)
+	}
 	return cfg, cfg.err
 }
 
