@@ -333,7 +333,7 @@ func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, 
 // ctx did, before its reply.
 func replyLost(ctx context.Context, err error) bool {
 	return isRetryable(err) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing) ||
-		ctx.Err() != nil && errors.Is(err, ctx.Err())
+		ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // settle decides whether the write of data over the node as read (st; nil:

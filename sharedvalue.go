@@ -184,6 +184,9 @@ func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (Ver
 	if v.err != nil {
 		return VersionedValue{}, v.err
 	}
+	if ctx == nil {
+		return VersionedValue{}, invalidArg("nil context")
+	}
 	if err := v.s.checkNodeData(v.path, value, v.abs); err != nil {
 		return VersionedValue{}, err
 	}
