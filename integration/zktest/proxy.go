@@ -569,7 +569,9 @@ func (f *ReplyFault) Xid() int32 {
 
 // Release delivers, in order, what a [Proxy.HoldRequestReply] fault holds,
 // and lets the connection's bytes flow again; a fault that has not taken its
-// reply yet is cancelled. It does nothing to a loss. Idempotent.
+// reply yet is cancelled. It does nothing to a loss. Idempotent. A fault
+// set while this one holds counts the replies after the held one, the
+// held ones included: hold a reply, set the next fault, then release.
 func (f *ReplyFault) Release() {
 	f.mu.Lock()
 	f.freed = true
@@ -745,12 +747,21 @@ func (c *proxyConn) release(f *ReplyFault) {
 	}
 	held := c.held
 	c.holding, c.held = nil, nil
+	// The held reply passes; the frames after it are counted again, against
+	// a fault set meanwhile.
+	n, _ := c.replies.next(held)
+	f.p.requestReplies.Add(1)
 	c.mu.Unlock()
-	// Frames after the held one pass through admitRequests' count again.
-	out, _ := c.admitRequests(f.p, held)
-	if len(out) > 0 {
-		if _, err := c.client.Write(out); err != nil {
-			c.kill()
+	out, lost := c.admitRequests(f.p, held[n:])
+	if lost != nil {
+		f.p.mu.Lock()
+		if !f.p.closed {
+			f.p.resetAfter(c, lost.hold)
 		}
+		f.p.mu.Unlock()
+	}
+	out = append(held[:n:n], out...)
+	if _, err := c.client.Write(out); err != nil {
+		c.kill()
 	}
 }

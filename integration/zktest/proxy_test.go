@@ -508,6 +508,25 @@ func TestProxy_HoldRequestReplyDeliversInOrderOnRelease(t *testing.T) {
 		g.Release()
 		roundTrip(replyFrame(12, "not held"))
 		require.False(t, closedWithin(g.Hit(), 50*time.Millisecond))
+
+		// Hold a reply, set a loss of the next one, release: the held reply
+		// passes and the loss counts from the reply after it.
+		h := p.HoldRequestReply(1)
+		_, err = c.Write(replyFrame(13, "held again"))
+		require.NoError(t, err)
+		require.True(t, closedWithin(h.Hit(), 5*time.Second))
+		l := p.LoseRequestReply(1, 50*time.Millisecond)
+		h.Release()
+		buf = make([]byte, len(replyFrame(13, "held again")))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, replyFrame(13, "held again"), buf)
+		_, err = c.Write(cat(replyFrame(-2, ""), replyFrame(14, "lost")))
+		require.NoError(t, err)
+		b, err = readUntilError(t, c, 5*time.Second)
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+		require.Equal(t, replyFrame(-2, ""), b, "the ping passes, the next reply is lost")
+		require.Equal(t, int32(14), l.Xid())
 	})
 	goleak.VerifyNone(t)
 }
