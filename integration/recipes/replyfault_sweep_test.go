@@ -58,7 +58,7 @@ type sweepEnv struct {
 	sid   int64
 	obs   *zk.Conn
 	peer  *zr.Session // a fault-free Session, for a second participant
-	fault string      // "none", "lose" or "hold"
+	fault string      // "none", "lose", "lose-suspended" or "hold"
 
 	competed bool // the competing change was made
 	leases   []*zr.Lease
@@ -171,7 +171,7 @@ func TestReplyFaultSweep_EveryWriteKeepsItsPromiseUnderALostOrHeldReply(t *testi
 			if testing.Short() && k != 1 && k != n {
 				continue
 			}
-			jobs = append(jobs, job{i, "lose", k}, job{i, "hold", k})
+			jobs = append(jobs, job{i, "lose", k}, job{i, "lose-suspended", k}, job{i, "hold", k})
 		}
 	}
 	cells := make([]sweepCell, len(jobs))
@@ -218,7 +218,7 @@ func parallelDo(n, par int, f func(int)) {
 // fault, each cell listing k: result.
 func sweepTable(calib, cells []sweepCell) string {
 	var b strings.Builder
-	b.WriteString("| operation | requests (proxy/tracer) | fault-free | lose k-th reply | hold k-th reply past a competing change |\n|---|---|---|---|---|\n")
+	b.WriteString("| operation | requests (proxy/tracer) | fault-free | lose k-th reply | lose k-th reply, LoseOnSuspended | hold k-th reply past a competing change |\n|---|---|---|---|---|---|\n")
 	for _, c := range calib {
 		col := func(fault string) string {
 			var parts []string
@@ -232,7 +232,7 @@ func sweepTable(calib, cells []sweepCell) string {
 			}
 			return strings.Join(parts, ", ")
 		}
-		fmt.Fprintf(&b, "| %s | %d/%d | %s | %s | %s |\n", c.op, c.replies, c.traced, c.result(), col("lose"), col("hold"))
+		fmt.Fprintf(&b, "| %s | %d/%d | %s | %s | %s | %s |\n", c.op, c.replies, c.traced, c.result(), col("lose"), col("lose-suspended"), col("hold"))
 	}
 	return b.String()
 }
@@ -260,7 +260,11 @@ func runSweepCell(srv *zktest.Cluster, obs *zk.Conn, peer *zr.Session, root stri
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), sweepSetupTime)
 	defer cancel()
-	opts := append([]zr.SessionOption{zr.WithSessionTimeout(4 * time.Second), zr.WithLossPolicy(zr.LoseOnLost), zr.WithTracer(tr)}, wireLayer()...)
+	policy := zr.LoseOnLost
+	if fault == "lose-suspended" {
+		policy = zr.LoseOnSuspended
+	}
+	opts := append([]zr.SessionOption{zr.WithSessionTimeout(4 * time.Second), zr.WithLossPolicy(policy), zr.WithTracer(tr)}, wireLayer()...)
 	s, err := zr.Connect(ctx, []string{p.Addr()}, opts...)
 	if err != nil {
 		fail("harness: connect: %v", err)
@@ -300,7 +304,7 @@ func runSweepCell(srv *zktest.Cluster, obs *zk.Conn, peer *zr.Session, root stri
 	base := p.RequestReplies()
 	arm := func() *zktest.ReplyFault {
 		switch fault {
-		case "lose":
+		case "lose", "lose-suspended":
 			return p.LoseRequestReply(k, sweepLoseHold)
 		case "hold":
 			return p.HoldRequestReply(k)
@@ -383,7 +387,11 @@ func runSweepCell(srv *zktest.Cluster, obs *zk.Conn, peer *zr.Session, root stri
 	cell.problems = append(cell.problems, op.check(e, opErr)...)
 	select {
 	case <-bystander.Done():
-		fail("the Session's other lease ended: %v", bystander.Err())
+		if fault == "lose-suspended" { // the reset suspends the Session: every lease ends
+			e.note("the other lease ended, as LoseOnSuspended says: %v", bystander.Err())
+		} else {
+			fail("the Session's other lease ended: %v", bystander.Err())
+		}
 	default:
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -486,7 +494,7 @@ func sweepOps() []sweepOp {
 		return leases(l), err
 	}
 	campaign := func(ctx context.Context, e *sweepEnv) ([]*zr.Lease, error) {
-		el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"))
+		el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim())
 		e.set("election", el)
 		l, err := el.Campaign(ctx)
 		return leases(l), err
@@ -496,6 +504,10 @@ func sweepOps() []sweepOp {
 	}
 	ops := []sweepOp{
 		lockAcquireOp("Mutex.Acquire", 1, mutex),
+		lockAcquireOp("Mutex.TryAcquire", 1, func(ctx context.Context, e *sweepEnv) ([]*zr.Lease, error) {
+			l, err := zr.NewMutex(e.s, e.path).TryAcquire(ctx)
+			return leases(l), err
+		}),
 		lockReleaseOp("Mutex.Release", mutex, nil),
 		lockAcquireOp("RWMutex.WriteLock.Acquire", 1, rwWrite),
 		lockReleaseOp("RWMutex.WriteLock.Release", rwWrite, nil),
@@ -509,6 +521,7 @@ func sweepOps() []sweepOp {
 		lockReleaseOp("MultiLock.Release", multi, nil),
 		lockAcquireOp("Election.Campaign", 1, campaign),
 		lockReleaseOp("Election.Resign", campaign, resign),
+		proclaimOp(),
 		sharedOp("SharedCount.Set", false, false),
 		sharedOp("SharedCount.TrySet", false, true),
 		sharedOp("SharedValue.Set", true, false),
@@ -554,7 +567,10 @@ func lockAcquireOp(name string, want int, acq func(context.Context, *sweepEnv) (
 				if !eventually(sweepSettle, func() bool { return len(e.owned()) == 0 }) {
 					out = append(out, fmt.Sprintf("not acquired (%v) but nodes left: %v", err, e.owned()))
 				}
-				if !e.competed {
+				switch {
+				case e.fault == "lose-suspended" && errors.Is(err, zr.ErrLockLost):
+					e.note("a lease taken on the way was lost to the suspension (as the doc says): %v", err)
+				case !e.competed:
 					out = append(out, fmt.Sprintf("an uncontended acquisition failed: %v", err))
 				}
 				return out
@@ -574,7 +590,10 @@ func lockAcquireOp(name string, want int, acq func(context.Context, *sweepEnv) (
 			}
 			var nodes []string
 			if eventually(sweepSettle, func() bool { nodes = e.owned(); return lost() || len(nodes) == want }) && lost() {
-				if !e.competed {
+				switch {
+				case e.fault == "lose-suspended":
+					e.note("lease lost after the suspension: %v", e.leases[0].Err())
+				case !e.competed:
 					out = append(out, fmt.Sprintf("lease lost without a competing change: %v", e.leases[0].Err()))
 				}
 				return out
@@ -1115,24 +1134,46 @@ func keeperOps() []sweepOp {
 		stop    func(ctx context.Context, e *sweepEnv) error
 		// data reports whether the node holds the written data.
 		written func(e *sweepEnv) bool
+		// nodes lists the keeper's nodes (nil: the Session's ephemeral
+		// nodes under e.path).
+		nodes func(e *sweepEnv) []string
 	}
-	pn := keeper{
-		start: func(ctx context.Context, e *sweepEnv) error {
-			n := zr.NewPersistentNode(e.s, e.path+"/n", []byte("v1"))
-			e.set("k", n)
-			if err := n.Start(); err != nil {
-				return err
+	pnode := func(mode zr.CreateMode) keeper {
+		nodes := func(e *sweepEnv) []string {
+			kids, _, err := e.obs.Children(e.path)
+			if err != nil {
+				return nil
 			}
-			return n.WaitInPlace(ctx)
-		},
-		write: func(ctx context.Context, e *sweepEnv) error {
-			return e.get("k").(*zr.PersistentNode).SetData(ctx, []byte("v2"))
-		},
-		stop: func(ctx context.Context, e *sweepEnv) error { return e.get("k").(*zr.PersistentNode).Close(ctx) },
-		written: func(e *sweepEnv) bool {
-			d, _, err := e.obs.Get(e.path + "/n")
-			return err == nil && string(d) == "v2"
-		},
+			var out []string
+			for _, k := range kids {
+				out = append(out, e.path+"/"+k)
+			}
+			sort.Strings(out)
+			return out
+		}
+		return keeper{
+			start: func(ctx context.Context, e *sweepEnv) error {
+				n := zr.NewPersistentNode(e.s, e.path+"/n", []byte("v1"), zr.WithCreateMode(mode))
+				e.set("k", n)
+				if err := n.Start(); err != nil {
+					return err
+				}
+				return n.WaitInPlace(ctx)
+			},
+			write: func(ctx context.Context, e *sweepEnv) error {
+				return e.get("k").(*zr.PersistentNode).SetData(ctx, []byte("v2"))
+			},
+			stop: func(ctx context.Context, e *sweepEnv) error { return e.get("k").(*zr.PersistentNode).Close(ctx) },
+			written: func(e *sweepEnv) bool {
+				n := nodes(e)
+				if len(n) != 1 {
+					return false
+				}
+				d, _, err := e.obs.Get(n[0])
+				return err == nil && string(d) == "v2"
+			},
+			nodes: nodes,
+		}
 	}
 	gm := keeper{
 		start: func(ctx context.Context, e *sweepEnv) error {
@@ -1192,12 +1233,32 @@ func keeperOps() []sweepOp {
 	for _, kp := range []struct {
 		name string
 		k    keeper
-	}{{"PersistentNode", pn}, {"GroupMember", gm}, {"discovery.Register", ds}} {
+	}{
+		{"PersistentNode", pnode(zr.ModeEphemeral)},
+		{"PersistentNode(EPHEMERAL_SEQUENTIAL)", pnode(zr.ModeEphemeralSequential)},
+		{"PersistentNode(PERSISTENT)", pnode(zr.ModePersistent)},
+		{"PersistentNode(PERSISTENT_SEQUENTIAL)", pnode(zr.ModePersistentSequential)},
+		{"GroupMember", gm},
+		{"discovery.Register", ds},
+	} {
 		startName, writeName, stopName := kp.name+".Start", kp.name+".SetData", kp.name+".Close"
 		if kp.name == "discovery.Register" {
 			startName, writeName, stopName = "discovery.Register", "discovery.Update", "discovery.Unregister"
 		}
 		k := kp.k
+		nodes := k.nodes
+		if nodes == nil {
+			nodes = (*sweepEnv).owned
+		}
+		deleteNodes := func(e *sweepEnv) {
+			var deleted []string
+			for _, p := range nodes(e) {
+				if e.obs.Delete(p, -1) == nil {
+					deleted = append(deleted, p)
+				}
+			}
+			e.set("deleted", deleted)
+		}
 		ready := func(ctx context.Context, e *sweepEnv) error {
 			if err := k.start(ctx, e); err != nil || k.inPlace == nil {
 				return err
@@ -1208,13 +1269,13 @@ func keeperOps() []sweepOp {
 			sweepOp{
 				name:    startName,
 				run:     k.start,
-				compete: deleteOwned, // the keeper must put its node back
+				compete: deleteNodes, // the keeper must put its node back
 				check: func(e *sweepEnv, err error) []string {
 					if err != nil {
 						return []string{fmt.Sprintf("start failed: %v", err)}
 					}
 					var n []string
-					if !eventually(sweepSettle, func() bool { n = e.owned(); return len(n) == 1 }) {
+					if !eventually(sweepSettle, func() bool { n = nodes(e); return len(n) == 1 }) {
 						return []string{fmt.Sprintf("started, %d nodes of its own: %v", len(n), n)}
 					}
 					return nil
@@ -1232,7 +1293,7 @@ func keeperOps() []sweepOp {
 					if !eventually(sweepSettle, func() bool { return k.written(e) }) {
 						return []string{fmt.Sprintf("returned %v, data never written", err)}
 					}
-					if n := e.owned(); len(n) != 1 {
+					if n := nodes(e); len(n) != 1 {
 						return []string{fmt.Sprintf("%d nodes of its own: %v", len(n), n)}
 					}
 					return nil
@@ -1246,15 +1307,15 @@ func keeperOps() []sweepOp {
 				check: func(e *sweepEnv, err error) []string {
 					switch {
 					case err == nil:
-						if n := e.owned(); len(n) > 0 {
+						if n := nodes(e); len(n) > 0 {
 							return []string{fmt.Sprintf("closed (nil), node still there: %v", n)}
 						}
 					case errors.Is(err, zr.ErrReleaseDeferred):
-						if !eventually(sweepSettle, func() bool { return len(e.owned()) == 0 }) {
-							return []string{fmt.Sprintf("ErrReleaseDeferred and the node never went: %v", e.owned())}
+						if !eventually(sweepSettle, func() bool { return len(nodes(e)) == 0 }) {
+							return []string{fmt.Sprintf("ErrReleaseDeferred and the node never went: %v", nodes(e))}
 						}
 					default:
-						return []string{fmt.Sprintf("close failed: %v (nodes: %v)", err, e.owned())}
+						return []string{fmt.Sprintf("close failed: %v (nodes: %v)", err, nodes(e))}
 					}
 					return nil
 				},
@@ -1263,4 +1324,54 @@ func keeperOps() []sweepOp {
 		)
 	}
 	return ops
+}
+
+// proclaimOp: Proclaim returns nil with the leader's node holding the data;
+// on an error the data may or may not be set, and the leadership is not
+// disturbed either way.
+func proclaimOp() sweepOp {
+	return sweepOp{
+		name: "Election.Proclaim",
+		setup: func(ctx context.Context, e *sweepEnv) error {
+			el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim())
+			l, err := el.Campaign(ctx)
+			e.set("election", el)
+			e.leases = leases(l)
+			return err
+		},
+		run: func(ctx context.Context, e *sweepEnv) error {
+			return e.get("election").(*zr.Election).Proclaim(ctx, e.leases[0], []byte("proclaimed"))
+		},
+		check: func(e *sweepEnv, err error) []string {
+			var out []string
+			n := e.owned()
+			select {
+			case <-e.leases[0].Done():
+				if e.fault == "lose-suspended" { // LoseOnSuspended: the term ended with the suspension
+					if err == nil || !errors.Is(err, zr.ErrNotLeader) {
+						out = append(out, fmt.Sprintf("the term ended, Proclaim returned %v, want ErrNotLeader", err))
+					}
+					e.note("term ended with the suspension; nodes left: %v", n)
+					return out
+				}
+			default:
+			}
+			if len(n) != 1 {
+				return []string{fmt.Sprintf("the leader has %d nodes: %v", len(n), n)}
+			}
+			d, _, gerr := e.obs.Get(n[0])
+			if err == nil && (gerr != nil || string(d) != "proclaimed") {
+				out = append(out, fmt.Sprintf("returned nil, data %q", d))
+			}
+			select {
+			case <-e.leases[0].Done():
+				if e.fault != "lose-suspended" {
+					out = append(out, fmt.Sprintf("the leadership ended: %v", e.leases[0].Err()))
+				}
+			default:
+			}
+			return out
+		},
+		teardown: func(e *sweepEnv) { releaseAll(e.leases) },
+	}
 }
