@@ -504,6 +504,10 @@ func sweepOps() []sweepOp {
 	}
 	ops := []sweepOp{
 		lockAcquireOp("Mutex.Acquire", 1, mutex),
+		lockAcquireOp("Mutex.Acquire(no parent)", 1, func(ctx context.Context, e *sweepEnv) ([]*zr.Lease, error) {
+			l, err := zr.NewMutex(e.s, e.path+"/x/m").Acquire(ctx) // creates the containers
+			return leases(l), err
+		}),
 		lockAcquireOp("Mutex.TryAcquire", 1, func(ctx context.Context, e *sweepEnv) ([]*zr.Lease, error) {
 			l, err := zr.NewMutex(e.s, e.path).TryAcquire(ctx)
 			return leases(l), err
@@ -528,9 +532,11 @@ func sweepOps() []sweepOp {
 		sharedOp("SharedValue.TrySet", true, true),
 		counterOp("AtomicCounter.Add", false),
 		counterOp("AtomicCounter.Add(promoted)", true),
-		queueOfferOp(),
+		queueOfferOp(true),
+		queueOfferOp(false),
 		queueTakeOp(),
 		barrierOp("Barrier.Set", true),
+		barrierOp("Barrier.Set(no parent)", true),
 		barrierOp("Barrier.Remove", false),
 		doubleBarrierOp("DoubleBarrier.Enter", true, false),
 		doubleBarrierOp("DoubleBarrier.Leave(lowest)", false, true),
@@ -865,11 +871,18 @@ func sweepQueueItems(e *sweepEnv, q string) []string {
 
 // queueOfferOp: an offered item is enqueued once (nil error) or at most
 // once (an error); never twice.
-func queueOfferOp() sweepOp {
+func queueOfferOp(parent bool) sweepOp {
 	q := func(e *sweepEnv) string { return e.path + "/q" }
+	name := "Queue.Offer"
+	if !parent {
+		name = "Queue.Offer(no parent)" // Offer creates the queue's node
+	}
 	return sweepOp{
-		name: "Queue.Offer",
+		name: name,
 		setup: func(ctx context.Context, e *sweepEnv) error {
+			if !parent {
+				return nil
+			}
 			_, err := e.obs.Create(q(e), nil, 0, zk.WorldACL(zk.PermAll))
 			return err
 		},
@@ -985,6 +998,9 @@ func queueTakeOp() sweepOp {
 // competing change (deleting it / creating it again) came after.
 func barrierOp(name string, set bool) sweepOp {
 	node := func(e *sweepEnv) string { return e.path + "/b" }
+	if strings.HasSuffix(name, "(no parent)") {
+		node = func(e *sweepEnv) string { return e.path + "/x/b" }
+	}
 	return sweepOp{
 		name: name,
 		setup: func(ctx context.Context, e *sweepEnv) error {
