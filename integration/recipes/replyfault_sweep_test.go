@@ -1353,6 +1353,17 @@ func proclaimOp() sweepOp {
 			l, err := el.Campaign(ctx)
 			e.set("election", el)
 			e.leases = leases(l)
+			if err != nil {
+				return err
+			}
+			// Another client watches the leader's node: a data change says
+			// the write landed.
+			n := e.owned()
+			if len(n) != 1 {
+				return fmt.Errorf("the leader has nodes %v", n)
+			}
+			_, _, w, err := e.obs.GetW(n[0])
+			e.set("watch", w)
 			return err
 		},
 		run: func(ctx context.Context, e *sweepEnv) error {
@@ -1366,6 +1377,14 @@ func proclaimOp() sweepOp {
 				if e.fault == "lose-suspended" { // LoseOnSuspended: the term ended with the suspension
 					if err == nil || !errors.Is(err, zr.ErrNotLeader) {
 						out = append(out, fmt.Sprintf("the term ended, Proclaim returned %v, want ErrNotLeader", err))
+					}
+					var ev zk.Event
+					select {
+					case ev = <-e.get("watch").(<-chan zk.Event):
+					case <-time.After(sweepSettle):
+					}
+					if ev.Type == zk.EventNodeDataChanged && !errors.Is(err, zk.ErrConnectionClosed) {
+						out = append(out, fmt.Sprintf("the data was written, the error (%v) does not say the outcome is unknown", err))
 					}
 					e.note("term ended with the suspension; nodes left: %v", n)
 					return out
