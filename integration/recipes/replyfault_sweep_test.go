@@ -43,7 +43,8 @@ import (
 // set. Under -short only the first and the last k of each operation run.
 
 const (
-	sweepOpBound   = 6 * time.Second        // the operation's ctx deadline
+	sweepOpBound   = 8 * time.Second        // the operation's ctx deadline
+	sweepSession   = 10 * time.Second       // the Sessions' timeout: a loaded machine must not expire them
 	sweepSlack     = 3 * time.Second        // how late past it a return may come
 	sweepLoseHold  = 150 * time.Millisecond // from a lost reply to the reset
 	sweepSettle    = 5 * time.Second        // time given to background clean-up
@@ -109,6 +110,7 @@ type sweepCell struct {
 	fault    string
 	k        int
 	reached  bool // the fault took its reply
+	expired  bool // the session ended during the cell: the cell is not judged
 	problems []string
 	notes    []string
 	replies  int // request replies the operation got (fault "none")
@@ -118,6 +120,8 @@ type sweepCell struct {
 
 func (c sweepCell) result() string {
 	switch {
+	case c.expired:
+		return "session expired, not judged"
 	case len(c.problems) > 0:
 		return "FAIL"
 	case c.fault != "none" && !c.reached:
@@ -264,13 +268,25 @@ func runSweepCell(srv *zktest.Cluster, obs *zk.Conn, peer *zr.Session, root stri
 	if fault == "lose-suspended" {
 		policy = zr.LoseOnSuspended
 	}
-	opts := append([]zr.SessionOption{zr.WithSessionTimeout(4 * time.Second), zr.WithLossPolicy(policy), zr.WithTracer(tr)}, wireLayer()...)
+	opts := append([]zr.SessionOption{zr.WithSessionTimeout(sweepSession), zr.WithLossPolicy(policy), zr.WithTracer(tr)}, wireLayer()...)
 	s, err := zr.Connect(ctx, []string{p.Addr()}, opts...)
 	if err != nil {
 		fail("harness: connect: %v", err)
 		return
 	}
 	defer func() { _ = s.Close() }()
+	// A session that expires (a reconnection slower than the session
+	// timeout: the machine, not the library) voids the cell.
+	changes, unsubscribe := s.Subscribe()
+	defer unsubscribe()
+	var lostState atomic.Bool
+	go func() {
+		for c := range changes {
+			if c.State == zr.StateLost {
+				lostState.Store(true)
+			}
+		}
+	}()
 	e := &sweepEnv{
 		path: fmt.Sprintf("%s/%s-%s%d", root, unsafe.ReplaceAllString(op.name, "_"), fault, k),
 		s:    s, sid: s.SessionID(), obs: obs, peer: peer, fault: fault, state: map[string]any{},
@@ -398,6 +414,11 @@ func runSweepCell(srv *zktest.Cluster, obs *zk.Conn, peer *zr.Session, root stri
 	defer rcancel()
 	_ = bystander.Release(rctx)
 	cell.notes = e.notes
+	if lostState.Load() || s.SessionID() != e.sid {
+		cell.expired = true
+		cell.notes = append(cell.notes, fmt.Sprintf("not judged: the session expired; it would have said %v", cell.problems))
+		cell.problems = nil
+	}
 	if fault == "none" && cell.replies == 0 {
 		fail("harness: the operation made no request")
 	}
