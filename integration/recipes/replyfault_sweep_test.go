@@ -27,6 +27,9 @@ import (
 //   - lose: the k-th reply and everything after it are withheld, then the
 //     connection is reset (ZOOKEEPER-1262: the request executed, the client
 //     never learns it); the Session reconnects on the same session.
+//   - lose-suspended: the same on a Session with the default LoseOnSuspended
+//     policy, where the reset ends every lease: the operation must still
+//     report honestly what it did.
 //   - hold: the k-th reply (executed by the server) and everything after it
 //     are held while another client makes a competing change (it deletes
 //     the recipe's node, writes the value, takes the queue's head, ...),
@@ -35,8 +38,9 @@ import (
 // Each cell checks what the operation's doc comment promises: the outcome
 // reported honestly (never "not done" when done, never "done" when not), no
 // node left behind or duplicated, ctx honoured within a bound, and a Mutex
-// lease held on the same Session (on another path) untouched: the Session
-// uses LoseOnLost, so a reconnection on the same session must not end it.
+// lease held on the same Session (on another path) untouched: except in
+// lose-suspended, the Session uses LoseOnLost, so a reconnection on the
+// same session must not end it. A cell whose session expired is not judged.
 //
 // Cells run concurrently, each with its own proxy, Session and path; the
 // table of results is logged, and written to $ZKRECIPES_SWEEP_TABLE when
@@ -795,7 +799,6 @@ func sharedOp(name string, value, try bool) sweepOp {
 				out = append(out, "Set reported ErrVersionChanged")
 			case err != nil && !errors.Is(err, zr.ErrVersionChanged) && !ctxOrConn(err):
 				out = append(out, fmt.Sprintf("written=%v, error neither ctx's, a lost connection nor ErrVersionChanged: %v", done, err))
-			case err == nil && !try && !e.competed && e.fault == "none":
 			}
 			if err != nil && !errors.Is(err, zr.ErrVersionChanged) {
 				e.note("outcome unknown to the caller (%v); written=%v", err, done)
