@@ -22,10 +22,13 @@ import (
 // ErrNotLeader (and the lease's Err) once the lease has ended, and with
 // ErrNotLeader and ErrNodeDeleted when it finds the node gone (the lease
 // is then ended as lost, as it is when the node belongs to another
-// session); with ErrDataTooLarge for data too large for a node (see
-// WithParticipantID), ErrInvalidArgument for a nil ctx or lease or a
-// lease that is not this Election's, and otherwise ctx's error, ErrClosed
-// or a ZooKeeper error, after which the data may or may not have been set.
+// session). If the reply to its write was lost before that, the write may
+// have been applied during the term: the error then also matches
+// zk.ErrConnectionClosed. It fails with ErrDataTooLarge for data too
+// large for a node (see WithParticipantID), ErrInvalidArgument for a nil
+// ctx or lease or a lease that is not this Election's, and otherwise
+// ctx's error, ErrClosed or a ZooKeeper error, after which the data may
+// or may not have been set.
 // While the connection is down (and the lease holds, under LoseOnLost) it
 // waits for it to come back.
 //
@@ -48,9 +51,19 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 		return err
 	}
 	h := lease.h
+	// unknown is the error of a write whose reply was lost: it may have
+	// been applied, so a term that ends after it must not read as "nothing
+	// was written".
+	var unknown error
+	notLeader := func() error {
+		if unknown != nil {
+			return fmt.Errorf("%w: %s: %w; the data may or may not have been set before (the reply to its write was lost: %w)", ErrNotLeader, e.path, lease.Err(), unknown)
+		}
+		return fmt.Errorf("%w: %s: %w", ErrNotLeader, e.path, lease.Err())
+	}
 	for {
-		if err := lease.Err(); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrNotLeader, e.path, err)
+		if lease.Err() != nil {
+			return notLeader()
 		}
 		if cur := e.current(); cur == nil || cur.h != h {
 			return invalidArg("%s: the lease is not this election's leadership", e.path)
@@ -64,6 +77,9 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 			_, err = call(ctx, e.s, "setData", h.node.path, func() (*zk.Stat, error) {
 				return e.s.sendSet(h.node.path, data, st.Version)
 			}, nil)
+			if isRetryable(err) {
+				unknown = err
+			}
 		}
 		switch {
 		case err == nil:
@@ -76,7 +92,7 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 				cause = g.err // the session that owned it ended
 			}
 			h.lose(cause, false)
-			return fmt.Errorf("%w: %s: %w", ErrNotLeader, e.path, lease.Err())
+			return notLeader()
 		case isRetryable(err) || err == zk.ErrSessionExpired:
 			// The Session may not have seen the disconnect yet: pause
 			// before asking it, then look again (the lease ends first if

@@ -1,9 +1,11 @@
 package zktest
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,6 +30,8 @@ type Proxy struct {
 	conns  map[*proxyConn]struct{}
 	armed  []*armedLoss // reply losses waiting for the next connections, in order
 	closed bool
+
+	requestReplies atomic.Int64 // replies to requests delivered (RequestReplies)
 }
 
 // NewProxy starts a [Proxy] to the loopback address target and registers tb.Cleanup
@@ -297,6 +301,15 @@ type proxyConn struct {
 	lose   bool          // a reply loss is set
 	losing bool          // the server's bytes are withheld
 	frames frameCounter  // the server's frames delivered so far
+
+	// Request-reply faults (LoseRequestReply, HoldRequestReply). wmu orders
+	// the writes of the reply pipe and of a release.
+	wmu     sync.Mutex
+	replies frameCounter // every server frame, from the connection's start
+	pend    []byte       // a frame's first bytes, kept until its xid is known
+	fault   *connFault   // a request-reply fault waiting for its reply
+	holding *ReplyFault  // the fault holding the server's bytes, if any
+	held    []byte       // the bytes it holds
 }
 
 // setLoss sets a loss of the server's replies after n more (LoseRepliesAfter). It
@@ -345,9 +358,10 @@ func (c *proxyConn) isLosing() bool {
 // frameCounter follows the frames of a ZooKeeper byte stream: each a 4-byte
 // big-endian length, then that many bytes.
 type frameCounter struct {
-	hdr  int    // bytes of the current frame's length read (0-4)
-	size uint32 // the length, as read so far
-	left int64  // bytes of the frame's body still to come, once its length is read
+	hdr   int    // bytes of the current frame's length read (0-4)
+	size  uint32 // the length, as read so far
+	left  int64  // bytes of the frame's body still to come, once its length is read
+	count int    // frames ended so far
 }
 
 // next consumes data up to the end of the current frame at most. It returns the
@@ -371,6 +385,7 @@ func (f *frameCounter) next(data []byte) (int, bool) {
 		return i, false
 	}
 	f.hdr, f.size = 0, 0
+	f.count++
 	return i, true
 }
 
@@ -500,6 +515,10 @@ func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn, replies bool) {
 			if len(data) == 0 {
 				continue
 			}
+			if !p.forwardReplies(c, dst, data) {
+				return
+			}
+			continue
 		}
 		if _, err := dst.Write(data); err != nil {
 			c.kill()
@@ -518,5 +537,231 @@ func (p *Proxy) waitOpen(c *proxyConn) bool {
 		case <-c.dead:
 			return false
 		}
+	}
+}
+
+// ReplyFault is a fault on one reply to a client request, set by
+// [Proxy.LoseRequestReply] or [Proxy.HoldRequestReply].
+type ReplyFault struct {
+	p    *Proxy
+	hit  chan struct{}
+	once sync.Once
+	lose bool
+	hold time.Duration
+
+	mu    sync.Mutex
+	xid   int32
+	conns []*proxyConn
+	freed bool
+}
+
+// Hit returns a channel closed once the fault has taken its reply: the
+// reply is then lost or held, and everything the server sends after it on
+// that connection too. It never closes if no connection gets that far.
+func (f *ReplyFault) Hit() <-chan struct{} { return f.hit }
+
+// Xid returns the xid of the reply the fault took (0 before [ReplyFault.Hit]).
+func (f *ReplyFault) Xid() int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.xid
+}
+
+// Release delivers, in order, what a [Proxy.HoldRequestReply] fault holds,
+// and lets the connection's bytes flow again; a fault that has not taken its
+// reply yet is cancelled. It does nothing to a loss. Idempotent. A fault
+// set while this one holds counts the replies after the held one, the
+// held ones included: hold a reply, set the next fault, then release.
+func (f *ReplyFault) Release() {
+	f.mu.Lock()
+	f.freed = true
+	conns := f.conns
+	f.mu.Unlock()
+	if f.lose {
+		return
+	}
+	for _, c := range conns {
+		c.release(f)
+	}
+}
+
+// connFault is a ReplyFault's count on one connection.
+type connFault struct {
+	f    *ReplyFault
+	left int // request replies still to come, the fault's own included
+}
+
+// LoseRequestReply makes every live connection lose the k-th reply to a
+// client request from now on (k < 1 counts as 1), and everything the server
+// sends after it; hold later that connection is reset, as with
+// [Proxy.LoseReplies]. Only replies to requests count: a ZooKeeper reply
+// frame whose header's xid is positive; pings (xid -2), watch notifications
+// (xid -1), the SetWatches and auth replies and a connection's connect
+// response do not. A reply whose first bytes were delivered before the call
+// does not count. Connections accepted after the call are not affected.
+func (p *Proxy) LoseRequestReply(k int, hold time.Duration) *ReplyFault {
+	return p.requestFault(&ReplyFault{p: p, hit: make(chan struct{}), lose: true, hold: hold}, k)
+}
+
+// HoldRequestReply makes every live connection hold the k-th reply to a
+// client request from now on (counted as by [Proxy.LoseRequestReply]), and
+// everything the server sends after it, in order, until
+// [ReplyFault.Release]: the request has been executed by the server, and the
+// client does not know yet. The client's pings go unanswered meanwhile, so a
+// hold longer than its read timeout ends the connection. The client's
+// requests still reach the server.
+func (p *Proxy) HoldRequestReply(k int) *ReplyFault {
+	return p.requestFault(&ReplyFault{p: p, hit: make(chan struct{})}, k)
+}
+
+func (p *Proxy) requestFault(f *ReplyFault, k int) *ReplyFault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return f
+	}
+	for c := range p.conns {
+		c.mu.Lock()
+		c.fault = &connFault{f: f, left: max(k, 1)}
+		c.mu.Unlock()
+		f.conns = append(f.conns, c)
+	}
+	return f
+}
+
+// RequestReplies returns the number of replies to client requests (counted
+// as by [Proxy.LoseRequestReply]) the proxy has delivered to its clients, on
+// every connection since it started.
+func (p *Proxy) RequestReplies() int {
+	return int(p.requestReplies.Load())
+}
+
+// forwardReplies writes data, the server's bytes, to dst, the client, as
+// the connection's request-reply fault allows. False when dst failed.
+func (p *Proxy) forwardReplies(c *proxyConn, dst *net.TCPConn, data []byte) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	out, lost := c.admitRequests(p, data)
+	if lost != nil {
+		p.resetAfter(c, lost.hold)
+	}
+	if len(out) == 0 {
+		return true
+	}
+	if _, err := dst.Write(out); err != nil {
+		c.kill()
+		return false
+	}
+	return true
+}
+
+// admitRequests returns the part of data the client may have now. It keeps
+// a frame's first bytes back until its xid is known while a fault waits,
+// and keeps what follows a held reply. When a loss starts here, it returns
+// its fault (the caller schedules the reset).
+func (c *proxyConn) admitRequests(p *Proxy, data []byte) (out []byte, lost *ReplyFault) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holding != nil {
+		c.held = append(c.held, data...)
+		return nil, nil
+	}
+	if len(c.pend) > 0 {
+		data = append(c.pend, data...)
+		c.pend = nil
+	}
+	i := 0
+	for i < len(data) {
+		if c.replies.hdr == 0 && c.replies.count > 0 {
+			// A frame starts: read its length and xid before passing it.
+			if len(data)-i < 4 {
+				c.pend = append([]byte(nil), data[i:]...)
+				return data[:i], nil
+			}
+			if size := int32(binary.BigEndian.Uint32(data[i:])); size >= 4 {
+				if len(data)-i < 8 {
+					c.pend = append([]byte(nil), data[i:]...)
+					return data[:i], nil
+				}
+				if xid := int32(binary.BigEndian.Uint32(data[i+4:])); xid > 0 {
+					if f := c.take(xid); f != nil {
+						if f.lose {
+							c.losing = true
+							return data[:i], f
+						}
+						c.holding = f
+						c.held = append([]byte(nil), data[i:]...)
+						return data[:i], nil
+					}
+					p.requestReplies.Add(1)
+				}
+			}
+		}
+		n, _ := c.replies.next(data[i:])
+		i += n
+	}
+	return data, nil
+}
+
+// take counts the request reply xid against c's fault and returns the
+// fault when it takes this reply. The caller holds c.mu.
+func (c *proxyConn) take(xid int32) *ReplyFault {
+	cf := c.fault
+	if cf == nil {
+		return nil
+	}
+	if cf.left--; cf.left > 0 {
+		return nil
+	}
+	c.fault = nil
+	if !cf.f.take(xid) {
+		return nil
+	}
+	return cf.f
+}
+
+// take reports whether the fault takes the reply xid: false when it was
+// released first or took one already on another connection.
+func (f *ReplyFault) take(xid int32) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.freed || f.xid != 0 {
+		return false
+	}
+	f.xid = xid
+	f.once.Do(func() { close(f.hit) })
+	return true
+}
+
+// release delivers what f holds on c.
+func (c *proxyConn) release(f *ReplyFault) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	if c.fault != nil && c.fault.f == f {
+		c.fault = nil
+	}
+	if c.holding != f {
+		c.mu.Unlock()
+		return
+	}
+	held := c.held
+	c.holding, c.held = nil, nil
+	// The held reply passes; the frames after it are counted again, against
+	// a fault set meanwhile.
+	n, _ := c.replies.next(held)
+	f.p.requestReplies.Add(1)
+	c.mu.Unlock()
+	out, lost := c.admitRequests(f.p, held[n:])
+	if lost != nil {
+		f.p.mu.Lock()
+		if !f.p.closed {
+			f.p.resetAfter(c, lost.hold)
+		}
+		f.p.mu.Unlock()
+	}
+	out = append(held[:n:n], out...)
+	if _, err := c.client.Write(out); err != nil {
+		c.kill()
 	}
 }

@@ -2,6 +2,7 @@ package zktest_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -395,4 +396,137 @@ func countState(states []zk.State, s zk.State) int {
 		}
 	}
 	return n
+}
+
+// replyFrame returns a ZooKeeper reply frame: the header (xid, zxid, err)
+// then body.
+func replyFrame(xid int32, body string) []byte {
+	h := make([]byte, 16, 16+len(body))
+	binary.BigEndian.PutUint32(h, uint32(xid))
+	binary.BigEndian.PutUint64(h[4:], 7)
+	return frame(string(append(h, body...)))
+}
+
+func cat(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+func TestProxy_LoseRequestReplyCountsOnlyRepliesToRequests(t *testing.T) {
+	t.Run("fault", func(t *testing.T) {
+		p := zktest.NewProxy(t, echoServer(t))
+		c, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer c.Close()
+		// The connect response has no header: even if its first bytes look like
+		// a positive xid, it does not count.
+		connectResp := frame("\x00\x00\x00\x01 connect response")
+		first := cat(connectResp, replyFrame(-2, ""), replyFrame(-1, "event"), replyFrame(1, "one"))
+		_, err = c.Write(first)
+		require.NoError(t, err)
+		buf := make([]byte, len(first))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, first, buf)
+		require.Equal(t, 1, p.RequestReplies())
+
+		f := p.LoseRequestReply(2, 100*time.Millisecond)
+		passed := cat(replyFrame(-2, ""), replyFrame(2, "two"), replyFrame(-1, "event"))
+		lost := replyFrame(3, "three")
+		// The lost reply's xid arrives cut in two: its first bytes must not pass.
+		_, err = c.Write(cat(passed, lost[:6]))
+		require.NoError(t, err)
+		buf = make([]byte, len(passed))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, passed, buf)
+		select {
+		case <-f.Hit():
+			t.Fatal("hit before the reply's xid arrived")
+		default:
+		}
+		_, err = c.Write(cat(lost[6:], replyFrame(-2, ""), replyFrame(4, "four")))
+		require.NoError(t, err)
+		b, err := readUntilError(t, c, 5*time.Second)
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+		require.Empty(t, b, "nothing from the lost reply on")
+		require.True(t, closedWithin(f.Hit(), time.Second))
+		require.Equal(t, int32(3), f.Xid())
+		require.Equal(t, 2, p.RequestReplies())
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestProxy_HoldRequestReplyDeliversInOrderOnRelease(t *testing.T) {
+	t.Run("fault", func(t *testing.T) {
+		p := zktest.NewProxy(t, echoServer(t))
+		c, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		defer c.Close()
+		roundTrip := func(msg []byte) {
+			t.Helper()
+			_, err := c.Write(msg)
+			require.NoError(t, err)
+			buf := make([]byte, len(msg))
+			_, err = io.ReadFull(c, buf)
+			require.NoError(t, err)
+			require.Equal(t, msg, buf)
+		}
+		roundTrip(frame("connect response"))
+
+		f := p.HoldRequestReply(1)
+		before := replyFrame(-1, "event")
+		held := cat(replyFrame(9, "held"), replyFrame(-2, ""), replyFrame(10, "after"))
+		_, err = c.Write(cat(before, held))
+		require.NoError(t, err)
+		buf := make([]byte, len(before))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, before, buf)
+		require.True(t, closedWithin(f.Hit(), 5*time.Second))
+		require.Equal(t, int32(9), f.Xid())
+		b, err := readUntilError(t, c, 200*time.Millisecond)
+		var ne net.Error
+		require.True(t, errors.As(err, &ne) && ne.Timeout(), "want silence while held, got %v", err)
+		require.Empty(t, b)
+		require.NoError(t, c.SetReadDeadline(time.Time{}))
+
+		f.Release()
+		buf = make([]byte, len(held))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, held, buf, "the held reply and what followed, in order")
+		f.Release() // idempotent
+		roundTrip(replyFrame(11, "flows again"))
+		require.Equal(t, 3, p.RequestReplies())
+
+		// A fault released before its reply came is cancelled.
+		g := p.HoldRequestReply(1)
+		g.Release()
+		roundTrip(replyFrame(12, "not held"))
+		require.False(t, closedWithin(g.Hit(), 50*time.Millisecond))
+
+		// Hold a reply, set a loss of the next one, release: the held reply
+		// passes and the loss counts from the reply after it.
+		h := p.HoldRequestReply(1)
+		_, err = c.Write(replyFrame(13, "held again"))
+		require.NoError(t, err)
+		require.True(t, closedWithin(h.Hit(), 5*time.Second))
+		l := p.LoseRequestReply(1, 50*time.Millisecond)
+		h.Release()
+		buf = make([]byte, len(replyFrame(13, "held again")))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, replyFrame(13, "held again"), buf)
+		_, err = c.Write(cat(replyFrame(-2, ""), replyFrame(14, "lost")))
+		require.NoError(t, err)
+		b, err = readUntilError(t, c, 5*time.Second)
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+		require.Equal(t, replyFrame(-2, ""), b, "the ping passes, the next reply is lost")
+		require.Equal(t, int32(14), l.Xid())
+	})
+	goleak.VerifyNone(t)
 }
