@@ -24,7 +24,7 @@ import (
 // is then ended as lost, as it is when the node belongs to another
 // session). If the reply to its write was lost before that, the write may
 // have been applied during the term: the error then also matches
-// zk.ErrConnectionClosed. It fails with ErrDataTooLarge for data too
+// ErrOutcomeUnknown and zk.ErrConnectionClosed. It fails with ErrDataTooLarge for data too
 // large for a node (see WithParticipantID), ErrInvalidArgument for a nil
 // ctx or lease or a lease that is not this Election's, and otherwise
 // ctx's error, ErrClosed or a ZooKeeper error, after which the data may
@@ -57,7 +57,7 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 	var unknown error
 	notLeader := func() error {
 		if unknown != nil {
-			return fmt.Errorf("%w: %s: %w; the data may or may not have been set before (the reply to its write was lost: %w)", ErrNotLeader, e.path, lease.Err(), unknown)
+			return fmt.Errorf("%w: %s: %w; %w (the reply to the write of the data was lost: %w)", ErrNotLeader, e.path, lease.Err(), ErrOutcomeUnknown, unknown)
 		}
 		return fmt.Errorf("%w: %s: %w", ErrNotLeader, e.path, lease.Err())
 	}

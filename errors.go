@@ -220,8 +220,9 @@ var (
 	// DistributedAtomicLong format) or nothing.
 	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
 
-	// ErrOutcomeUnknown is returned by an AtomicCounter change, or a
-	// SharedValue or SharedCount write, that may or may not have been
+	// ErrOutcomeUnknown is returned by an AtomicCounter change, a
+	// SharedValue or SharedCount write, or an Election.Proclaim whose term
+	// ended after its write was sent, that may or may not have been
 	// applied: its reply was lost with the connection, or ctx ended while
 	// it was on its way (and, for a counter, what the node held afterwards
 	// could not tell). The error also matches its cause

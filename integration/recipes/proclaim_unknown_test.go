@@ -114,7 +114,7 @@ func proclaimRound(obs *zk.Conn, p *zktest.Proxy, s *client, path string, i int)
 		return false, fmt.Sprintf("want ErrNotLeader, got %v", err)
 	}
 	written = ev.Type == zk.EventNodeDataChanged
-	switch unknown := errors.Is(err, zk.ErrConnectionClosed); {
+	switch unknown := errors.Is(err, zr.ErrOutcomeUnknown) && errors.Is(err, zk.ErrConnectionClosed); {
 	case written && !unknown:
 		return true, fmt.Sprintf("the data was written, but the error says %q", err)
 	case !written && k == 1 && unknown:
