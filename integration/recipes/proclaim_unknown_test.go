@@ -18,7 +18,8 @@ import (
 // lost, and whose term then ended with the suspension (LoseOnSuspended),
 // must not be told only "not the leader", which says the data was never
 // published: the error also says the outcome is unknown (it matches
-// zk.ErrConnectionClosed, as every write whose reply was lost does). When
+// ErrOutcomeUnknown and zk.ErrConnectionClosed, as every write whose reply
+// was lost does). When
 // the reply lost is the read before the write, no write was sent: plain
 // ErrNotLeader. Found by the reply-fault sweep (Election.Proclaim,
 // lose-suspended-2).
