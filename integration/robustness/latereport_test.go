@@ -121,6 +121,7 @@ func TestChecksAcceptALeadershipLoggedAfterItsSuccessorsWhenItReportsItsLoss(t *
 	evs := robustness.ForWorkload(events, "election")
 	rep := chaos.Check(evs)
 	assert.Empty(t, rep.Violations, "the overlap check")
+	assert.Equal(t, 1, rep.LateReports, "one lease logged after its successor's")
 	res := robustness.Check("election", robustness.LockModel, robustness.LockOperations(evs), 10*time.Second, "")
 	assert.Equal(t, string(porcupine.Ok), res.Verdict, "the lock model")
 	if t.Failed() {

@@ -161,8 +161,8 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 		if lockWorkloads[w] {
 			rep := chaos.Check(evs)
 			st := r.stores[w].Stats()
-			fmt.Fprintf(&b, "    %s overlap check: %d acquisitions, %d leases lost, %d overlaps explained by an earlier loss signal, %d violations; store: %s\n",
-				w, rep.Acquisitions, rep.Losses, rep.Explained, len(rep.Violations), st)
+			fmt.Fprintf(&b, "    %s overlap check: %d acquisitions, %d leases lost, %d overlaps explained by an earlier loss signal, %d leases logged after a higher token and lost (longest believed held %v), %d violations; store: %s\n",
+				w, rep.Acquisitions, rep.Losses, rep.Explained, rep.LateReports, rep.MaxLateReport, len(rep.Violations), st)
 			for _, v := range rep.Violations {
 				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
 			}
