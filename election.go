@@ -214,6 +214,7 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 		cancelGuard := e.guard(l)
 		err = e.confirm(ctx, nh)
 		if err == nil {
+			afterConfirm(nh)
 			return l, nil
 		}
 		cancelGuard()
@@ -282,6 +283,10 @@ func (e *Election) confirm(ctx context.Context, h *hold) error {
 		}
 	}
 }
+
+// afterConfirm runs once a leadership is confirmed, before Campaign
+// declares it: a seam for tests only, which pause there.
+var afterConfirm = func(*hold) {}
 
 // guard checks the leadership again after every RECONNECTED, until it
 // ends: under LoseOnLost a lease survives a connection loss, and the node
