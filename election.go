@@ -215,6 +215,9 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 		err = e.confirm(ctx, nh)
 		if err == nil {
 			afterConfirm(nh)
+			err = declare(nh)
+		}
+		if err == nil {
 			return l, nil
 		}
 		cancelGuard()
@@ -281,6 +284,21 @@ func (e *Election) confirm(ctx context.Context, h *hold) error {
 		default:
 			return fmt.Errorf("zkrecipes: %s: confirm leadership: %w", e.path, err)
 		}
+	}
+}
+
+// declare is the last check before Campaign returns a leadership: one
+// lost while the confirming read was on its way (the connection dropped
+// right behind its reply, say) is not declared, and the campaign starts
+// over. Declared, it would reach its caller already ended, with a token
+// below that of the next leader, which may be granted before the caller
+// looks at it.
+func declare(h *hold) error {
+	select {
+	case <-h.sig.done:
+		return &startOver{h.sig.err}
+	default:
+		return nil
 	}
 }
 
