@@ -40,8 +40,9 @@ type Report struct {
 	// ACQUIRED line to its DONE line.
 	LateReports   int
 	MaxLateReport time.Duration
-	// Violations lists, in order, every overlap not explained that way and
-	// every acquisition whose token is not above the previous one's.
+	// Violations lists, in order, every overlap not explained either way
+	// and every acquisition whose token is not above every one logged
+	// before it, unless it is such a late lease.
 	Violations []string
 	// Recoveries holds, per HEAL line in order, the time until the next
 	// ACQUIRED line; Unrecovered lists the HEAL lines with none after them.

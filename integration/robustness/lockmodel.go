@@ -33,8 +33,8 @@ type lockState struct {
 //   - acquire: granted only while nobody holds the lock, with a token above
 //     every token granted before (grants in token order);
 //   - end: the holding of that token ends (a release, or a loss, which the
-//     history places between the grant and the moment its holder was
-//     told);
+//     history places between the acquisition's call and the moment its
+//     holder was told: a lease can be lost before its holder logs it);
 //   - write: the resource accepts a write with a token that has been
 //     granted and is not below the highest token that wrote before, and
 //     refuses it only when a higher token wrote.
