@@ -214,6 +214,10 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 		cancelGuard := e.guard(l)
 		err = e.confirm(ctx, nh)
 		if err == nil {
+			afterConfirm(nh)
+			err = declare(nh)
+		}
+		if err == nil {
 			return l, nil
 		}
 		cancelGuard()
@@ -282,6 +286,25 @@ func (e *Election) confirm(ctx context.Context, h *hold) error {
 		}
 	}
 }
+
+// declare is the last check before Campaign returns a leadership: one
+// lost while the confirming read was on its way (the connection dropped
+// right behind its reply, say) is not declared, and the campaign starts
+// over. Declared, it would reach its caller already ended, with a token
+// below that of the next leader, which may be granted before the caller
+// looks at it.
+func declare(h *hold) error {
+	select {
+	case <-h.sig.done:
+		return &startOver{h.sig.err}
+	default:
+		return nil
+	}
+}
+
+// afterConfirm runs once a leadership is confirmed, before Campaign
+// declares it: a seam for tests only, which pause there.
+var afterConfirm = func(*hold) {}
 
 // guard checks the leadership again after every RECONNECTED, until it
 // ends: under LoseOnLost a lease survives a connection loss, and the node

@@ -34,8 +34,15 @@ type Report struct {
 	// longest of them.
 	Explained    int
 	MaxExplained time.Duration
-	// Violations lists, in order, every overlap not explained that way and
-	// every acquisition whose token is not above the previous one's.
+	// LateReports counts the leases logged after a lease with a higher
+	// token, explained by a loss they reported (see Check), and
+	// MaxLateReport is the longest any of them was believed held, from its
+	// ACQUIRED line to its DONE line.
+	LateReports   int
+	MaxLateReport time.Duration
+	// Violations lists, in order, every overlap not explained either way
+	// and every acquisition whose token is not above every one logged
+	// before it, unless it is such a late lease.
 	Violations []string
 	// Recoveries holds, per HEAL line in order, the time until the next
 	// ACQUIRED line; Unrecovered lists the HEAL lines with none after them.
@@ -102,13 +109,32 @@ func Check(events []Event) Report {
 		}
 	}
 
-	// Tokens: successive owners of one path hold strictly increasing czxids.
+	// Tokens: successive owners of one path hold strictly increasing
+	// tokens, in grant order. A line is logged after its grant, though, and
+	// a holder may pause in between (a busy machine): its session can
+	// expire meanwhile, and the next owner be granted and log first, with
+	// a higher token. That is no overlap on the server: the lower token
+	// proves the late lease was granted first, and the next owner's grant
+	// proves its node was gone by then. Such a lease can only report a
+	// loss (DONE lost); one that reports a release, or none, was still
+	// held when the higher token was granted. A late lease leaves the bar
+	// where it was: the next one must still be above the highest token.
 	sort.SliceStable(acqs, func(i, j int) bool { return acqs[i].T < acqs[j].T })
-	for i := 1; i < len(acqs); i++ {
-		if acqs[i].Token <= acqs[i-1].Token {
-			rep.Violations = append(rep.Violations, fmt.Sprintf("line %d: %s acquired token %d after %s acquired %d (line %d)",
-				acqs[i].Line, acqs[i].Actor, acqs[i].Token, acqs[i-1].Actor, acqs[i-1].Token, acqs[i-1].Line))
+	late := map[*Interval]bool{}
+	top := -1
+	for i, a := range acqs {
+		if top < 0 || a.Token > acqs[top].Token {
+			top = i
+			continue
 		}
+		if iv := ivs[key{a.Actor, a.Token}]; iv.DoneLost {
+			late[iv] = true
+			rep.LateReports++
+			rep.MaxLateReport = max(rep.MaxLateReport, Duration(iv.Start, iv.DoneT))
+			continue
+		}
+		rep.Violations = append(rep.Violations, fmt.Sprintf("line %d: %s acquired token %d after %s acquired %d (line %d)",
+			a.Line, a.Actor, a.Token, acqs[top].Actor, acqs[top].Token, acqs[top].Line))
 	}
 
 	// Overlaps: B acquired while A still believed it held.
@@ -128,6 +154,9 @@ func Check(events []Event) Report {
 				rep.Explained++
 				rep.MaxExplained = max(rep.MaxExplained, Duration(b.Start, min(a.End, b.End)))
 				continue
+			}
+			if late[b] && b.Token < a.Token {
+				continue // b was granted before a and lost before a's grant: see above
 			}
 			why := "its lease's Done had not closed"
 			if a.DoneT != 0 {

@@ -57,6 +57,26 @@ func TestCheckExplainsOnlyOverlapsAfterASeenLoss(t *testing.T) {
 150 STOP a 20 release
 300 ACQUIRED b 10
 400 STOP b 10 release`, 1, 0},
+		{"a lease logged after its successor's, lost before it was logged", `
+100 ACQUIRED b 20
+110 ACQUIRED a 10
+115 DONE a 10 lost zkrecipes: ownership lost: suspended
+120 STOP a 10 lost
+200 STOP b 20 release`, 0, 0},
+		{"a lower token logged after a higher one, then released", `
+100 ACQUIRED b 20
+110 ACQUIRED a 10
+200 STOP a 10 release
+210 DONE a 10 released zkrecipes: lease released
+300 STOP b 20 release`, 2, 0},
+		{"a lease logged late does not lower the bar for the next one", `
+100 ACQUIRED b 20
+110 ACQUIRED a 10
+115 DONE a 10 lost zkrecipes: ownership lost: suspended
+120 STOP a 10 lost
+200 STOP b 20 release
+300 ACQUIRED c 15
+400 STOP c 15 release`, 1, 0},
 		{"a client's own successive leases never overlap", `
 100 ACQUIRED a 10
 150 STOP a 10 release

@@ -1,8 +1,13 @@
 package robustness
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -68,4 +73,35 @@ func uncertain(out any) bool {
 		return out == WriteUnknown
 	}
 	return false
+}
+
+// Keep writes, for study after a failure, the history ops of model into
+// dir: <name>.history.txt, one operation a line in call order (call and
+// return on the shared log's clock, "-" for a return never seen, the
+// client, porcupine's description), and <name>.html, porcupine's
+// visualization of it, checked again for at most timeout.
+func Keep(dir, name string, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) error {
+	var b strings.Builder
+	sorted := slices.Clone(ops)
+	sortOps(sorted)
+	for _, op := range sorted {
+		ret := "-"
+		if op.Return != Unknown {
+			ret = strconv.FormatInt(op.Return, 10)
+		}
+		desc := fmt.Sprint(op.Input, " -> ", op.Output)
+		if model.DescribeOperation != nil {
+			desc = model.DescribeOperation(op.Input, op.Output)
+		}
+		fmt.Fprintf(&b, "%d %s client%d %s\n", op.Call, ret, op.ClientId, desc)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".history.txt"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	_, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+	f, err := os.Create(filepath.Join(dir, name+".html"))
+	if err != nil {
+		return err
+	}
+	return errors.Join(porcupine.Visualize(model, info, f), f.Close())
 }

@@ -33,8 +33,8 @@ type lockState struct {
 //   - acquire: granted only while nobody holds the lock, with a token above
 //     every token granted before (grants in token order);
 //   - end: the holding of that token ends (a release, or a loss, which the
-//     history places between the grant and the moment its holder was
-//     told);
+//     history places between the acquisition's call and the moment its
+//     holder was told: a lease can be lost before its holder logs it);
 //   - write: the resource accepts a write with a token that has been
 //     granted and is not below the highest token that wrote before, and
 //     refuses it only when a higher token wrote.
@@ -98,7 +98,7 @@ var LockModel = porcupine.Model{
 type holding struct {
 	actor          string
 	token          int64
-	acquired       int64
+	call, acquired int64 // the acquisition's CALL and ACQUIRED lines
 	done           int64 // Done seen closed (0: never)
 	lost           bool
 	stop, released int64 // 0: never
@@ -145,7 +145,7 @@ func LockOperations(events []chaos.Event) []porcupine.Operation {
 			}
 			delete(callAcq, ev.Actor)
 			ops = append(ops, porcupine.Operation{ClientId: ids.of(ev.Actor), Input: LockOp{"acquire", ev.Token}, Call: call, Return: ev.T})
-			h := &holding{actor: ev.Actor, token: ev.Token, acquired: ev.T}
+			h := &holding{actor: ev.Actor, token: ev.Token, call: call, acquired: ev.T}
 			holds[key(ev.Actor, ev.Token)] = h
 			order = append(order, h)
 		case chaos.Failed:
@@ -197,8 +197,12 @@ func LockOperations(events []chaos.Event) []porcupine.Operation {
 		switch {
 		case h.lost:
 			// Lost at some point between the grant and the moment its
-			// holder was told.
-			op.Return = h.done
+			// holder was told. The grant lies somewhere between the
+			// acquisition's call and its ACQUIRED line, and so may the
+			// loss: a holder paused before it logs its lease may find it
+			// lost, after the next owner was granted and logged (the late
+			// lease of chaos.Check).
+			op.Call, op.Return = h.call, h.done
 		case h.stop != 0 && h.released != 0 && h.releaseOK:
 			op.Call, op.Return = h.stop, max(h.released, h.done)
 		case h.stop != 0:

@@ -95,6 +95,47 @@ func TestLockModelJudgesLeaseHistories(t *testing.T) {
 23 DONE a/m 9 released
 30 CALL b/m acquire
 40 ACQUIRED b/m 7`, false},
+		{"a lease logged after its successor's, lost before it was logged", `
+10 CALL a/m acquire
+15 CALL b/m acquire
+20 ACQUIRED b/m 7
+21 CALL b/m write 7
+22 WRITE b/m 7 accepted
+30 ACQUIRED a/m 5
+31 DONE a/m 5 lost zkrecipes: ownership lost: suspended
+32 STOP a/m 5 lost
+33 RELEASED a/m 5 zkrecipes:_ownership_lost
+40 STOP b/m 7 release
+45 DONE b/m 7 released
+46 RELEASED b/m 7 ok`, true},
+		{"a lease logged after its successor's and released, not lost", `
+10 CALL a/m acquire
+15 CALL b/m acquire
+20 ACQUIRED b/m 7
+30 ACQUIRED a/m 5
+32 STOP a/m 5 release
+33 DONE a/m 5 released
+34 RELEASED a/m 5 ok
+40 STOP b/m 7 release
+45 DONE b/m 7 released
+46 RELEASED b/m 7 ok`, false},
+		{"a lease logged late whose acquisition began after its successor's grant", `
+15 CALL b/m acquire
+20 ACQUIRED b/m 7
+25 CALL a/m acquire
+30 ACQUIRED a/m 5
+31 DONE a/m 5 lost zkrecipes: ownership lost: suspended
+32 STOP a/m 5 lost`, false},
+		{"a lease logged late writes after its successor wrote", `
+10 CALL a/m acquire
+15 CALL b/m acquire
+20 ACQUIRED b/m 7
+21 CALL b/m write 7
+22 WRITE b/m 7 accepted
+30 ACQUIRED a/m 5
+31 CALL a/m write 5
+32 WRITE a/m 5 accepted
+35 DONE a/m 5 lost zkrecipes: ownership lost: suspended`, false},
 		{"a killed holder's lease ends unseen", `
 10 CALL a/m acquire
 20 ACQUIRED a/m 5

@@ -33,6 +33,7 @@ var (
 	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,queue,counter,sharedcount,watch", "workloads to run (watch follows sharedcount's node)")
 	flagKeep      = flag.String("robustness.log", "", "copy the shared log to this file after the run")
 	flagCheck     = flag.Duration("robustness.check-timeout", 2*time.Minute, "porcupine's time limit per history")
+	flagHog       = flag.Int("robustness.cpu-hog", 0, "busy-looping processes to run beside the test for its whole length (a busy machine)")
 )
 
 const sessionTimeout = 4 * time.Second
@@ -69,9 +70,13 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 		t.Skip("the fault run needs -robustness.duration (make robustness, or scripts/test.sh's robustness stage)")
 	}
 	seed := fleet.Seed(*flagSeed)
-	t.Logf("robustness seed %d (rerun with -robustness.seed=%d), duration %v, %d clients, workloads %s", seed, seed, *flagDuration, *flagClients, *flagWorkloads)
+	t.Logf("robustness seed %d (rerun with -robustness.seed=%d), duration %v, %d clients, workloads %s, %d CPU hogs", seed, seed, *flagDuration, *flagClients, *flagWorkloads, *flagHog)
 	r := &run{root: fmt.Sprintf("/robustness/%d", seed), workloads: strings.Split(*flagWorkloads, ","), stores: map[string]*chaos.Store{}}
 	r.Fleet = fleet.New(t.Context(), t, fleet.Config{Suite: "robustness", Seed: seed, Keep: *flagKeep, Prefix: "p", Args: r.clientArgs})
+	t.Logf("if the run fails, its artifacts are kept in %s (set %s to choose where)", r.Keep, fleet.KeepEnv("robustness"))
+	if *flagHog > 0 {
+		fleet.Hog(t, *flagHog)
+	}
 	for _, w := range r.workloads {
 		if lockWorkloads[w] {
 			st, err := chaos.StartStore()
@@ -106,7 +111,23 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "robustness summary (seed %d, %v of faults, %d client processes started)\n", seed, time.Since(start).Round(time.Second), len(r.Procs))
+	fmt.Fprintf(&b, "robustness summary (seed %d, %v of faults, %d client processes started, %d CPU hogs)\n", seed, time.Since(start).Round(time.Second), len(r.Procs), *flagHog)
+	type history struct {
+		w     string
+		model porcupine.Model
+		ops   []porcupine.Operation
+	}
+	var histories []history
+	defer func() { // for study: the histories as porcupine saw them, and its pages
+		if !t.Failed() {
+			return
+		}
+		for _, h := range histories {
+			if err := robustness.Keep(r.Dir, h.w, h.model, h.ops, *flagCheck); err != nil {
+				t.Logf("keeping the %s history: %v", h.w, err)
+			}
+		}
+	}()
 	fmt.Fprintf(&b, "  faults: %s\n", fleet.SortedCounts(faults))
 	fmt.Fprintf(&b, "  calls made by the clients that stopped normally: %s\n", fleet.SortedCounts(clientOps))
 	for _, w := range r.workloads {
@@ -133,8 +154,8 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			for _, v := range append(rep.Violations, crep.Violations...) {
 				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
 			}
-			assert.Empty(t, rep.Violations, "watch: states seen out of order or never written; seed %d", seed)
-			assert.Empty(t, crep.Violations, "watch: listings out of order or inconsistent; seed %d", seed)
+			assert.Empty(t, rep.Violations, "watch: states seen out of order or never written; seed %d, artifacts in %s", seed, r.Keep)
+			assert.Empty(t, crep.Violations, "watch: listings out of order or inconsistent; seed %d, artifacts in %s", seed, r.Keep)
 			assert.Equal(t, final, seen, "watch: an observer did not end at its node's final state")
 			for _, recipe := range robustness.DataRecipes {
 				assert.Positive(t, rep.ByRecipe[recipe], "watch: no state seen by a %s", recipe)
@@ -150,23 +171,24 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			for _, v := range rep.Violations() {
 				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
 			}
-			assert.Empty(t, rep.Violations(), "queue: items taken twice, never offered or lost; seed %d", seed)
+			assert.Empty(t, rep.Violations(), "queue: items taken twice, never offered or lost; seed %d, artifacts in %s", seed, r.Keep)
 			assert.Positive(t, rep.Taken, "queue: nothing taken")
 			continue
 		}
+		histories = append(histories, history{w, model, ops})
 		res := robustness.Check(w, model, ops, *flagCheck, r.Dir)
 		fmt.Fprintf(&b, "  %s\n", res)
-		assert.True(t, res.OK(), "%s: history not linearizable (%s); seed %d", w, res.Verdict, seed)
+		assert.True(t, res.OK(), "%s: history not linearizable (%s); seed %d, artifacts in %s", w, res.Verdict, seed, r.Keep)
 		assert.Positive(t, res.Operations-res.Open, "%s: no completed operation", w)
 		if lockWorkloads[w] {
 			rep := chaos.Check(evs)
 			st := r.stores[w].Stats()
-			fmt.Fprintf(&b, "    %s overlap check: %d acquisitions, %d leases lost, %d overlaps explained by an earlier loss signal, %d violations; store: %s\n",
-				w, rep.Acquisitions, rep.Losses, rep.Explained, len(rep.Violations), st)
+			fmt.Fprintf(&b, "    %s overlap check: %d acquisitions, %d leases lost, %d overlaps explained by an earlier loss signal, %d leases logged after a higher token and lost (longest believed held %v), %d violations; store: %s\n",
+				w, rep.Acquisitions, rep.Losses, rep.Explained, rep.LateReports, rep.MaxLateReport, len(rep.Violations), st)
 			for _, v := range rep.Violations {
 				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
 			}
-			assert.Empty(t, rep.Violations, "%s: overlaps not preceded by a loss signal; seed %d", w, seed)
+			assert.Empty(t, rep.Violations, "%s: overlaps not preceded by a loss signal; seed %d, artifacts in %s", w, seed, r.Keep)
 			assert.Zero(t, st.OutOfOrder, "%s: writes accepted out of token order", w)
 		}
 	}
@@ -194,6 +216,7 @@ func (r *run) clientArgs(id, servers string) []string {
 	return []string{"-servers", servers, "-root", r.root, "-id", id, "-log", r.LogPath,
 		"-workloads", strings.Join(r.workloads, ","), "-stores", strings.Join(stores, ","),
 		"-session-timeout", sessionTimeout.String(), "-session-dir", r.Dir, "-semaphore-max", strconv.Itoa(semaphoreMax),
+		"-lib-log", filepath.Join(r.Dir, id+".lib.log"),
 		"-lifetime", (*flagDuration + 10*time.Minute).String()}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -180,10 +181,11 @@ func ErrText(err error) string {
 // every connect and reconnect. Every state change is logged as
 // "STATE <actor> <state> 0x<session id>". The returned func unsubscribes,
 // closes the Session and returns once the last STATE line is logged; call
-// it once, and do not close the Session otherwise.
-func Connect(ctx context.Context, servers []string, timeout time.Duration, lg *chaos.Log, actor, sessFile string) (*zr.Session, func(), error) {
+// it once, and do not close the Session otherwise. opts are added to the
+// Session's options.
+func Connect(ctx context.Context, servers []string, timeout time.Duration, lg *chaos.Log, actor, sessFile string, opts ...zr.SessionOption) (*zr.Session, func(), error) {
 	var capture zktest.SessionCapture
-	s, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(timeout), zr.WithDialer(capture.Dialer()))
+	s, err := zr.Connect(ctx, servers, append([]zr.SessionOption{zr.WithSessionTimeout(timeout), zr.WithDialer(capture.Dialer())}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,6 +207,27 @@ func Connect(ctx context.Context, servers []string, timeout time.Duration, lg *c
 		_ = s.Close()
 		wg.Wait()
 	}, nil
+}
+
+// LibraryLog returns a logger for the library's messages (WithLogger), at
+// Info and above, appending to the file at path, one text line each,
+// stamped with the shared log's clock (mono=<ns>, as chaos.Now) instead
+// of the wall clock; nil when path is "". It exits through [Fail] when the
+// file cannot be opened.
+func LibraryLog(path string) *slog.Logger {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		Fail(err)
+	}
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Int64("mono", chaos.Now())
+		}
+		return a
+	}}))
 }
 
 // Holding is the log of one lock lease, from [Hold] to [Holding.Release],

@@ -46,8 +46,11 @@ type Fleet struct {
 	Log     *chaos.Log // the shared log, open for appending
 	Rng     *rand.Rand // seeded with Config.Seed
 	Procs   []*Proc    // every process started, in the order started
-	bin     string
-	cfg     Config
+	// Keep is where the run's artifacts are kept if the test fails (see
+	// New); "" when it could not be made.
+	Keep string
+	bin  string
+	cfg  Config
 }
 
 // Seed returns seed, or a seed from the clock when seed is 0.
@@ -64,9 +67,17 @@ func Seed(seed uint64) uint64 {
 // temporary directory; what it starts is stopped by t.Cleanup. The build
 // is bounded by ctx and by 5 minutes. Call it from the test goroutine
 // only.
+//
+// It also makes Keep, a directory outside the test's temporary ones
+// (under $ZKRECIPES_<SUITE>_DIR, else os.TempDir()): once the test has
+// failed, and its processes are stopped, every file of Dir and each
+// client's stdout and stderr are copied there and its path logged; once
+// the test has passed, it is removed.
 func New(ctx context.Context, t testing.TB, cfg Config) *Fleet {
 	t.Helper()
 	f := &Fleet{cfg: cfg, Dir: t.TempDir(), Rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	f.Keep = keepDir(t, cfg.Suite, cfg.Seed)
+	t.Cleanup(func() { f.keep(t) }) // after the processes are stopped (their cleanups are registered later)
 	f.bin = buildClient(ctx, t, cfg.Suite)
 	f.Ens = zktest.Start(t, zktest.WithSize(3))
 	f.LogPath = filepath.Join(f.Dir, "shared.log")

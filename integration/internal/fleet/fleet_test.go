@@ -5,6 +5,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -72,5 +73,47 @@ func TestLoopbackAcceptsOnly127Slash8(t *testing.T) {
 		if got := Loopback(addr); got != want {
 			t.Errorf("Loopback(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// failedTB is a testing.TB whose Failed reports failed, with its logs
+// collected.
+type failedTB struct {
+	testing.TB
+	failed bool
+	logs   []string
+}
+
+func (f *failedTB) Failed() bool { return f.failed }
+func (f *failedTB) Logf(format string, args ...any) {
+	f.logs = append(f.logs, fmt.Sprintf(format, args...))
+}
+
+func TestAFailedRunKeepsItsFilesAndClientOutputWhereItSaysAndAPassedOneNone(t *testing.T) {
+	t.Setenv(KeepEnv("demo"), t.TempDir())
+	for _, failed := range []bool{true, false} {
+		tb := &failedTB{TB: t, failed: failed}
+		f := &Fleet{Dir: t.TempDir(), Keep: keepDir(tb, "demo", 42)}
+		require.NotEmpty(t, f.Keep)
+		assert.Equal(t, os.Getenv(KeepEnv("demo")), filepath.Dir(f.Keep))
+		assert.Contains(t, filepath.Base(f.Keep), "zkrecipes-demo-42-")
+		require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "shared.log"), []byte("1 FAULT x\n"), 0o644))
+		p := &Proc{ID: "p1", exited: make(chan struct{})}
+		p.stderr.WriteString("client p1: boom\n")
+		close(p.exited)
+		f.Procs = []*Proc{p}
+		f.keep(tb)
+		if !failed {
+			assert.NoDirExists(t, f.Keep, "a passed run keeps nothing")
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(f.Keep, "shared.log"))
+		require.NoError(t, err)
+		assert.Equal(t, "1 FAULT x\n", string(b))
+		b, err = os.ReadFile(filepath.Join(f.Keep, "p1.stderr"))
+		require.NoError(t, err)
+		assert.Equal(t, "client p1: boom\n", string(b))
+		require.Len(t, tb.logs, 1)
+		assert.Contains(t, tb.logs[0], f.Keep, "the path is printed")
 	}
 }

@@ -97,6 +97,17 @@ func startProc(t testing.TB, bin, id string, servers []string, args func(id, ser
 	return p
 }
 
+// output returns what the process wrote on stdout and stderr, once it has
+// exited (before then, a note saying so).
+func (p *Proc) output() (stdout, stderr string) {
+	select {
+	case <-p.exited:
+		return p.stdout.String(), p.stderr.String()
+	default:
+		return "(still running)\n", "(still running)\n"
+	}
+}
+
 // Alive reports whether the process runs and the test did not kill it.
 func (p *Proc) Alive() bool {
 	select {

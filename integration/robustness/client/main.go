@@ -19,7 +19,8 @@
 //   - sharedcount: a SharedCount: get, then a versioned set (RET lines).
 //
 // Each Session's id and password are kept in <session-dir>/<id>.<workload>
-// so that the test can expire it. On SIGTERM the client stops, closes its
+// so that the test can expire it; with -lib-log, the library's messages go
+// to that file, stamped with the shared log's clock. On SIGTERM the client stops, closes its
 // Sessions, prints a JSON summary line and exits 0. It dials 127.0.0.0/8
 // only.
 package main
@@ -29,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -49,6 +51,7 @@ func main() {
 		stores    = flag.String("stores", "", "fenced stores of the lock workloads: workload=host:port,...")
 		sessDir   = flag.String("session-dir", "", "where to keep each session's id and password")
 		semMax    = flag.Int("semaphore-max", 2, "leases of the semaphore workload")
+		libLog    = flag.String("lib-log", "", "append the library's messages (Info and above) to this file")
 	)
 	flag.Parse()
 	fleet.Require(flag.CommandLine, "servers", "id", "log", "session-dir")
@@ -67,9 +70,10 @@ func main() {
 		sum  = robustness.Summary{ID: common.ID, Ops: map[string]int{}}
 		errs []error
 	)
+	lib := fleet.LibraryLog(*libLog)
 	for _, w := range strings.Split(*workloads, ",") {
 		actor := common.ID + "/" + w
-		wk := &worker{actor: actor, workload: w, log: proc.Log, fence: fleet.Fence{Log: proc.Log, HTTP: proc.HTTP, Addr: storeOf[w], Actor: actor},
+		wk := &worker{lib: lib, actor: actor, workload: w, log: proc.Log, fence: fleet.Fence{Log: proc.Log, HTTP: proc.HTTP, Addr: storeOf[w], Actor: actor},
 			path: *root + "/" + w, sessFile: filepath.Join(*sessDir, common.ID+"."+w), semMax: *semMax}
 		wg.Add(1)
 		go func() {
@@ -97,12 +101,17 @@ type worker struct {
 	log                   *chaos.Log
 	fence                 fleet.Fence // no Addr: a workload without fenced writes
 	sessFile              string
+	lib                   *slog.Logger // the library's messages; nil: none
 	semMax                int
 	ops                   int
 }
 
 func (w *worker) run(ctx context.Context, servers []string, timeout time.Duration) (int, error) {
-	s, closeSession, err := fleet.Connect(ctx, servers, timeout, w.log, w.actor, w.sessFile)
+	var opts []zr.SessionOption
+	if w.lib != nil {
+		opts = append(opts, zr.WithLogger(w.lib.With("actor", w.actor)))
+	}
+	s, closeSession, err := fleet.Connect(ctx, servers, timeout, w.log, w.actor, w.sessFile, opts...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
