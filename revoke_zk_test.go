@@ -97,7 +97,8 @@ func TestZKRevokeRefusesAWaiterAndARequestWrittenWhileWaitingIsSeenOnceGranted(t
 
 func TestZKRevokeBadInput(t *testing.T) {
 	ctx, s := zkSession(t, 30*time.Second)
-	require.NoError(t, Revoke(ctx, s, "/zkt/revoke-none-"+newUUID()+"/gone"), "a node already gone is not an error")
+	require.NoError(t, Revoke(ctx, s, "/zkt/revoke-none-"+newUUID()+"/_c_"+newUUID()+"-lock-0000000001"), "a lock node already gone is not an error")
+	require.ErrorIs(t, Revoke(ctx, s, "/zkt/revoke-none-"+newUUID()+"/gone"), ErrInvalidArgument, "a name no lock node has")
 	require.ErrorIs(t, Revoke(ctx, s, "no-slash"), ErrInvalidPath)
 	var nilCtx context.Context
 	require.ErrorIs(t, Revoke(nilCtx, s, "/zkt/x"), ErrInvalidArgument)

@@ -81,7 +81,10 @@ func TestDiscovery_AQueryInFlightAtSessionCloseReturnsErrClosed(t *testing.T) {
 	out := make(chan outcome, 20)
 	for round := range 20 {
 		proxy := zktest.NewProxy(t, c.Servers()[0])
-		cl := connect(t, c, []string{proxy.Addr()})
+		// A long session timeout: the blackhole must not outlast
+		// go-zookeeper's read timeout (two thirds of it) on a loaded
+		// machine, or the calls fail as cut off, not closed.
+		cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
 		d := discovery.New(cl.Session, base)
 		e := zr.NewElection(cl.Session, base+"/election")
 		go func() {

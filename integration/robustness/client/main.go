@@ -219,14 +219,15 @@ func (w *worker) hold(ctx context.Context, l *zr.Lease) {
 	_ = h.Release(ctx, reason)
 }
 
-// outcome is a RET line's outcome for a change that failed with err: a
-// change the counter says it did not make is "fail", anything else may have
-// happened.
+// outcome is a RET line's outcome for a change that failed with err, as
+// AtomicCounter's doc promises: only an error matching ErrOutcomeUnknown
+// may have changed the counter; any other says it did not ("fail"), and
+// the model holds the counter to it.
 func outcome(err error) string {
-	if errors.Is(err, zr.ErrRetriesExhausted) {
-		return "fail"
+	if errors.Is(err, zr.ErrOutcomeUnknown) {
+		return "unknown"
 	}
-	return "unknown"
+	return "fail"
 }
 
 // counter adds, reads and compares-and-sets an AtomicCounter.
