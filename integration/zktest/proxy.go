@@ -593,7 +593,7 @@ type connFault struct {
 
 // LoseRequestReply makes every live connection lose the k-th reply to a
 // client request from now on (k < 1 counts as 1), and everything the server
-// sends after it; hold later that connection is reset, as with
+// sends after it; hold after the loss starts, that connection is reset, as with
 // [Proxy.LoseReplies]. Only replies to requests count: a ZooKeeper reply
 // frame whose header's xid is positive; pings (xid -2), watch notifications
 // (xid -1), the SetWatches and auth replies and a connection's connect
