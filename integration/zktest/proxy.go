@@ -656,8 +656,8 @@ func (p *Proxy) forwardReplies(c *proxyConn, dst *net.TCPConn, data []byte) bool
 }
 
 // admitRequests returns the part of data the client may have now. It keeps
-// a frame's first bytes back until its xid is known while a fault waits,
-// and keeps what follows a held reply. When a loss starts here, it returns
+// a frame's first bytes back until its xid is known (to count it, and to
+// let a fault take it), and keeps what follows a held reply. When a loss starts here, it returns
 // its fault (the caller schedules the reset).
 func (c *proxyConn) admitRequests(p *Proxy, data []byte) (out []byte, lost *ReplyFault) {
 	c.mu.Lock()
