@@ -83,11 +83,18 @@ func TestCheckExplainsOnlyOverlapsAfterASeenLoss(t *testing.T) {
 300 ACQUIRED a 20
 400 STOP a 20 release`, 0, 0},
 	}
+	// late counts, per case, the leases logged after a higher token that
+	// the check excuses by their reported loss (0 for the others).
+	late := map[string]int{
+		"a lease logged after its successor's, lost before it was logged": 1,
+		"a lease logged late does not lower the bar for the next one":     1,
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rep := Check(parse(t, c.log))
 			assert.Len(t, rep.Violations, c.violations, "%q", rep.Violations)
 			assert.Equal(t, c.explained, rep.Explained)
+			assert.Equal(t, late[c.name], rep.LateReports, "late reports")
 		})
 	}
 }

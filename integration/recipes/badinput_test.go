@@ -569,12 +569,30 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 	huge := make([]byte, 1100*1024)
 	hugeJSON := json.RawMessage(`"` + strings.Repeat("x", len(huge)) + `"`)
-	keeper := func(start func() error, wait func(context.Context) error) func(context.Context) error {
+	// keeper starts a keeper and waits for its node in place.
+	keeper := func(start, wait func(context.Context) error) func(context.Context) error {
 		return func(ctx context.Context) error {
-			if err := start(); err != nil {
+			if err := start(ctx); err != nil {
 				return err
 			}
 			return wait(ctx)
+		}
+	}
+	noCtx := func(f func() error) func(context.Context) error {
+		return func(context.Context) error { return f() }
+	}
+	// thenClose runs setup, then the call to refuse, then close: the call's
+	// error, unless setup or close failed.
+	thenClose := func(setup, call, closeIt func(context.Context) error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := setup(ctx); err != nil {
+				return fmt.Errorf("start: %w", err)
+			}
+			err := call(ctx)
+			if cerr := closeIt(ctx); cerr != nil {
+				return fmt.Errorf("close: %w", cerr)
+			}
+			return err
 		}
 	}
 	// left names, per case, the node (under path) a case makes before its
@@ -588,48 +606,24 @@ func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 		{"PersistentNode(1.1 MB).Start", func(s *zr.Session, path string) func(context.Context) error {
 			n := zr.NewPersistentNode(s, path, huge)
 			t.Cleanup(func() { _ = n.Close(context.Background()) })
-			return keeper(n.Start, n.WaitInPlace)
+			return keeper(noCtx(n.Start), n.WaitInPlace)
 		}},
 		{"PersistentNode.SetData(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
 			n := zr.NewPersistentNode(s, path, []byte("small"))
 			t.Cleanup(func() { _ = n.Close(context.Background()) })
-			return func(ctx context.Context) error {
-				if err := keeper(n.Start, n.WaitInPlace)(ctx); err != nil {
-					return fmt.Errorf("start: %w", err)
-				}
-				err := n.SetData(ctx, huge)
-				if cerr := n.Close(ctx); cerr != nil {
-					return fmt.Errorf("close: %w", cerr)
-				}
-				return err
-			}
+			return thenClose(keeper(noCtx(n.Start), n.WaitInPlace),
+				func(ctx context.Context) error { return n.SetData(ctx, huge) }, n.Close)
 		}},
 		{"GroupMember(1.1 MB).Start", func(s *zr.Session, path string) func(context.Context) error {
 			g := zr.NewGroupMember(s, path, "m", huge)
 			t.Cleanup(func() { _ = g.Close(context.Background()) })
-			return func(ctx context.Context) error {
-				if err := g.Start(ctx); err != nil {
-					return err
-				}
-				return g.WaitInPlace(ctx)
-			}
+			return keeper(g.Start, g.WaitInPlace)
 		}},
 		{"GroupMember.SetData(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
 			g := zr.NewGroupMember(s, path, "m", []byte("small"))
 			t.Cleanup(func() { _ = g.Close(context.Background()) })
-			return func(ctx context.Context) error {
-				if err := g.Start(ctx); err != nil {
-					return fmt.Errorf("start: %w", err)
-				}
-				if err := g.WaitInPlace(ctx); err != nil {
-					return fmt.Errorf("wait in place: %w", err)
-				}
-				err := g.SetData(ctx, huge)
-				if cerr := g.Close(ctx); cerr != nil {
-					return fmt.Errorf("close: %w", cerr)
-				}
-				return err
-			}
+			return thenClose(keeper(g.Start, g.WaitInPlace),
+				func(ctx context.Context) error { return g.SetData(ctx, huge) }, g.Close)
 		}},
 		{"discovery.Register(1.1 MB payload)", func(s *zr.Session, path string) func(context.Context) error {
 			d := discovery.New(s, path)
@@ -641,16 +635,10 @@ func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 		{"discovery.Update(1.1 MB payload)", func(s *zr.Session, path string) func(context.Context) error {
 			d := discovery.New(s, path)
 			t.Cleanup(func() { _ = d.Close(context.Background()) })
-			return func(ctx context.Context) error {
-				if err := d.Register(ctx, discovery.Instance{Name: "api", ID: "a"}); err != nil {
-					return fmt.Errorf("register: %w", err)
-				}
-				err := d.Update(ctx, discovery.Instance{Name: "api", ID: "a", Payload: hugeJSON})
-				if cerr := d.Close(ctx); cerr != nil {
-					return fmt.Errorf("close: %w", cerr)
-				}
-				return err
-			}
+			return thenClose(func(ctx context.Context) error { return d.Register(ctx, discovery.Instance{Name: "api", ID: "a"}) },
+				func(ctx context.Context) error {
+					return d.Update(ctx, discovery.Instance{Name: "api", ID: "a", Payload: hugeJSON})
+				}, d.Close)
 		}},
 		{"SharedValue.Set(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
 			return func(ctx context.Context) error { _, err := zr.NewSharedValue(s, path, nil).Set(ctx, huge); return err }

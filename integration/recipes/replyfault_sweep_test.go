@@ -157,6 +157,9 @@ func TestReplyFaultSweep_EveryWriteKeepsItsPromiseUnderALostOrHeldReply(t *testi
 			}
 		}
 		ops = keep
+		if len(ops) == 0 {
+			t.Fatalf("ZKRECIPES_SWEEP_OPS=%q names no operation of the sweep", only)
+		}
 	}
 	run := func(op sweepOp, fault string, k int) sweepCell {
 		return runSweepCell(srv, obs, peer.Session, root, op, fault, k)
@@ -194,6 +197,15 @@ func TestReplyFaultSweep_EveryWriteKeepsItsPromiseUnderALostOrHeldReply(t *testi
 			}
 			for _, p := range c.problems {
 				t.Errorf("promise broken: %s", p)
+			}
+			// Cells the sweep cannot judge must not hide an operation it
+			// never faulted: each makes a request, and its first reply is
+			// always there to take.
+			if c.fault == "none" && max(c.replies, c.traced) == 0 {
+				t.Errorf("harness: the fault-free run counted no request reply, so no fault was tried")
+			}
+			if c.fault != "none" && c.k == 1 && !c.reached && !c.expired {
+				t.Errorf("harness: the fault never took the first reply")
 			}
 		})
 	}

@@ -593,7 +593,7 @@ type connFault struct {
 
 // LoseRequestReply makes every live connection lose the k-th reply to a
 // client request from now on (k < 1 counts as 1), and everything the server
-// sends after it; hold later that connection is reset, as with
+// sends after it; hold after the loss starts, that connection is reset, as with
 // [Proxy.LoseReplies]. Only replies to requests count: a ZooKeeper reply
 // frame whose header's xid is positive; pings (xid -2), watch notifications
 // (xid -1), the SetWatches and auth replies and a connection's connect
@@ -656,8 +656,8 @@ func (p *Proxy) forwardReplies(c *proxyConn, dst *net.TCPConn, data []byte) bool
 }
 
 // admitRequests returns the part of data the client may have now. It keeps
-// a frame's first bytes back until its xid is known while a fault waits,
-// and keeps what follows a held reply. When a loss starts here, it returns
+// a frame's first bytes back until its xid is known (to count it, and to
+// let a fault take it), and keeps what follows a held reply. When a loss starts here, it returns
 // its fault (the caller schedules the reset).
 func (c *proxyConn) admitRequests(p *Proxy, data []byte) (out []byte, lost *ReplyFault) {
 	c.mu.Lock()

@@ -24,33 +24,42 @@ func echoServer(t *testing.T) string {
 	return addr
 }
 
+// dial connects to p and closes the connection when the test ends.
+func dial(t *testing.T, p *zktest.Proxy) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// roundTrip writes msg to c and requires it back, whole, from the echo server.
+func roundTrip(t *testing.T, c net.Conn, msg []byte) {
+	t.Helper()
+	_, err := c.Write(msg)
+	require.NoError(t, err)
+	buf := make([]byte, len(msg))
+	_, err = io.ReadFull(c, buf)
+	require.NoError(t, err)
+	require.Equal(t, msg, buf)
+}
+
 func TestProxy_BlackholeDelayResetWithoutLeaks(t *testing.T) {
 	t.Run("faults", func(t *testing.T) {
 		p := zktest.NewProxy(t, echoServer(t))
-		c, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer c.Close()
-		roundTrip := func(msg string) {
-			t.Helper()
-			_, err := c.Write([]byte(msg))
-			require.NoError(t, err)
-			buf := make([]byte, len(msg))
-			_, err = io.ReadFull(c, buf)
-			require.NoError(t, err)
-			require.Equal(t, msg, string(buf))
-		}
-		roundTrip("ping")
+		c := dial(t, p)
+		roundTrip(t, c, []byte("ping"))
 		require.Equal(t, 1, p.Conns())
 
 		p.SetDelay(100 * time.Millisecond)
 		t0 := time.Now()
-		roundTrip("slow")
+		roundTrip(t, c, []byte("slow"))
 		require.GreaterOrEqual(t, time.Since(t0), 200*time.Millisecond, "two hops of 100ms each")
 		p.SetDelay(0)
 
 		// Blackholed: the write is accepted, nothing comes back, the socket stays open.
 		p.Blackhole()
-		_, err = c.Write([]byte("held"))
+		_, err := c.Write([]byte("held"))
 		require.NoError(t, err)
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 		_, err = c.Read(make([]byte, 4))
@@ -219,20 +228,14 @@ func TestProxy_LoseRepliesPassesRequestsWithholdsRepliesThenResets(t *testing.T)
 	t.Run("fault", func(t *testing.T) {
 		addr, got := recordingEcho(t)
 		p := zktest.NewProxy(t, addr)
-		c, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer c.Close()
-		_, err = c.Write(frame("before"))
-		require.NoError(t, err)
-		buf := make([]byte, len(frame("before")))
-		_, err = io.ReadFull(c, buf)
-		require.NoError(t, err)
+		c := dial(t, p)
+		roundTrip(t, c, frame("before"))
 		<-got
 
 		const hold = 300 * time.Millisecond
 		t0 := time.Now()
 		done := p.LoseReplies(hold)
-		_, err = c.Write(frame("lost"))
+		_, err := c.Write(frame("lost"))
 		require.NoError(t, err)
 		select {
 		case b := <-got:
@@ -248,16 +251,10 @@ func TestProxy_LoseRepliesPassesRequestsWithholdsRepliesThenResets(t *testing.T)
 		require.Eventually(t, func() bool { return p.Conns() == 0 }, 5*time.Second, 10*time.Millisecond)
 
 		// New connections are not affected.
-		c2, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer c2.Close()
-		_, err = c2.Write(frame("after"))
-		require.NoError(t, err)
-		buf = make([]byte, len(frame("after")))
-		_, err = io.ReadFull(c2, buf)
-		require.NoError(t, err)
+		c2 := dial(t, p)
+		roundTrip(t, c2, frame("after"))
 		require.True(t, closedWithin(p.LoseReplies(0), 5*time.Second), "a zero hold resets at once")
-		_, err = c2.Read(buf)
+		_, err = c2.Read(make([]byte, 1))
 		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
 	})
 	goleak.VerifyNone(t)
@@ -266,22 +263,16 @@ func TestProxy_LoseRepliesPassesRequestsWithholdsRepliesThenResets(t *testing.T)
 func TestProxy_LoseRepliesAfterCountsZooKeeperFrames(t *testing.T) {
 	t.Run("fault", func(t *testing.T) {
 		p := zktest.NewProxy(t, echoServer(t))
-		c, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer c.Close()
+		c := dial(t, p)
 		first, second, third := frame("first"), frame(""), frame("third")
 
 		// The first frame's length arrives alone, before the call: the frame
 		// cut by the call counts as one of the two to pass.
-		_, err = c.Write(first[:3])
-		require.NoError(t, err)
-		buf := make([]byte, 3)
-		_, err = io.ReadFull(c, buf)
-		require.NoError(t, err)
+		roundTrip(t, c, first[:3])
 		done := p.LoseRepliesAfter(2, 100*time.Millisecond)
 
 		rest := append(append(append([]byte(nil), first[3:]...), second...), third...)
-		_, err = c.Write(rest)
+		_, err := c.Write(rest)
 		require.NoError(t, err)
 		b, err := readUntilError(t, c, 5*time.Second)
 		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
@@ -295,48 +286,30 @@ func TestProxy_LoseRepliesAfterCountsZooKeeperFrames(t *testing.T) {
 func TestProxy_LoseRepliesOnNextConnHitsOnlyTheNextConnection(t *testing.T) {
 	t.Run("fault", func(t *testing.T) {
 		p := zktest.NewProxy(t, echoServer(t))
-		live, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer live.Close()
-		roundTrip := func(c net.Conn, msg []byte) {
-			t.Helper()
-			_, err := c.Write(msg)
-			require.NoError(t, err)
-			buf := make([]byte, len(msg))
-			_, err = io.ReadFull(c, buf)
-			require.NoError(t, err)
-			require.Equal(t, msg, buf)
-		}
-		roundTrip(live, frame("live"))
+		live := dial(t, p)
+		roundTrip(t, live, frame("live"))
 
 		done := p.LoseRepliesOnNextConn(1, 50*time.Millisecond)
-		roundTrip(live, frame("still live"))
-		next, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer next.Close()
-		roundTrip(next, frame("handshake")) // the first reply passes
-		_, err = next.Write(frame("request"))
+		roundTrip(t, live, frame("still live"))
+		next := dial(t, p)
+		roundTrip(t, next, frame("handshake")) // the first reply passes
+		_, err := next.Write(frame("request"))
 		require.NoError(t, err)
 		b, err := readUntilError(t, next, 5*time.Second)
 		require.Empty(t, b)
 		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
 		require.True(t, closedWithin(done, 5*time.Second))
 
-		roundTrip(live, frame("live after"))
-		after, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer after.Close()
-		roundTrip(after, frame("one"))
-		roundTrip(after, frame("two")) // armed once: the connection after is spared
+		roundTrip(t, live, frame("live after"))
+		after := dial(t, p)
+		roundTrip(t, after, frame("one"))
+		roundTrip(t, after, frame("two")) // armed once: the connection after is spared
 
 		// Disarm cancels an arming no connection took.
 		disarmed := p.LoseRepliesOnNextConn(0, time.Second)
 		require.Equal(t, 1, p.Disarm())
 		require.True(t, closedWithin(disarmed, time.Second))
-		spared, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer spared.Close()
-		roundTrip(spared, frame("spared"))
+		roundTrip(t, dial(t, p), frame("spared"))
 
 		// An arming no connection took ends with the proxy.
 		unused := p.LoseRepliesOnNextConn(0, time.Second)
@@ -418,28 +391,20 @@ func cat(parts ...[]byte) []byte {
 func TestProxy_LoseRequestReplyCountsOnlyRepliesToRequests(t *testing.T) {
 	t.Run("fault", func(t *testing.T) {
 		p := zktest.NewProxy(t, echoServer(t))
-		c, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer c.Close()
+		c := dial(t, p)
 		// The connect response has no header: even if its first bytes look like
 		// a positive xid, it does not count.
 		connectResp := frame("\x00\x00\x00\x01 connect response")
-		first := cat(connectResp, replyFrame(-2, ""), replyFrame(-1, "event"), replyFrame(1, "one"))
-		_, err = c.Write(first)
-		require.NoError(t, err)
-		buf := make([]byte, len(first))
-		_, err = io.ReadFull(c, buf)
-		require.NoError(t, err)
-		require.Equal(t, first, buf)
+		roundTrip(t, c, cat(connectResp, replyFrame(-2, ""), replyFrame(-1, "event"), replyFrame(1, "one")))
 		require.Equal(t, 1, p.RequestReplies())
 
 		f := p.LoseRequestReply(2, 100*time.Millisecond)
 		passed := cat(replyFrame(-2, ""), replyFrame(2, "two"), replyFrame(-1, "event"))
 		lost := replyFrame(3, "three")
 		// The lost reply's xid arrives cut in two: its first bytes must not pass.
-		_, err = c.Write(cat(passed, lost[:6]))
+		_, err := c.Write(cat(passed, lost[:6]))
 		require.NoError(t, err)
-		buf = make([]byte, len(passed))
+		buf := make([]byte, len(passed))
 		_, err = io.ReadFull(c, buf)
 		require.NoError(t, err)
 		require.Equal(t, passed, buf)
@@ -463,24 +428,13 @@ func TestProxy_LoseRequestReplyCountsOnlyRepliesToRequests(t *testing.T) {
 func TestProxy_HoldRequestReplyDeliversInOrderOnRelease(t *testing.T) {
 	t.Run("fault", func(t *testing.T) {
 		p := zktest.NewProxy(t, echoServer(t))
-		c, err := net.Dial("tcp", p.Addr())
-		require.NoError(t, err)
-		defer c.Close()
-		roundTrip := func(msg []byte) {
-			t.Helper()
-			_, err := c.Write(msg)
-			require.NoError(t, err)
-			buf := make([]byte, len(msg))
-			_, err = io.ReadFull(c, buf)
-			require.NoError(t, err)
-			require.Equal(t, msg, buf)
-		}
-		roundTrip(frame("connect response"))
+		c := dial(t, p)
+		roundTrip(t, c, frame("connect response"))
 
 		f := p.HoldRequestReply(1)
 		before := replyFrame(-1, "event")
 		held := cat(replyFrame(9, "held"), replyFrame(-2, ""), replyFrame(10, "after"))
-		_, err = c.Write(cat(before, held))
+		_, err := c.Write(cat(before, held))
 		require.NoError(t, err)
 		buf := make([]byte, len(before))
 		_, err = io.ReadFull(c, buf)
@@ -500,13 +454,13 @@ func TestProxy_HoldRequestReplyDeliversInOrderOnRelease(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, held, buf, "the held reply and what followed, in order")
 		f.Release() // idempotent
-		roundTrip(replyFrame(11, "flows again"))
+		roundTrip(t, c, replyFrame(11, "flows again"))
 		require.Equal(t, 3, p.RequestReplies())
 
 		// A fault released before its reply came is cancelled.
 		g := p.HoldRequestReply(1)
 		g.Release()
-		roundTrip(replyFrame(12, "not held"))
+		roundTrip(t, c, replyFrame(12, "not held"))
 		require.False(t, closedWithin(g.Hit(), 50*time.Millisecond))
 
 		// Hold a reply, set a loss of the next one, release: the held reply
