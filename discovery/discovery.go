@@ -116,14 +116,23 @@ var errSessionClosed = fmt.Errorf("%w: %w", ErrClosed, zr.ErrClosed)
 // closedErr returns ErrClosed after Close, errSessionClosed after the
 // Session's Close, and nil otherwise.
 func (d *ServiceDiscovery) closedErr() error {
-	d.mu.Lock()
-	closed := d.closed
+	if err := d.lockOpen(); err != nil {
+		return err
+	}
 	d.mu.Unlock()
-	switch {
-	case closed:
-		return ErrClosed
-	case d.s.State() == zr.StateClosed:
+	if d.s.State() == zr.StateClosed {
 		return errSessionClosed
+	}
+	return nil
+}
+
+// lockOpen locks d.mu and returns nil, or returns ErrClosed, unlocked,
+// after Close.
+func (d *ServiceDiscovery) lockOpen() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
 	}
 	return nil
 }
@@ -184,10 +193,8 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 		mode = zr.ModePersistent
 	}
 	k := key(inst.Name, inst.ID)
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return ErrClosed
+	if err := d.lockOpen(); err != nil {
+		return err
 	}
 	old, ok := d.regs[k]
 	if ok && old.mode == mode {
@@ -232,12 +239,10 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if err := d.checkOpen(inst.Name, inst.ID); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	r, ok := d.regs[key(inst.Name, inst.ID)]
-	if d.closed {
-		d.mu.Unlock()
-		return ErrClosed
+	if err := d.lockOpen(); err != nil {
+		return err
 	}
+	r, ok := d.regs[key(inst.Name, inst.ID)]
 	if !ok {
 		d.mu.Unlock()
 		return fmt.Errorf("%w: %s/%s", ErrNotRegistered, inst.Name, inst.ID)
@@ -269,10 +274,8 @@ func (d *ServiceDiscovery) Unregister(ctx context.Context, name, id string) erro
 	if err := d.check(name, id); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return ErrClosed
+	if err := d.lockOpen(); err != nil {
+		return err
 	}
 	r, ok := d.regs[key(name, id)]
 	delete(d.regs, key(name, id))
