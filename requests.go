@@ -76,8 +76,9 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 	err = connLost(err)
 	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
 		// Close cut the request short: the Session is closed, not cut off,
-		// and no retry loop may wait for a reconnection.
-		err = ErrClosed
+		// and no retry loop may wait for a reconnection; but a write may
+		// have been applied (errCutShort).
+		err = errCutShort
 	}
 	if s.cfg.tracer != nil {
 		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
