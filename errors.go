@@ -141,6 +141,19 @@ func (e *connLostError) Error() string {
 func (e *connLostError) Unwrap() error        { return e.cause }
 func (e *connLostError) Is(target error) bool { return target == zk.ErrConnectionClosed }
 
+// errCutShort is the error of a request whose reply Close cut short: it
+// matches ErrClosed (never zk.ErrConnectionClosed: the connection will not
+// come back) and, as a request go-zookeeper failed while closing,
+// zk.ErrClosing, so that a write's caller knows it may have been applied.
+var errCutShort error = cutShortError{}
+
+type cutShortError struct{}
+
+func (cutShortError) Error() string { return ErrClosed.Error() }
+func (cutShortError) Is(target error) bool {
+	return target == ErrClosed || target == zk.ErrClosing
+}
+
 // PathError reports a path that failed validation (empty, relative, a
 // trailing slash, an empty, "." or ".." segment, a control character,
 // inside /zookeeper, or too long for a node there to fit in the Session's

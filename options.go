@@ -170,8 +170,12 @@ func WithDialer(dial func(network, address string, timeout time.Duration) (net.C
 // see docs/design.md). A write that would exceed it fails with
 // ErrDataTooLarge before anything is sent, and so does every method of a
 // recipe whose node data would; a server would instead close the
-// connection, putting every lease of the Session in doubt. Raise it only for servers
-// that all run with a larger jute.maxbuffer, to at most that. Default
+// connection, putting every lease of the Session in doubt. A recipe path
+// too long for any request under it fails with ErrInvalidPath; so does
+// Connect (or NewSession) for such a namespace, and with
+// ErrInvalidArgument for an ACL or digest credentials that alone exceed
+// it. Raise it only for servers that all run with a larger
+// jute.maxbuffer, to at most that. Default
 // 1048575, ZooKeeper's default jute.maxbuffer; at most 1572860, the most
 // go-zookeeper sends.
 func WithMaxRequestSize(n int) SessionOption {

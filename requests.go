@@ -76,8 +76,9 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 	err = connLost(err)
 	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
 		// Close cut the request short: the Session is closed, not cut off,
-		// and no retry loop may wait for a reconnection.
-		err = ErrClosed
+		// and no retry loop may wait for a reconnection; but a write may
+		// have been applied (errCutShort).
+		err = errCutShort
 	}
 	if s.cfg.tracer != nil {
 		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
@@ -339,17 +340,13 @@ func (s *Session) createContainer(ctx context.Context, p string) error {
 // path may call it off (reclaim).
 func (s *Session) deleteEventually(path string, owner int64) {
 	dd := s.deferDelete(path)
-	if !s.spawn(func() {
+	if !s.goBackground(0, func(ctx context.Context) {
 		defer s.undefer(path, dd)
-		ctx, cancel := ctxUntil(s.closedCh)
-		defer cancel()
 		bo := s.cfg.retry()
 		for {
 			gen, _, err := s.awaitConnected(ctx)
 			if err != nil {
-				if owner == 0 && s.isClosed() {
-					s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
-				}
+				s.warnLeftOnClose(path, owner)
 				return
 			}
 			if !dd.begin() {
@@ -359,6 +356,9 @@ func (s *Session) deleteEventually(path string, owner int64) {
 			dd.end()
 			switch {
 			case err == nil || err == zk.ErrNoNode:
+				return
+			case s.isClosed():
+				s.warnLeftOnClose(path, owner)
 				return
 			case !isRetryable(err):
 				if gen.id == owner || owner == 0 {
@@ -372,14 +372,20 @@ func (s *Session) deleteEventually(path string, owner int64) {
 				d = time.Second
 			}
 			if sleepCtx(ctx, d) != nil {
-				if owner == 0 && s.isClosed() {
-					s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
-				}
+				s.warnLeftOnClose(path, owner)
 				return
 			}
 		}
 	}) {
 		s.undefer(path, dd)
+	}
+}
+
+// warnLeftOnClose logs that deleteEventually gave up on a persistent node
+// (owner 0) because the Session was closed: the node stays.
+func (s *Session) warnLeftOnClose(path string, owner int64) {
+	if owner == 0 && s.isClosed() {
+		s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
 	}
 }
 
@@ -530,9 +536,9 @@ func (s *Session) work(fn func()) {
 
 // goBackground runs fn on a goroutine that Close waits for, with a context
 // that ends when the Session closes (and after timeout, if it is
-// positive). After Close it does nothing.
-func (s *Session) goBackground(timeout time.Duration, fn func(ctx context.Context)) {
-	s.spawn(func() {
+// positive). After Close it does nothing and reports false.
+func (s *Session) goBackground(timeout time.Duration, fn func(ctx context.Context)) bool {
+	return s.spawn(func() {
 		ctx, cancel := ctxUntil(s.closedCh)
 		defer cancel()
 		if timeout > 0 {

@@ -54,6 +54,15 @@ const (
 	seqSuffix = "0000000000"
 )
 
+// storedPath is path as the server stores a node created there with
+// flags: with a sequential node's suffix.
+func storedPath(path string, flags int32) string {
+	if flags&zk.FlagSequence != 0 {
+		return path + seqSuffix
+	}
+	return path
+}
+
 // createSize is what creating a node at path (absolute, as the server
 // stores it: with a sequential node's suffix) with dataLen bytes of data
 // counts against the request size limit.
@@ -99,11 +108,7 @@ func (s *Session) multiSize(ops []any) (size, dataLen int) {
 	for _, op := range ops {
 		switch o := op.(type) {
 		case *zk.CreateRequest:
-			stored := o.Path
-			if o.Flags&zk.FlagSequence != 0 {
-				stored += seqSuffix
-			}
-			size += createOverhead + len(stored) + len(o.Data)
+			size += s.setSize(storedPath(o.Path, o.Flags), len(o.Data))
 			for _, a := range o.Acl {
 				size += s.aclEntrySize(a.Scheme, a.ID)
 			}
@@ -112,9 +117,9 @@ func (s *Session) multiSize(ops []any) (size, dataLen int) {
 			size += s.setSize(o.Path, len(o.Data))
 			dataLen += len(o.Data)
 		case *zk.DeleteRequest:
-			size += createOverhead + len(o.Path)
+			size += s.setSize(o.Path, 0)
 		case *zk.CheckVersionRequest:
-			size += createOverhead + len(o.Path)
+			size += s.setSize(o.Path, 0)
 		}
 	}
 	return size, dataLen
@@ -136,10 +141,18 @@ func (s *Session) checkNodeData(recipePath string, data []byte, nodes ...string)
 	for _, p := range nodes {
 		fixed = max(fixed, s.createSize(p, 0))
 	}
-	if limit := s.maxRequest(); fixed+len(data) > limit {
-		return &DataTooLargeError{Path: recipePath, Size: len(data), Max: limit - fixed, Limit: limit}
+	return s.checkSize(recipePath, len(data), fixed+len(data))
+}
+
+// checkSize reports, as a *DataTooLargeError naming path, a request of
+// size bytes (as counted here) carrying dataLen bytes of data that exceeds
+// the Session's limit.
+func (s *Session) checkSize(path string, dataLen, size int) error {
+	limit := s.maxRequest()
+	if size <= limit {
+		return nil
 	}
-	return nil
+	return &DataTooLargeError{Path: path, Size: dataLen, Max: limit - (size - dataLen), Limit: limit}
 }
 
 // checkPathLength refuses a recipe path too long for any request naming
@@ -198,5 +211,5 @@ func (s *Session) mostListed(name string) int {
 // lock's downgraded read node, named with its writer's sequence number,
 // has the same length.
 func protectedNode(dir, name string) string {
-	return joinPath(dir, protectedName("00000000-0000-0000-0000-000000000000", name)) + "0000000000"
+	return joinPath(dir, protectedName("00000000-0000-0000-0000-000000000000", name)) + seqSuffix
 }

@@ -21,11 +21,7 @@ import "github.com/go-zookeeper/zk"
 // sendCreate creates path with data and flags under the Session's ACL: a
 // container when flags is zk.FlagContainer.
 func (s *Session) sendCreate(path string, data []byte, flags int32) (string, error) {
-	stored := path // as the server stores it, for the count
-	if flags&zk.FlagSequence != 0 {
-		stored += seqSuffix
-	}
-	if err := s.checkWrite(path, len(data), s.createSize(stored, len(data))); err != nil {
+	if err := s.checkWrite(path, len(data), s.createSize(storedPath(path, flags), len(data))); err != nil {
 		return "", err
 	}
 	data = notNull(data)
@@ -68,15 +64,10 @@ func (s *Session) sendMulti(path string, ops ...any) ([]zk.MultiResponse, error)
 	return s.conn.Multi(sent...)
 }
 
-// checkWrite reports, as a *DataTooLargeError, a request of size bytes
-// (as requestsize.go counts) carrying dataLen bytes of data to path that
-// exceeds the Session's limit.
+// checkWrite is checkSize for a write to path (absolute), naming the
+// node under the namespace.
 func (s *Session) checkWrite(path string, dataLen, size int) error {
-	limit := s.maxRequest()
-	if size <= limit {
-		return nil
-	}
-	return &DataTooLargeError{Path: s.rel(path), Size: dataLen, Max: limit - (size - dataLen), Limit: limit}
+	return s.checkSize(s.rel(path), dataLen, size)
 }
 
 // notNull returns data, or 0 bytes for nil (go-zookeeper sends nil as
