@@ -125,11 +125,7 @@ func (g *GroupMember) leave(view *TreeCache) {
 		close(g.done)
 		_ = g.node.Close(ctx)
 	}
-	if !g.s.spawn(func() {
-		ctx, cancel := ctxUntil(g.s.closedCh)
-		defer cancel()
-		cleanup(ctx)
-	}) {
+	if !g.s.goBackground(0, cleanup) {
 		cleanup(context.Background()) // the Session is closed: nothing waits on the server
 	}
 }
