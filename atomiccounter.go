@@ -329,11 +329,10 @@ func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, 
 }
 
 // replyLost tells whether a request that failed with err may have been
-// applied all the same: its connection or session ended, or the caller's
-// ctx did, before its reply.
+// applied all the same: its connection or session ended (lostConnection),
+// or the caller's ctx did, before its reply.
 func replyLost(ctx context.Context, err error) bool {
-	return isRetryable(err) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing) ||
-		ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	return lostConnection(err) || ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // settle decides whether the write of data over the node as read (st; nil:
@@ -371,7 +370,7 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 				return false, nil
 			}
 			return false, unknown(cause)
-		case isRetryable(err) || errors.Is(err, zk.ErrSessionExpired):
+		case lostConnection(err):
 			continue // wait for the next connection
 		case err == zk.ErrNoNode:
 			return false, unknown(cause)
