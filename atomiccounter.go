@@ -337,7 +337,8 @@ func replyLost(ctx context.Context, err error) bool {
 
 // settle decides whether the write of data over the node as read (st; nil:
 // a create) was applied, after its reply was lost (cause). Once connected
-// again it syncs (so that a write of this Session still on its way is
+// again (waited for as by the barriers, until ctx ends or the Session
+// closes) it syncs (so that a write of this Session still on its way is
 // applied first) and reads the node. A setData over version n was not
 // applied when the same node is unchanged since the read (same mzxid) or
 // holds other data at version n+1 (another client's write won), and
@@ -355,9 +356,6 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 		return false, unknown(cause)
 	}
 	for {
-		if _, _, err := c.s.awaitConnected(ctx); err != nil {
-			return false, unknown(err)
-		}
 		_, err := call(ctx, c.s, "sync", c.abs, func() (string, error) { return c.s.conn.Sync(c.abs) }, nil)
 		var got []byte
 		var now *zk.Stat
@@ -370,10 +368,12 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 				return false, nil
 			}
 			return false, unknown(cause)
-		case lostConnection(err):
-			continue // wait for the next connection
 		case err == zk.ErrNoNode:
 			return false, unknown(cause)
+		case c.s.awaitReconnect(ctx, err):
+			continue // connected again: read again
+		case ctx.Err() != nil:
+			return false, unknown(ctx.Err())
 		}
 		return false, unknown(c.s.opError("getData", c.abs, err))
 	}
