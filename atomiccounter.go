@@ -330,9 +330,10 @@ func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, 
 
 // replyLost tells whether a request that failed with err may have been
 // applied all the same: its connection or session ended (lostConnection),
-// or the caller's ctx did, before its reply.
+// the Session was closed, or the caller's ctx ended, before its reply.
 func replyLost(ctx context.Context, err error) bool {
-	return lostConnection(err) || ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	return lostConnection(err) || errors.Is(err, ErrClosed) ||
+		ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // settle decides whether the write of data over the node as read (st; nil:
