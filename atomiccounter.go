@@ -329,16 +329,17 @@ func (c *AtomicCounter) write(ctx context.Context, st *zk.Stat, v int64) (bool, 
 }
 
 // replyLost tells whether a request that failed with err may have been
-// applied all the same: its connection or session ended, or the caller's
-// ctx did, before its reply.
+// applied all the same: its connection or session ended (lostConnection),
+// the Session was closed, or the caller's ctx ended, before its reply.
 func replyLost(ctx context.Context, err error) bool {
-	return isRetryable(err) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing) ||
+	return lostConnection(err) || errors.Is(err, ErrClosed) ||
 		ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // settle decides whether the write of data over the node as read (st; nil:
 // a create) was applied, after its reply was lost (cause). Once connected
-// again it syncs (so that a write of this Session still on its way is
+// again (waited for as by the barriers, until ctx ends or the Session
+// closes) it syncs (so that a write of this Session still on its way is
 // applied first) and reads the node. A setData over version n was not
 // applied when the same node is unchanged since the read (same mzxid) or
 // holds other data at version n+1 (another client's write won), and
@@ -356,9 +357,6 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 		return false, unknown(cause)
 	}
 	for {
-		if _, _, err := c.s.awaitConnected(ctx); err != nil {
-			return false, unknown(err)
-		}
 		_, err := call(ctx, c.s, "sync", c.abs, func() (string, error) { return c.s.conn.Sync(c.abs) }, nil)
 		var got []byte
 		var now *zk.Stat
@@ -371,10 +369,12 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 				return false, nil
 			}
 			return false, unknown(cause)
-		case isRetryable(err) || errors.Is(err, zk.ErrSessionExpired):
-			continue // wait for the next connection
 		case err == zk.ErrNoNode:
 			return false, unknown(cause)
+		case c.s.awaitReconnect(ctx, err):
+			continue // connected again: read again
+		case ctx.Err() != nil:
+			return false, unknown(ctx.Err())
 		}
 		return false, unknown(c.s.opError("getData", c.abs, err))
 	}

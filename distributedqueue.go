@@ -273,7 +273,7 @@ func (q *Queue) takeFirst(ctx context.Context, l listed, remove bool) (item []by
 		case queueRetryable(err):
 			// The delete may have run on the server (ZOOKEEPER-1262): look
 			// once the connection is back.
-			return q.settle(ctx, p, data, err)
+			return q.settle(ctx, p, st.Czxid, data, err)
 		default:
 			return nil, q.s.opError("delete", p, err)
 		}
@@ -327,22 +327,24 @@ func (q *Queue) dropCache() {
 	q.mu.Unlock()
 }
 
-// settle decides a take whose delete of p failed with cause, which leaves
-// it unknown whether the server ran it: if p is still there, nothing was
-// taken and the caller tries again; if it is gone, the item (data) is
-// returned as possibly taken by another consumer as well.
-func (q *Queue) settle(ctx context.Context, p string, data []byte, cause error) ([]byte, error) {
+// settle decides a take whose delete of p (the item created at czxid)
+// failed with cause, which leaves it unknown whether the server ran it: if
+// the item is still there, nothing was taken and the caller tries again;
+// if it is gone (p missing, or naming an item offered since under a parent
+// made again), the item (data) is returned as possibly taken by another
+// consumer as well.
+func (q *Queue) settle(ctx context.Context, p string, czxid int64, data []byte, cause error) ([]byte, error) {
 	bo := q.s.cfg.retry()
 	for {
 		if err := q.pause(ctx, bo, cause); err != nil {
 			// Unknown whether this consumer took the item: hand it over.
 			return data, fmt.Errorf("%w: %s: %w", ErrTakeUncertain, q.s.rel(p), err)
 		}
-		_, err := q.s.exists(ctx, p)
+		st, err := q.s.exists(ctx, p)
 		switch {
-		case err == nil:
+		case err == nil && st.Czxid == czxid:
 			return nil, cause // not taken: the caller lists again
-		case err == zk.ErrNoNode:
+		case err == nil || err == zk.ErrNoNode:
 			return data, fmt.Errorf("%w: %s", ErrTakeUncertain, q.s.rel(p))
 		case !queueRetryable(err):
 			return data, fmt.Errorf("%w: %s: %w", ErrTakeUncertain, q.s.rel(p), err)

@@ -43,6 +43,10 @@ type Election struct {
 
 	mu    sync.Mutex
 	lease *Lease // current leadership, nil when not leading
+
+	// afterConfirm, if set, runs once a leadership is confirmed, before
+	// Campaign declares it: a seam for tests only, which pause there.
+	afterConfirm func(*hold)
 }
 
 // ElectionLayout selects the node layout, and with it the Curator recipe an
@@ -214,7 +218,9 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 		cancelGuard := e.guard(l)
 		err = e.confirm(ctx, nh)
 		if err == nil {
-			afterConfirm(nh)
+			if e.afterConfirm != nil {
+				e.afterConfirm(nh)
+			}
 			err = declare(nh)
 		}
 		if err == nil {
@@ -301,10 +307,6 @@ func declare(h *hold) error {
 		return nil
 	}
 }
-
-// afterConfirm runs once a leadership is confirmed, before Campaign
-// declares it: a seam for tests only, which pause there.
-var afterConfirm = func(*hold) {}
 
 // guard checks the leadership again after every RECONNECTED, until it
 // ends: under LoseOnLost a lease survives a connection loss, and the node

@@ -45,14 +45,14 @@ func (c *connCutter) cut() {
 // reconnection, about a second) make sure the campaign starts over each
 // time.
 func TestZKCampaignNeverDeclaresALeadershipLostWhileItWasConfirmed(t *testing.T) {
-	t.Cleanup(func() { afterConfirm = func(*hold) {} })
 	for round := range 5 {
 		cutter := &connCutter{}
 		ctx, s := zkSession(t, 30*time.Second, WithDialer(cutter.dial))
 		dir := "/zkt/confirm-lost-" + newUUID()
 		reached, proceed := make(chan *hold, 1), make(chan struct{})
 		var once sync.Once
-		afterConfirm = func(h *hold) {
+		e := NewElection(s, dir)
+		e.afterConfirm = func(h *hold) {
 			once.Do(func() {
 				reached <- h
 				<-proceed
@@ -64,7 +64,7 @@ func TestZKCampaignNeverDeclaresALeadershipLostWhileItWasConfirmed(t *testing.T)
 		}
 		out := make(chan result, 1)
 		go func() {
-			l, err := NewElection(s, dir).Campaign(ctx)
+			l, err := e.Campaign(ctx)
 			out <- result{l, err}
 		}()
 		var h *hold
@@ -77,7 +77,6 @@ func TestZKCampaignNeverDeclaresALeadershipLostWhileItWasConfirmed(t *testing.T)
 		require.Eventually(t, h.sig.fired, 10*time.Second, time.Millisecond, "the drop never ended the lease")
 		close(proceed)
 		r := <-out
-		afterConfirm = func(*hold) {}
 		require.NoError(t, r.err)
 		assert.NoError(t, r.l.Err(), "round %d: Campaign declared a leadership it had already lost", round)
 		assert.Greater(t, r.l.Token(), h.token, "round %d: the leadership declared is a new one", round)

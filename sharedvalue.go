@@ -18,9 +18,10 @@ import (
 // seed value (its missing ancestors as containers), as Curator does, by
 // the first call that needs it.
 //
-// When the connection is lost before a write's reply, or ctx ends after
-// the write was sent, Set and TrySet return an error matching
-// ErrOutcomeUnknown and its cause (zk.ErrConnectionClosed, ctx's error):
+// When the connection is lost or the Session is closed before a write's
+// reply, or ctx ends after the write was sent, Set and TrySet return an
+// error matching ErrOutcomeUnknown and its cause (zk.ErrConnectionClosed,
+// ErrClosed, ctx's error):
 // the write may or may not have happened. It is never undone, since other
 // clients may have built on it. (A seed's create whose caller gave up is
 // not undone either.)

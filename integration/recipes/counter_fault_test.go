@@ -369,3 +369,45 @@ func TestSharedValue_WriteWhoseReplyIsLostReportsOutcomeUnknown(t *testing.T) {
 	}
 	t.Logf("outcomes: %v", outcomes)
 }
+
+// An add whose write the server applied while the reply was still on its
+// way, when its Session is closed before the reply arrives, reports the
+// write or ErrOutcomeUnknown: never an error that says nothing was
+// changed. The proxy holds every message for a while; the Session is
+// closed once the counter is seen to have moved.
+func TestAtomicCounter_AddWhoseSessionClosesBeforeTheWriteReplyIsNeverReportedNotApplied(t *testing.T) {
+	t.Parallel()
+	c := server(t)
+	path := testPath(t) + "/n"
+	obs := raw(t, c)
+	mkdirs(t, obs, testPath(t))
+	_, err := obs.Create(path, encodeLong(100), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	read := func() int64 {
+		data, _, err := obs.Get(path)
+		require.NoError(t, err)
+		return int64(binary.BigEndian.Uint64(data))
+	}
+	for round := range 6 {
+		name := fmt.Sprintf("round %d", round)
+		proxy.SetDelay(0)
+		lossy := connect(t, c, []string{proxy.Addr()})
+		before := read()
+		proxy.SetDelay(time.Duration(150+50*round) * time.Millisecond)
+		added, _ := addBehind(zr.NewAtomicCounter(lossy.Session, path), 1000)
+		require.Eventually(t, func() bool { return read() == before+1000 }, 10*time.Second, 2*time.Millisecond, "%s: the add's write is applied", name)
+		require.NoError(t, lossy.Close(), name)
+		var res addResult
+		select {
+		case res = <-added:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: Add did not return", name)
+		}
+		if res.err != nil {
+			require.ErrorIs(t, res.err, zr.ErrOutcomeUnknown, "%s: the write was applied, the error must not say it was not", name)
+		} else {
+			require.True(t, res.r.Succeeded, name)
+		}
+	}
+}
