@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
@@ -88,4 +89,34 @@ func TestSASLSessionRejectedOnReconnectIsLostWithErrAuthFailed(t *testing.T) {
 	// The Session stays down and says why.
 	_, err = zr.NewMutex(s, "/lock2").Acquire(ctx)
 	require.ErrorIs(t, err, zr.ErrAuthFailed)
+}
+
+// After the server expires the session, the next connection's
+// ConnectResponse (session 0) passes through untouched; go-zookeeper then
+// opens a new session, and that connection runs SASL again: the node only
+// sasl:alice may read stays readable. (SASL is optional on this server,
+// so the expiring connection needs none.)
+func TestSASLNewSessionAfterExpiryAuthenticatesAgain(t *testing.T) {
+	srv := tlsNeed.get(t)
+	capture := &zktest.SessionCapture{}
+	s := connect(t, srv.Addr, alice(), zr.WithDialer(capture.Dialer()), zr.WithSessionTimeout(4*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := "/" + unsafe.ReplaceAllString(t.Name(), "_")
+	_, err := s.Conn().Create(p, nil, 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "sasl", ID: "alice"}})
+	require.NoError(t, err)
+	old := s.SessionID()
+	states, stop := s.Subscribe()
+	defer stop()
+
+	id, passwd, ok := capture.Session()
+	require.True(t, ok)
+	require.Equal(t, old, id)
+	require.NoError(t, zktest.ExpireSession(ctx, srv.Addr, id, passwd))
+	c := waitState(t, states, 20*time.Second, zr.StateLost)
+	require.ErrorIs(t, c.Err, zr.ErrSessionExpired)
+	c = waitState(t, states, 20*time.Second, zr.StateReconnected)
+	require.NotEqual(t, old, c.SessionID)
+	_, _, err = s.Conn().Get(p)
+	require.NoError(t, err, "the new session holds sasl:alice")
 }
