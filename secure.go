@@ -1,8 +1,11 @@
 package zkrecipes
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 )
 
 // The secured connection: dial = wire(sasl(classify(tls(dial)))).
@@ -21,6 +24,8 @@ func (s *Session) secureDialer(dial dialFunc) dialFunc {
 	dial = classifyDial(dial, s.failFatal)
 	if s.cfg.sasl != nil {
 		dial = saslDialer(dial, s.cfg.sasl, bound, s.failFatal)
+	} else {
+		dial = requiredWatch(dial, s.failFatal)
 	}
 	return dial
 }
@@ -68,3 +73,65 @@ func (s *Session) saslRequired(err error) error {
 	s.failFatal(e)
 	return e
 }
+
+// requiredWatch wraps dial, for a Session without SASL, so that a server
+// requiring SASL is recognised on the first reply of every connection,
+// whatever the request (a ping of an idle Session too): the server
+// answers it with err -124 and no body, then closes the connection.
+// Only the ConnectResponse and that reply's header are looked at; the
+// bytes pass through unchanged.
+func requiredWatch(dial dialFunc, fatal func(error)) dialFunc {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &watchConn{Conn: c, fatal: fatal}, nil
+	}
+}
+
+type watchConn struct {
+	net.Conn
+	fatal  func(error)
+	done   bool
+	prefix []byte // the stream's first bytes, until the first reply's header
+}
+
+func (c *watchConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.done && n > 0 {
+		c.prefix = append(c.prefix, p[:n]...)
+		c.check()
+	}
+	return n, err
+}
+
+// check looks at the first reply's err once its header is in.
+func (c *watchConn) check() {
+	b := c.prefix
+	if len(b) < 4 {
+		return
+	}
+	hs := 4 + int(int32(binary.BigEndian.Uint32(b)))
+	if hs < 4+16 || hs > maxSASLFrame {
+		c.stop()
+		return
+	}
+	if len(b) < hs {
+		return
+	}
+	if binary.BigEndian.Uint64(b[12:20]) == 0 { // session expired: nothing follows
+		c.stop()
+		return
+	}
+	const header = 4 + 4 + 8 + 4 // length, xid, zxid, err
+	if len(b) < hs+header {
+		return
+	}
+	if int32(binary.BigEndian.Uint32(b[hs+16:hs+20])) == errCodeSessionRequiresSASL {
+		c.fatal(fmt.Errorf("%w (the server answered the first request with err -124 and closed the connection)", ErrSASLRequired))
+	}
+	c.stop()
+}
+
+func (c *watchConn) stop() { c.done, c.prefix = true, nil }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"net"
 	"testing"
@@ -60,4 +61,58 @@ func TestTLSFailuresAreClassified(t *testing.T) {
 	e := &tlsError{ErrTLSRefused, errors.New("zkrecipes: tls handshake with h: remote error")}
 	require.ErrorIs(t, e, ErrTLSRefused)
 	require.Contains(t, e.Error(), "remote error")
+}
+
+// chunkConn reads its bytes a few at a time.
+type chunkConn struct {
+	net.Conn
+	b []byte
+	n int
+}
+
+func (c *chunkConn) Read(p []byte) (int, error) {
+	k := min(c.n, len(p), len(c.b))
+	copy(p, c.b[:k])
+	c.b = c.b[k:]
+	return k, nil
+}
+
+func TestRequiredWatchSeesErr124OnTheFirstReplyAcrossReadBoundaries(t *testing.T) {
+	connectResponse := func(session byte) []byte {
+		body := []byte{0, 0, 0, 0, 0, 0, 0x0f, 0xa0, 0, 0, 0, 0, 0, 0, 0, session, 0, 0, 0, 16}
+		body = append(body, make([]byte, 16)...)
+		body = append(body, 0) // readOnly
+		return append([]byte{0, 0, 0, byte(len(body))}, body...)
+	}
+	reply := func(code int32) []byte {
+		b := []byte{0, 0, 0, 16, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(b[16:], uint32(code))
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		stream []byte
+		fatal  bool
+	}{
+		{"-124", append(connectResponse(1), reply(-124)...), true},
+		{"ok", append(connectResponse(1), reply(0)...), false},
+		{"expired", append(connectResponse(0), reply(-124)...), false},
+	} {
+		for _, chunk := range []int{1, 3, 7, 100} {
+			var got error
+			c := &watchConn{Conn: &chunkConn{b: tc.stream, n: chunk}, fatal: func(err error) { got = err }}
+			buf := make([]byte, 64)
+			for range len(tc.stream) {
+				if _, err := c.Read(buf); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.fatal {
+				require.ErrorIs(t, got, ErrSASLRequired, "%s, chunks of %d", tc.name, chunk)
+			} else {
+				require.NoError(t, got, "%s, chunks of %d", tc.name, chunk)
+			}
+			require.True(t, c.done)
+		}
+	}
 }

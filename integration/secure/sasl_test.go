@@ -129,6 +129,19 @@ func TestSessionWithoutSASLIsRefusedByEnforcingServerAndTold(t *testing.T) {
 	require.ErrorIs(t, s.Err(), zr.ErrSASLRequired)
 }
 
+// An idle Session without SASL is refused too, on its first ping, and
+// is lost with ErrSASLRequired instead of reconnecting every few seconds.
+func TestIdleSessionWithoutSASLIsLostWithErrSASLRequired(t *testing.T) {
+	srv := enforced.get(t)
+	s := connect(t, srv.Addr, zr.WithSessionTimeout(3*time.Second))
+	states, stop := s.Subscribe()
+	defer stop()
+	c := waitState(t, states, refuseBound, zr.StateLost, zr.StateReconnected)
+	require.Equal(t, zr.StateLost, c.State)
+	require.ErrorIs(t, c.Err, zr.ErrSASLRequired)
+	require.ErrorIs(t, s.Err(), zr.ErrSASLRequired)
+}
+
 func TestSASLAgainstServerWithoutSASLFailsWithErrSASLUnavailable(t *testing.T) {
 	srv := noSASL.get(t)
 	took, err := connectErr(t, srv.Addr, alice())
