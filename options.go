@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"math"
@@ -24,6 +25,8 @@ type sessionConfig struct {
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	maxReq    int // request size limit (see requestsize.go); 0 means the default
 	noWire    bool
+	sasl      SASLMechanism // WithSASL (sasl.go)
+	tls       *tls.Config   // WithTLS (tls.go)
 	err       error
 }
 
@@ -153,8 +156,11 @@ func WithTracer(t Tracer) SessionOption {
 }
 
 // WithDialer sets the function that opens each TCP connection to a
-// ZooKeeper server (for a proxy, TLS, or a test's fault injector). Default:
-// net.DialTimeout. Only Connect uses it.
+// ZooKeeper server (for a proxy, or a test's fault injector). Default:
+// net.DialTimeout. WithTLS and WithSASL run over the connection it
+// returns; a TLS handshake it does itself that fails for a reason retrying
+// cannot mend also ends Connect with ErrTLSRefused or ErrTLSUntrusted.
+// Only Connect uses it.
 func WithDialer(dial func(network, address string, timeout time.Duration) (net.Conn, error)) SessionOption {
 	return func(c *sessionConfig) {
 		if dial == nil {

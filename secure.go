@@ -1,0 +1,137 @@
+package zkrecipes
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// The secured connection: dial = wire(sasl(classify(tls(dial)))).
+// A failure redialling cannot mend (a refused TLS handshake, an untrusted
+// certificate, rejected SASL credentials, a server requiring SASL of a
+// Session without it) fires s.fatal once: Connect returns it, a Session
+// that was connected is lost with it as the cause, and go-zookeeper's
+// client is closed so that it stops redialling.
+
+// secureDialer wraps dial with WithTLS and WithSASL.
+func (s *Session) secureDialer(dial dialFunc) dialFunc {
+	bound := max(s.cfg.timeout/3, minSASLTimeout) // of the TLS handshake, and of the SASL exchange
+	if s.cfg.tls != nil {
+		dial = tlsDialer(dial, s.cfg.tls, bound, s.failFatal)
+	}
+	dial = classifyDial(dial, s.failFatal)
+	if s.cfg.sasl != nil {
+		dial = saslDialer(dial, s.cfg.sasl, bound, s.failFatal)
+	} else {
+		dial = requiredWatch(dial, s.failFatal)
+	}
+	return dial
+}
+
+// failFatal ends the Session's connecting for good with err. It never
+// blocks: it may run on go-zookeeper's connection goroutine.
+func (s *Session) failFatal(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.fatal.fired() {
+		return
+	}
+	s.cfg.log.Error("zkrecipes: cannot connect; not retrying", "err", err)
+	if s.state != StateConnecting && !s.gen.fired() {
+		s.loseLocked(err)
+	} else if s.state != StateConnecting && s.state != StateLost {
+		s.setState(StateLost, s.gen.id, err)
+	}
+	s.fatal.fire(err)
+}
+
+// stopOnFatal closes the client once s.fatal fires: go-zookeeper would
+// otherwise redial for ever.
+func (s *Session) stopOnFatal() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.fatal.done:
+			s.conn.Close()
+		case <-s.closedCh:
+		}
+	}()
+}
+
+// saslRequired turns a request's -124 (SESSIONCLOSEDREQUIRESASLAUTH: the
+// server requires SASL and closed the connection) into ErrSASLRequired and
+// ends the Session with it. go-zookeeper v1.0.4 has no error for the
+// code, only its text.
+func (s *Session) saslRequired(err error) error {
+	if err == nil || !strings.Contains(err.Error(), "unknown error: -124") {
+		return err
+	}
+	e := fmt.Errorf("%w (%v)", ErrSASLRequired, err)
+	s.failFatal(e)
+	return e
+}
+
+// requiredWatch wraps dial, for a Session without SASL, so that a server
+// requiring SASL is recognised on the first reply of every connection,
+// whatever the request (a ping of an idle Session too): the server
+// answers it with err -124 and no body, then closes the connection.
+// Only the ConnectResponse and that reply's header are looked at; the
+// bytes pass through unchanged.
+func requiredWatch(dial dialFunc, fatal func(error)) dialFunc {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &watchConn{Conn: c, fatal: fatal}, nil
+	}
+}
+
+type watchConn struct {
+	net.Conn
+	fatal  func(error)
+	done   bool
+	prefix []byte // the stream's first bytes, until the first reply's header
+}
+
+func (c *watchConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.done && n > 0 {
+		c.prefix = append(c.prefix, p[:n]...)
+		c.check()
+	}
+	return n, err
+}
+
+// check looks at the first reply's err once its header is in.
+func (c *watchConn) check() {
+	b := c.prefix
+	if len(b) < 4 {
+		return
+	}
+	hs := 4 + int(int32(binary.BigEndian.Uint32(b)))
+	if hs < 4+16 || hs > maxSASLFrame {
+		c.stop()
+		return
+	}
+	if len(b) < hs {
+		return
+	}
+	if binary.BigEndian.Uint64(b[12:20]) == 0 { // session expired: nothing follows
+		c.stop()
+		return
+	}
+	const header = 4 + 4 + 8 + 4 // length, xid, zxid, err
+	if len(b) < hs+header {
+		return
+	}
+	if int32(binary.BigEndian.Uint32(b[hs+16:hs+20])) == errCodeSessionRequiresSASL {
+		c.fatal(fmt.Errorf("%w (the server answered the first request with err -124 and closed the connection)", ErrSASLRequired))
+	}
+	c.stop()
+}
+
+func (c *watchConn) stop() { c.done, c.prefix = true, nil }
