@@ -290,3 +290,50 @@ func (e *startAfterClose) Error() string {
 	return "zkrecipes: closed before it started; a closed recipe cannot start"
 }
 func (e *startAfterClose) Is(target error) bool { return target == ErrClosed || target == e.once }
+
+// Errors of secured connections (WithSASL, WithTLS). Connect returns them
+// instead of redialling; a Session that meets one on a later reconnect is
+// lost with it as the cause.
+var (
+	// ErrAuthFailed means the server rejected the Session's SASL
+	// credentials (wrong user or password, an unusable ticket), or could
+	// not prove it knew them: fix the credentials; retrying will not help.
+	ErrAuthFailed = errors.New("zkrecipes: sasl authentication failed; check the credentials")
+
+	// ErrSASLMechanism means the server does not speak the Session's SASL
+	// mechanism (a ZooKeeper server speaks exactly one, set by its JAAS
+	// Server login): use the mechanism the server is configured for. It
+	// also matches ErrAuthFailed.
+	ErrSASLMechanism error = &alsoError{"zkrecipes: server does not speak this sasl mechanism; use the one its JAAS Server login configures", ErrAuthFailed}
+
+	// ErrSASLUnavailable means the server has no SASL set up (no JAAS
+	// Server section): connect without WithSASL, or configure the server.
+	// It also matches ErrAuthFailed.
+	ErrSASLUnavailable error = &alsoError{"zkrecipes: server has no sasl configured; connect without WithSASL or configure the server", ErrAuthFailed}
+
+	// ErrSASLRequired means the server requires SASL authentication
+	// (enforce.auth.schemes=sasl) and closed the connection of a Session
+	// that had none: connect WithSASL.
+	ErrSASLRequired = errors.New("zkrecipes: server requires sasl authentication; connect WithSASL")
+
+	// ErrTLSRefused means the server refused the TLS handshake, most often
+	// because it requires a client certificate (ssl.clientAuth=need) and
+	// none, or one it does not trust, was offered: set Certificates in the
+	// WithTLS config.
+	ErrTLSRefused = errors.New("zkrecipes: tls handshake refused by the server; it may require a client certificate it trusts")
+
+	// ErrTLSUntrusted means the server's TLS certificate could not be
+	// verified (unknown authority, wrong name, expired): set RootCAs (and
+	// ServerName if the dialled host is not in the certificate) in the
+	// WithTLS config.
+	ErrTLSUntrusted = errors.New("zkrecipes: server's tls certificate not trusted; set RootCAs to its CA")
+)
+
+// alsoError is a sentinel that also matches a broader one.
+type alsoError struct {
+	msg  string
+	also error
+}
+
+func (e *alsoError) Error() string        { return e.msg }
+func (e *alsoError) Is(target error) bool { return target == e.also }

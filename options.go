@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"math"
@@ -24,6 +25,8 @@ type sessionConfig struct {
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	maxReq    int // request size limit (see requestsize.go); 0 means the default
 	noWire    bool
+	sasl      SASLMechanism // WithSASL (sasl.go)
+	tls       *tls.Config   // WithTLS (tls.go)
 	err       error
 }
 
