@@ -4,9 +4,14 @@ go 1.24
 
 replace github.com/zkrecipes/zkrecipes => ../
 
-require github.com/jcmturner/gokrb5/v8 v8.4.4
+require (
+	github.com/jcmturner/gokrb5/v8 v8.4.4
+	github.com/zkrecipes/zkrecipes v0.0.0-00010101000000-000000000000
+)
 
 require (
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/hashicorp/go-uuid v1.0.3 // indirect
 	github.com/jcmturner/aescts/v2 v2.0.0 // indirect
 	github.com/jcmturner/dnsutils/v2 v2.0.0 // indirect

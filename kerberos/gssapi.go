@@ -15,7 +15,10 @@ import (
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/spnego"
 	"github.com/jcmturner/gokrb5/v8/types"
+	"github.com/zkrecipes/zkrecipes"
 )
+
+var _ zkrecipes.SASLMechanism = (*Mechanism)(nil)
 
 // The exchange, as ZooKeeper 3.8's server (the JDK's GSSAPI SaslServer) runs
 // it (RFC 4752):
@@ -48,10 +51,10 @@ const layerNone = 0x01
 // it logs in if no valid ticket-granting ticket is held, gets a service
 // ticket for the server's service principal (see ServicePrincipal) and
 // returns the first token, the GSS initial context token carrying the AP-REQ.
-// It fails with ErrLogin or ErrServiceTicket, or ctx's error. The KDC round
+// It fails with ErrLogin, ErrServiceTicket, ErrKDCUnreachable, or ctx's error. The KDC round
 // trips are bounded by gokrb5's own timeouts (a few seconds per KDC), not by
 // ctx, which is checked before and after them.
-func (m *Mechanism) Start(ctx context.Context, server string) (saslClient, []byte, error) {
+func (m *Mechanism) Start(ctx context.Context, server string) (zkrecipes.SASLClient, []byte, error) {
 	if err := errCtx(ctx, "start"); err != nil {
 		return nil, nil, err
 	}
@@ -65,7 +68,7 @@ func (m *Mechanism) Start(ctx context.Context, server string) (saslClient, []byt
 	}
 	tkt, key, err := cl.GetServiceTicket(spn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s for %s: %v", ErrServiceTicket, spn, m.principal, err)
+		return nil, nil, fmt.Errorf("%w: %s for %s: %v", kdcError(ErrServiceTicket, err), spn, m.principal, err)
 	}
 	if err := errCtx(ctx, "start"); err != nil {
 		return nil, nil, err

@@ -228,6 +228,20 @@ func canonicalHost(ctx context.Context, r *net.Resolver, host string) string {
 	return host
 }
 
+// Close forgets the tickets and stops the background renewal of the
+// ticket-granting ticket (a goroutine gokrb5 runs after a keytab login). Call
+// it once the Sessions using m are closed; a connection started afterwards
+// logs in afresh. It always returns nil.
+func (m *Mechanism) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cl != nil {
+		m.cl.Destroy()
+		m.cl = nil
+	}
+	return nil
+}
+
 // login returns the logged-in client, logging in on first use.
 func (m *Mechanism) login() (*client.Client, error) {
 	m.mu.Lock()
@@ -251,7 +265,7 @@ func (m *Mechanism) login() (*client.Client, error) {
 			m.cl.Destroy()
 			m.cl = nil
 		}
-		return nil, fmt.Errorf("%w as %s: %v", ErrLogin, m.principal, err)
+		return nil, fmt.Errorf("%w as %s: %v", kdcError(ErrLogin, err), m.principal, err)
 	}
 	return m.cl, nil
 }
