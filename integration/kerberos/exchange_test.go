@@ -215,5 +215,3 @@ func TestGSSAPIExchange_WrongServiceHostIsAuthFailed(t *testing.T) {
 	require.ErrorIs(t, err, kerberos.ErrServiceTicket)
 	require.ErrorIs(t, err, zr.ErrAuthFailed)
 }
-
-
