@@ -25,7 +25,7 @@ const (
 // create under a recipe's path may queue and hold the lock (SECURITY.md).
 type ACL struct {
 	Perms  Perm
-	Scheme string // "world", "auth", "digest", "ip", ...
+	Scheme string // "world", "auth", "digest", "ip", "sasl", "x509", ...
 	ID     string
 }
 
@@ -52,4 +52,20 @@ func toZKACL(acl []ACL) []zk.ACL {
 		out[i] = zk.ACL{Perms: int32(a.Perms), Scheme: a.Scheme, ID: a.ID}
 	}
 	return out
+}
+
+// SASLACL grants perms to the SASL identity user: the id a Session
+// authenticated WithSASL holds (sasl:<user> for DigestMD5(user, ...); for
+// Kerberos the principal, or its short name if the server strips the
+// realm).
+func SASLACL(user string, perms Perm) ACL {
+	return ACL{Perms: perms, Scheme: "sasl", ID: user}
+}
+
+// X509ACL grants perms to the holder of a client certificate with subject
+// dn, as the server's x509 authentication provider names it (RFC 2253,
+// e.g. "CN=alice,O=example"): the id a Session connected WithTLS with that
+// certificate holds.
+func X509ACL(dn string, perms Perm) ACL {
+	return ACL{Perms: perms, Scheme: "x509", ID: dn}
 }

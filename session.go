@@ -59,6 +59,7 @@ type Session struct {
 	wg        sync.WaitGroup
 	workers   workers
 	closeOnce sync.Once
+	fatal     *signal // a failure redialling cannot mend (secure.go)
 }
 
 // generation is one ZooKeeper session seen by this Session.
@@ -89,6 +90,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if dial == nil {
 		dial = net.DialTimeout
 	}
+	dial = s.secureDialer(dial) // WithTLS, WithSASL (secure.go)
 	if !cfg.noWire {
 		s.wire = wire.New()
 		dial = s.wire.Dialer(dial)
@@ -101,6 +103,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	s.conn = conn
 	s.start()
+	s.stopOnFatal()
 	if err := s.awaitFirst(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("zkrecipes: connect to %s: %w", strings.Join(servers, ","), err)
@@ -205,6 +208,7 @@ func newSession(cfg sessionConfig) *Session {
 		ready:    make(chan struct{}),
 		subs:     map[*subscriber]struct{}{},
 		closedCh: make(chan struct{}),
+		fatal:    newSignal(),
 		workers:  workers{tasks: make(chan func())},
 	}
 	return s
@@ -232,6 +236,8 @@ func (s *Session) awaitFirst(ctx context.Context) error {
 	select {
 	case <-ready:
 		return nil
+	case <-s.fatal.done:
+		return s.fatal.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}

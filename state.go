@@ -362,10 +362,15 @@ func (s *Session) awaitConnected(ctx context.Context) (*generation, *signal, err
 			s.mu.Unlock()
 			return g, e, nil
 		}
+		if s.fatal.fired() {
+			s.mu.Unlock()
+			return nil, nil, s.fatal.err
+		}
 		ready := s.ready
 		s.mu.Unlock()
 		select {
 		case <-ready:
+		case <-s.fatal.done:
 		case <-s.closedCh:
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()

@@ -1,0 +1,297 @@
+package zkrecipes
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// SASL runs below go-zookeeper, in the connection its dialer returns
+// (dial = wire(sasl(tls(net)))), because go-zookeeper has no hook between
+// the handshake's reply and its first request:
+//
+//  1. the first Write (the ConnectRequest) passes through;
+//  2. the first Read reads the whole ConnectResponse frame and, if it
+//     grants a session (sessionId != 0, timeOut > 0), runs the SASL
+//     exchange on the connection (opcode 102, own xids from 1, its own
+//     deadline, each reply's err checked), then serves the buffered
+//     ConnectResponse: go-zookeeper never sees a SASL frame, and its
+//     SetAuth, SetWatches and pings can only follow the exchange;
+//  3. an expired-session ConnectResponse passes through untouched
+//     (go-zookeeper reports the expiry; the next connection runs SASL).
+//
+// A failure the server decides (err -115 AUTHFAILED or -124
+// SESSIONCLOSEDREQUIRESASLAUTH in a reply, a mechanism's ErrAuthFailed)
+// is reported to fatal, which stops the client; an I/O error is returned
+// from Read, and go-zookeeper dials again.
+
+const (
+	opSASL                      = 102
+	errCodeAuthFailed           = -115
+	errCodeSessionRequiresSASL  = -124
+	maxSASLFrame                = 1 << 20
+	minSASLTimeout              = 2 * time.Second
+	saslConnectResponseMinBytes = 4 + 4 + 8 + 4 // protocolVersion, timeOut, sessionId, passwd length
+)
+
+// saslDialer wraps dial so that every connection runs m's exchange after
+// the handshake. fatal is told of a failure retrying cannot mend.
+func saslDialer(dial dialFunc, m SASLMechanism, timeout time.Duration, fatal func(error)) dialFunc {
+	return func(network, address string, connTimeout time.Duration) (net.Conn, error) {
+		c, err := dial(network, address, connTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return &saslConn{Conn: c, mech: m, server: address, timeout: timeout, fatal: fatal}, nil
+	}
+}
+
+type dialFunc = func(network, address string, timeout time.Duration) (net.Conn, error)
+
+type saslConn struct {
+	net.Conn
+	mech    SASLMechanism
+	server  string
+	timeout time.Duration
+	fatal   func(error)
+
+	mu        sync.Mutex // guards the deadlines go-zookeeper set
+	rDeadline time.Time
+	wDeadline time.Time
+
+	// read side: only go-zookeeper's reader goroutine
+	pending []byte // the buffered ConnectResponse, served after the exchange
+	done    bool   // exchange over (or not needed): pass-through
+	err     error  // the exchange failed: every Read returns it
+}
+
+func (c *saslConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.rDeadline, c.wDeadline = t, t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *saslConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.rDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *saslConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.wDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *saslConn) Read(p []byte) (int, error) {
+	if c.done {
+		if len(c.pending) > 0 {
+			n := copy(p, c.pending)
+			c.pending = c.pending[n:]
+			return n, nil
+		}
+		return c.Conn.Read(p)
+	}
+	if c.err != nil {
+		return 0, c.err
+	}
+	if err := c.handshake(); err != nil {
+		c.err = err
+		_ = c.Conn.Close()
+		return 0, err
+	}
+	c.done = true
+	return c.Read(p)
+}
+
+// handshake reads the ConnectResponse and, for a live session, runs the
+// exchange.
+func (c *saslConn) handshake() error {
+	frame, err := readFrame(c.Conn, maxSASLFrame)
+	if err != nil {
+		return err
+	}
+	c.pending = frame
+	body := frame[4:]
+	if len(body) < saslConnectResponseMinBytes {
+		return nil // not for us to judge: go-zookeeper will
+	}
+	timeOut := int32(binary.BigEndian.Uint32(body[4:8]))
+	sessionID := int64(binary.BigEndian.Uint64(body[8:16]))
+	if sessionID == 0 || timeOut <= 0 {
+		return nil // expired: no SASL on this connection; go-zookeeper reports it
+	}
+	if err := c.exchange(); err != nil {
+		var f *saslFailure
+		if errors.As(err, &f) {
+			c.fatal(f.err)
+			return f.err
+		}
+		return fmt.Errorf("zkrecipes: sasl %s with %s: %w", c.mech.Name(), c.server, err)
+	}
+	return nil
+}
+
+// saslFailure marks an exchange error that retrying cannot mend.
+type saslFailure struct{ err error }
+
+func (f *saslFailure) Error() string { return f.err.Error() }
+
+func (c *saslConn) exchange() (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	if err := c.Conn.SetDeadline(deadline); err != nil {
+		return err
+	}
+	defer func() {
+		// Give go-zookeeper back the deadlines it set.
+		c.mu.Lock()
+		r, w := c.rDeadline, c.wDeadline
+		c.mu.Unlock()
+		if e := c.Conn.SetReadDeadline(r); e != nil && err == nil {
+			err = e
+		}
+		if e := c.Conn.SetWriteDeadline(w); e != nil && err == nil {
+			err = e
+		}
+	}()
+	name := c.mech.Name()
+	fail := func(format string, args ...any) error {
+		return &saslFailure{fmt.Errorf("zkrecipes: sasl %s with %s: "+format, append([]any{name, c.server}, args...)...)}
+	}
+	client, token, err := c.mech.Start(ctx, c.server)
+	if err != nil {
+		if errors.Is(err, ErrAuthFailed) {
+			return fail("%w", err)
+		}
+		return err
+	}
+	xid := int32(0)
+	for step := 1; ; step++ {
+		xid++
+		if token == nil {
+			token = []byte{}
+		}
+		if err := writeSASLRequest(c.Conn, xid, token); err != nil {
+			return err
+		}
+		rxid, code, reply, hasBody, err := readSASLReply(c.Conn)
+		if err != nil {
+			if step == 1 && len(token) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
+				// The server dropped the connection on the mechanism's empty
+				// first token without a word: it has no SASL server for it.
+				return fail("%w: the server closed the connection on the first token", ErrSASLUnavailable)
+			}
+			return err
+		}
+		if rxid != xid {
+			return fmt.Errorf("reply xid %d to sasl request xid %d", rxid, xid)
+		}
+		switch code {
+		case 0:
+		case errCodeAuthFailed, errCodeSessionRequiresSASL:
+			if step == 1 && len(token) == 0 {
+				// Rejected before any credential was sent: not the
+				// password; the server speaks another mechanism (or none).
+				return fail("%w (the server rejected its first token, err %d)", ErrSASLMechanism, code)
+			}
+			return fail("%w: server rejected step %d (err %d)", ErrAuthFailed, step, code)
+		default:
+			return fail("%w: server answered step %d with err %d", ErrAuthFailed, step, code)
+		}
+		if !hasBody {
+			reply = nil
+		}
+		if step == 1 && len(reply) == 0 {
+			// Observed with ZooKeeper 3.8.0: a server with no SASL set up
+			// (no JAAS Server section) answers the first token with err 0
+			// and no token, whatever the mechanism; every mechanism it
+			// could speak (DIGEST-MD5's challenge, GSSAPI's AP-REP) answers
+			// the first token with one.
+			return fail("%w: it answered the first token with none", ErrSASLUnavailable)
+		}
+		if last := client == nil; last {
+			return nil
+		}
+		next, last, err := client.Step(ctx, reply)
+		if err != nil {
+			if errors.Is(err, ErrAuthFailed) {
+				return fail("%w", err)
+			}
+			return err
+		}
+		if last {
+			if next == nil {
+				return nil
+			}
+			client = nil // send next, and end on its reply
+		}
+		token = next
+	}
+}
+
+// writeSASLRequest writes RequestHeader{xid, 102} GetSASLRequest{token}.
+func writeSASLRequest(w io.Writer, xid int32, token []byte) error {
+	b := make([]byte, 4+4+4+4+len(token))
+	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-4))
+	binary.BigEndian.PutUint32(b[4:], uint32(xid))
+	binary.BigEndian.PutUint32(b[8:], opSASL)
+	binary.BigEndian.PutUint32(b[12:], uint32(len(token)))
+	copy(b[16:], token)
+	_, err := w.Write(b)
+	return err
+}
+
+// readSASLReply reads ReplyHeader{xid, zxid, err} and, if present,
+// SetSASLResponse{token} (a null token is nil).
+func readSASLReply(r io.Reader) (xid, code int32, token []byte, hasBody bool, err error) {
+	frame, err := readFrame(r, maxSASLFrame)
+	if err != nil {
+		return 0, 0, nil, false, err
+	}
+	b := frame[4:]
+	if len(b) < 16 {
+		return 0, 0, nil, false, fmt.Errorf("short sasl reply (%d bytes)", len(b))
+	}
+	xid = int32(binary.BigEndian.Uint32(b[0:4]))
+	code = int32(binary.BigEndian.Uint32(b[12:16]))
+	b = b[16:]
+	if len(b) < 4 {
+		return xid, code, nil, false, nil
+	}
+	n := int32(binary.BigEndian.Uint32(b[0:4]))
+	if n < 0 {
+		return xid, code, nil, true, nil
+	}
+	if int(n) > len(b)-4 {
+		return 0, 0, nil, false, fmt.Errorf("sasl token of %d bytes in a %d-byte reply", n, len(b))
+	}
+	return xid, code, append([]byte{}, b[4:4+n]...), true, nil
+}
+
+// readFrame reads one length-prefixed frame, its length included.
+func readFrame(r io.Reader, max int) ([]byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(h[:])))
+	if n < 0 || n > max {
+		return nil, fmt.Errorf("frame of %d bytes", n)
+	}
+	frame := make([]byte, 4+n)
+	copy(frame, h[:])
+	if _, err := io.ReadFull(r, frame[4:]); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}

@@ -1,0 +1,140 @@
+package zkrecipes
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// WithTLS connects to the servers' TLS port (ZooKeeper's secureClientPort,
+// served by its Netty connection factory) with config, a copy of which is
+// made. Unless config sets ServerName, each connection verifies the
+// server's certificate against the host it dials (an IP address must then
+// be in the certificate's IP SANs). Put a client certificate in
+// Certificates for a server with ssl.clientAuth=need (ZooKeeper's
+// default) or want; with an x509 authentication provider, the session then
+// holds the id x509:<subject DN> (see X509ACL). WithTLS goes with WithSASL
+// (SASL runs inside the TLS connection) and with WithDialer (TLS runs over
+// the connection the dialer returns).
+//
+// A handshake the server refuses (no client certificate, or one it does
+// not trust) makes Connect fail with an error matching ErrTLSRefused, and
+// a server certificate that cannot be verified with one matching
+// ErrTLSUntrusted, instead of redialling for ever; on a later reconnect
+// either ends the Session's current session (StateLost) with that cause.
+// Only Connect uses it. Default: no TLS.
+func WithTLS(config *tls.Config) SessionOption {
+	return func(c *sessionConfig) {
+		if config == nil {
+			c.fail(invalidArg("nil tls config"))
+			return
+		}
+		c.tls = config.Clone()
+	}
+}
+
+// tlsDialer wraps dial with a TLS client handshake, bounded by the dial
+// timeout, with ServerName taken from the dialled host unless set.
+func tlsDialer(dial dialFunc, config *tls.Config, fatal func(error)) dialFunc {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		raw, err := dial(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		cfg := config
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				host = address
+			}
+			cfg = config.Clone()
+			cfg.ServerName = host
+		}
+		c := tls.Client(raw, cfg)
+		if timeout > 0 {
+			_ = raw.SetDeadline(time.Now().Add(timeout))
+		}
+		if err := c.Handshake(); err != nil {
+			_ = raw.Close()
+			return nil, fmt.Errorf("zkrecipes: tls handshake with %s: %w", address, err)
+		}
+		_ = raw.SetDeadline(time.Time{})
+		// Under TLS 1.3 the server judges the client's certificate after
+		// the client's side of the handshake is over: its refusal comes as
+		// the first read's error.
+		return &tlsConn{Conn: c, address: address, fatal: fatal}, nil
+	}
+}
+
+// tlsConn classifies an alert the server sends in reply to the
+// handshake, before any byte was read.
+type tlsConn struct {
+	net.Conn
+	address string
+	fatal   func(error)
+	read    bool
+}
+
+func (c *tlsConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.read = true
+	}
+	if err != nil && !c.read {
+		if kind := tlsFailure(err); kind != nil {
+			err = &tlsError{kind, fmt.Errorf("zkrecipes: tls with %s: %w", c.address, err)}
+			c.fatal(err)
+		}
+	}
+	return n, err
+}
+
+// tlsFailure says which configuration error err shows, if any: a server
+// certificate that does not verify (ErrTLSUntrusted), or an alert from the
+// server (ErrTLSRefused).
+func tlsFailure(err error) error {
+	var (
+		verr *tls.CertificateVerificationError
+		uerr x509.UnknownAuthorityError
+		herr x509.HostnameError
+		cerr x509.CertificateInvalidError
+		op   *net.OpError
+	)
+	switch {
+	case errors.As(err, &verr), errors.As(err, &uerr), errors.As(err, &herr), errors.As(err, &cerr):
+		return ErrTLSUntrusted
+	case errors.As(err, &op) && op.Op == "remote error":
+		return ErrTLSRefused
+	}
+	return nil
+}
+
+// tlsError wraps a dial error with the configuration error it shows.
+type tlsError struct {
+	kind, err error
+}
+
+func (e *tlsError) Error() string {
+	return e.kind.Error() + ": " + trimPrefix(e.err.Error())
+}
+func (e *tlsError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// classifyDial reports to fatal a dial error that shows a TLS
+// configuration error (from WithTLS's handshake or a WithDialer that does
+// TLS), wrapped so that it matches ErrTLSRefused or ErrTLSUntrusted.
+func classifyDial(dial dialFunc, fatal func(error)) dialFunc {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(network, address, timeout)
+		if err != nil {
+			if kind := tlsFailure(err); kind != nil {
+				err = &tlsError{kind, err}
+				fatal(err)
+			}
+			return nil, err
+		}
+		return c, nil
+	}
+}
