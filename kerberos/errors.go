@@ -57,12 +57,16 @@ func (e *authError) Error() string        { return e.msg }
 func (e *authError) Is(target error) bool { return target == zkrecipes.ErrAuthFailed }
 
 // kdcError classifies an error of gokrb5's KDC exchanges: a networking error
-// without a KDC's answer in it means no KDC was reached (gokrb5 reports a
-// KRB-ERROR the KDC sent as text, "KRB Error: ...", inside the same kind of
-// error); anything else is sentinel's.
+// without a KDC's answer in it means no KDC was reached; anything else is
+// sentinel's. gokrb5 reports a KRB-ERROR the KDC sent as text ("KRB Error:
+// ...") inside the same kind of error, and its log-in wraps the error with %v,
+// so the text is all there is to go by.
 func kdcError(sentinel, err error) error {
 	var ke krberror.Krberror
-	if errors.As(err, &ke) && ke.RootCause == krberror.NetworkingError && !strings.Contains(err.Error(), "KRB Error") {
+	msg := err.Error()
+	network := (errors.As(err, &ke) && ke.RootCause == krberror.NetworkingError) ||
+		strings.Contains(msg, "Root cause: "+krberror.NetworkingError)
+	if network && !strings.Contains(msg, "KRB Error") {
 		return ErrKDCUnreachable
 	}
 	return sentinel

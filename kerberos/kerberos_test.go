@@ -3,14 +3,18 @@ package kerberos
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/gssapi"
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
+	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/jcmturner/gokrb5/v8/types"
 	"github.com/zkrecipes/zkrecipes"
 )
@@ -184,5 +188,42 @@ func TestUnrotate_UndoesRightRotation(t *testing.T) {
 	got := unrotate(rotated)
 	if string(got[gssapi.HdrLen:]) != string(body) || got[6] != 0 || got[7] != 0 {
 		t.Fatalf("unrotate: %q", got)
+	}
+}
+
+// No KDC answering is not a credential problem: ErrKDCUnreachable, which
+// does not match zkrecipes.ErrAuthFailed, so a Session keeps redialling.
+func TestStart_NoKDCIsErrKDCUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // a loopback port nobody listens on
+	conf := filepath.Join(t.TempDir(), "krb5.conf")
+	body := strings.Replace(testKrb5Conf, "127.0.0.1:88", addr, 1) + "[libdefaults]\n  udp_preference_limit = 1\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kt := keytab.New()
+	if err := kt.AddEntry("alice", "EXAMPLE.TEST", "secret", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
+		t.Fatal(err)
+	}
+	ktb, err := kt.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ktPath := filepath.Join(t.TempDir(), "alice.keytab")
+	if err := os.WriteFile(ktPath, ktb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(WithConfigFile(conf), WithKeytab("alice", ktPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, _, err = m.Start(context.Background(), "localhost:2181")
+	if !errors.Is(err, ErrKDCUnreachable) || errors.Is(err, zkrecipes.ErrAuthFailed) {
+		t.Fatalf("Start: %v; want ErrKDCUnreachable only", err)
 	}
 }

@@ -176,8 +176,8 @@ func TestGSSAPIExchange_ServerNamesTheClientPrincipal(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r := dialRaw(t, srv.Servers()[0])
-	require.NoError(t, r.sasl(ctx, m, srv.Servers()[0]))
+	r := dialRaw(t, srv.Addr)
+	require.NoError(t, r.sasl(ctx, m, srv.Addr))
 	ids, err := r.whoAmI()
 	require.NoError(t, err)
 	t.Logf("ids after GSSAPI: %v", ids)
@@ -192,7 +192,7 @@ func TestGSSAPIExchange_CanonicalHostnameFindsLocalhost(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	addr := srv.Servers()[0]
+	addr := srv.Addr
 	spn, err := m.ServicePrincipal(ctx, addr)
 	require.NoError(t, err)
 	require.Equal(t, "zookeeper/localhost", spn, "127.0.0.1 canonicalizes to localhost (/etc/hosts)")
@@ -211,7 +211,7 @@ func TestGSSAPIExchange_WrongServiceHostIsAuthFailed(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, _, err = m.Start(ctx, srv.Servers()[0])
+	_, _, err = m.Start(ctx, srv.Addr)
 	require.ErrorIs(t, err, kerberos.ErrServiceTicket)
 	require.ErrorIs(t, err, zr.ErrAuthFailed)
 }

@@ -9,6 +9,7 @@ replace (
 )
 
 require (
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/stretchr/testify v1.12.1
 	github.com/zkrecipes/zkrecipes v0.0.0-00010101000000-000000000000
 	github.com/zkrecipes/zkrecipes/integration v0.0.0-00010101000000-000000000000
@@ -35,7 +36,6 @@ require (
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
-	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/go-uuid v1.0.3 // indirect
 	github.com/jcmturner/aescts/v2 v2.0.0 // indirect

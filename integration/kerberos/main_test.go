@@ -19,7 +19,7 @@ import (
 // env is the KDC and the GSSAPI server the tests share.
 var (
 	kdc    *zktest.KDC
-	server *zktest.Cluster
+	server *zktest.SecureServer
 	envErr error
 )
 
@@ -47,7 +47,7 @@ func run(m *testing.M) int {
 		}
 	}
 	if envErr == nil {
-		server, envErr = zktest.StartCluster(ctx, zktest.WithBackend(zktest.BackendJava), zktest.WithKerberos(kdc))
+		server, envErr = zktest.StartSecure(ctx, zktest.WithKerberos(kdc), zktest.WithSASLEnforced())
 		if envErr == nil {
 			defer server.Close()
 		}
@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 
 // setup returns the shared KDC and server, skipping the test (failing it
 // under CI) when they could not be started.
-func setup(t *testing.T) (*zktest.KDC, *zktest.Cluster) {
+func setup(t *testing.T) (*zktest.KDC, *zktest.SecureServer) {
 	t.Helper()
 	if envErr != nil {
 		if os.Getenv("CI") != "" {

@@ -252,13 +252,31 @@ func (k *KDC) AddPrincipal(ctx context.Context, name string) (keytab string, err
 	if err := k.run(ctx, k.tools.kadminLocal, "-r", KDCRealm, "-q", "addprinc -randkey "+full); err != nil {
 		return "", err
 	}
-	keytab = filepath.Join(k.Dir, strings.ReplaceAll(name, "/", "_")+".keytab")
+	keytab = k.Keytab(name)
 	_ = os.Remove(keytab)
 	if err := k.run(ctx, k.tools.kadminLocal, "-r", KDCRealm, "-q", "ktadd -k "+keytab+" -norandkey "+full); err != nil {
 		return "", err
 	}
 	if _, err := os.Stat(keytab); err != nil {
 		return "", fmt.Errorf("zktest: kadmin.local wrote no keytab for %s: %w", full, err)
+	}
+	return keytab, nil
+}
+
+// Rekey gives principal name (without realm) a new random key, as a key
+// rotation does, and rewrites its keytab (see [KDC.Keytab]) with the new key only:
+// a copy of the old keytab no longer logs in.
+func (k *KDC) Rekey(ctx context.Context, name string) (keytab string, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	full := name + "@" + KDCRealm
+	if err := k.run(ctx, k.tools.kadminLocal, "-r", KDCRealm, "-q", "cpw -randkey "+full); err != nil {
+		return "", err
+	}
+	keytab = k.Keytab(name)
+	_ = os.Remove(keytab)
+	if err := k.run(ctx, k.tools.kadminLocal, "-r", KDCRealm, "-q", "ktadd -k "+keytab+" -norandkey "+full); err != nil {
+		return "", err
 	}
 	return keytab, nil
 }
@@ -303,17 +321,14 @@ func (k *KDC) stopProcess() {
 	<-k.done
 }
 
-// WithKerberos makes the servers authenticate clients with SASL GSSAPI against
-// kdc, as [KDCServicePrincipal]@[KDCRealm], and require it
-// (enforce.auth.enabled=true, enforce.auth.schemes=sasl): a connection that
-// sends any other request first is closed. A client principal alice then holds
-// the id sasl:alice@ZKTEST.LOCAL. The "java" backend only; it adds JVM flags,
-// so give it after [WithJVMFlags].
-func WithKerberos(kdc *KDC) Option {
-	return func(c *config) {
-		jaas := filepath.Join(kdc.Dir, "jaas-server.conf")
-		// Written at option time: the file is the same for every server.
-		_ = os.WriteFile(jaas, []byte(fmt.Sprintf(`Server {
+// WithKerberos makes a [SecureServer] authenticate SASL clients with GSSAPI
+// against kdc, as [KDCServicePrincipal]@[KDCRealm] (its JAAS "Server" section,
+// in place of DIGEST-MD5 users): a client principal alice then holds the id
+// sasl:alice@ZKTEST.LOCAL. Add [WithSASLEnforced] to require it. Optional, for
+// [StartSecure]; without it the server's SASL is DIGEST-MD5 (WithSASLUsers) or none.
+func WithKerberos(kdc *KDC) SecureOption {
+	return func(c *secureConfig) {
+		c.jaas = fmt.Sprintf(`Server {
   com.sun.security.auth.module.Krb5LoginModule required
   useKeyTab=true
   keyTab="%s"
@@ -322,18 +337,8 @@ func WithKerberos(kdc *KDC) Option {
   isInitiator=false
   principal="%s@%s";
 };
-`, kdc.Keytab(KDCServicePrincipal), KDCServicePrincipal, KDCRealm)), 0o600)
-		base := c.jvmFlags
-		if base == nil {
-			base = testJVMFlags
-		}
-		c.jvmFlags = append(append([]string{}, base...),
-			"-Djava.security.auth.login.config="+jaas,
-			"-Djava.security.krb5.conf="+kdc.ConfigPath,
-			"-Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-			"-Dzookeeper.enforce.auth.enabled=true",
-			"-Dzookeeper.enforce.auth.schemes=sasl",
-		)
+`, kdc.Keytab(KDCServicePrincipal), KDCServicePrincipal, KDCRealm)
+		c.jvmFlags = append(c.jvmFlags, "-Djava.security.krb5.conf="+kdc.ConfigPath)
 	}
 }
 

@@ -1,0 +1,164 @@
+package kerberos_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/kerberos"
+)
+
+const refuseBound = 15 * time.Second // a refused client is told within this, on a loaded machine
+
+// mech returns the GSSAPI mechanism logging in as principal with keytab,
+// for the test server's zookeeper/localhost, closed when the test ends.
+func mech(t *testing.T, principal, keytab string, opts ...kerberos.Option) *kerberos.Mechanism {
+	t.Helper()
+	k, _ := setup(t)
+	opts = append([]kerberos.Option{kerberos.WithConfigFile(k.ConfigPath),
+		kerberos.WithKeytab(principal, keytab), kerberos.WithServiceHost("localhost")}, opts...)
+	m, err := kerberos.New(opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func connect(t *testing.T, addr string, opts ...zr.SessionOption) *zr.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := zr.Connect(ctx, []string{addr}, append([]zr.SessionOption{zr.WithSessionTimeout(10 * time.Second)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func testPath(t *testing.T) string { return "/krb/" + t.Name() }
+
+// A Session authenticated by Kerberos holds a lock whose nodes carry a sasl:
+// ACL naming its principal; another principal can neither read the queue
+// nor take the lock, and is told so at once.
+func TestKerberosSessionHoldsLockUnderSASLACL(t *testing.T) {
+	k, srv := setup(t)
+	alice := mech(t, "alice", k.Keytab("alice"))
+	bob := mech(t, "bob", k.Keytab("bob"))
+	require.Equal(t, "alice@"+zktestRealm, alice.Principal())
+
+	a := connect(t, srv.Addr, zr.WithSASL(alice), zr.WithACL([]zr.ACL{zr.SASLACL(alice.Principal(), zr.PermAll)}))
+	b := connect(t, srv.Addr, zr.WithSASL(bob))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	p := testPath(t)
+	lease, err := zr.NewMutex(a, p).Acquire(ctx)
+	require.NoError(t, err)
+	acl, _, err := a.Conn().GetACL(p)
+	require.NoError(t, err)
+	require.Equal(t, []zk.ACL{{Perms: zk.PermAll, Scheme: "sasl", ID: "alice@" + zktestRealm}}, acl)
+
+	_, err = zr.NewMutex(b, p).TryAcquire(ctx)
+	require.ErrorIs(t, err, zk.ErrNoAuth)
+	_, _, err = b.Conn().Children(p)
+	require.ErrorIs(t, err, zk.ErrNoAuth)
+
+	require.NoError(t, lease.Err())
+	require.NoError(t, lease.Release(ctx))
+}
+
+// A keytab that does not hold the principal's current key ends Connect at
+// once with kerberos.ErrLogin (which matches zkrecipes.ErrAuthFailed), after
+// one dial: no redial loop, no wait for ctx.
+func TestKerberosWrongKeytabFailsConnectWithErrLoginOnce(t *testing.T) {
+	k, srv := setup(t)
+	// carol's key rotated after her keytab was copied: the KDC refuses the
+	// old key (pre-authentication fails).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kt, err := k.AddPrincipal(ctx, "carol")
+	require.NoError(t, err)
+	old := filepath.Join(t.TempDir(), "carol-old.keytab")
+	b, err := os.ReadFile(kt)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(old, b, 0o600))
+	_, err = k.Rekey(ctx, "carol")
+	require.NoError(t, err)
+	for name, m := range map[string]*kerberos.Mechanism{
+		"another principal's keytab": mech(t, "alice", k.Keytab("bob")),
+		"unknown principal":          mech(t, "mallory", k.Keytab("alice")),
+		"stale keytab":               mech(t, "carol", old),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var dials int
+			dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
+				dials++ // go-zookeeper dials from one goroutine
+				return net.DialTimeout(network, address, timeout)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			s, err := zr.Connect(ctx, []string{srv.Addr}, zr.WithSASL(m), zr.WithDialer(dial))
+			if err == nil {
+				_ = s.Close()
+			}
+			t.Logf("Connect: %v", err)
+			require.ErrorIs(t, err, kerberos.ErrLogin)
+			require.ErrorIs(t, err, zr.ErrAuthFailed)
+			require.Less(t, time.Since(start), refuseBound)
+			require.Equal(t, 1, dials, "no redial after the KDC refused the credentials")
+		})
+	}
+}
+
+// A service principal the server does not hold (the host part wrong) is
+// refused with ErrServiceTicket, matching zkrecipes.ErrAuthFailed.
+func TestKerberosWrongServiceHostFailsConnectWithErrServiceTicket(t *testing.T) {
+	k, srv := setup(t)
+	m := mech(t, "alice", k.Keytab("alice"), kerberos.WithServiceHost("zk9.elsewhere.test"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := zr.Connect(ctx, []string{srv.Addr}, zr.WithSASL(m))
+	if err == nil {
+		_ = s.Close()
+	}
+	require.ErrorIs(t, err, kerberos.ErrServiceTicket)
+	require.ErrorIs(t, err, zr.ErrAuthFailed)
+	require.NoError(t, ctx.Err())
+}
+
+// The server restarts under a connected Session (whose session outlives the
+// restart): the Session reconnects to the same ZooKeeper session, runs the
+// GSSAPI exchange again on the new connection (the enforcing server would
+// close it on its first request otherwise) and reads a node only its
+// principal may read.
+func TestKerberosSessionReauthenticatesAfterServerRestart(t *testing.T) {
+	k, srv := setup(t)
+	alice := mech(t, "alice", k.Keytab("alice"))
+	s := connect(t, srv.Addr, zr.WithSASL(alice), zr.WithSessionTimeout(20*time.Second),
+		zr.WithACL([]zr.ACL{zr.SASLACL(alice.Principal(), zr.PermAll)}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	p := testPath(t)
+	_, err := s.Conn().Create("/krb", nil, 0, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		require.ErrorIs(t, err, zk.ErrNodeExists)
+	}
+	_, err = s.Conn().Create(p, []byte("only alice"), zk.FlagEphemeral, []zk.ACL{{Perms: zk.PermAll, Scheme: "sasl", ID: alice.Principal()}})
+	require.NoError(t, err)
+	before := s.Conn().SessionID()
+
+	require.NoError(t, srv.Restart(ctx))
+
+	require.Eventually(t, func() bool {
+		data, _, err := s.Conn().Get(p)
+		return err == nil && string(data) == "only alice"
+	}, 30*time.Second, 50*time.Millisecond, "the node is readable again, by alice's re-authenticated connection")
+	require.Equal(t, before, s.Conn().SessionID(), "the same session, resumed")
+	require.NotEqual(t, zr.StateLost, s.State())
+}
