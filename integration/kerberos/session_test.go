@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,7 +140,8 @@ func TestKerberosWrongServiceHostFailsConnectWithErrServiceTicket(t *testing.T) 
 func TestKerberosSessionReauthenticatesAfterServerRestart(t *testing.T) {
 	k, srv := setup(t)
 	alice := mech(t, "alice", k.Keytab("alice"))
-	s := connect(t, srv.Addr, zr.WithSASL(alice), zr.WithSessionTimeout(20*time.Second),
+	counted := &countingMech{SASLMechanism: alice}
+	s := connect(t, srv.Addr, zr.WithSASL(counted), zr.WithSessionTimeout(20*time.Second),
 		zr.WithACL([]zr.ACL{zr.SASLACL(alice.Principal(), zr.PermAll)}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -161,4 +163,16 @@ func TestKerberosSessionReauthenticatesAfterServerRestart(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "the node is readable again, by alice's re-authenticated connection")
 	require.Equal(t, before, s.Conn().SessionID(), "the same session, resumed")
 	require.NotEqual(t, zr.StateLost, s.State())
+	require.GreaterOrEqual(t, counted.starts.Load(), int32(2), "an exchange per connection")
+}
+
+// countingMech counts the exchanges a Session starts.
+type countingMech struct {
+	zr.SASLMechanism
+	starts atomic.Int32
+}
+
+func (c *countingMech) Start(ctx context.Context, server string) (zr.SASLClient, []byte, error) {
+	c.starts.Add(1)
+	return c.SASLMechanism.Start(ctx, server)
 }
