@@ -238,13 +238,7 @@ func (s *SecureServer) launch(ctx context.Context, b *javaBackend, cfg secureCon
 	}
 	jaas := cfg.jaas
 	if jaas == "" && len(cfg.users) > 0 {
-		var e strings.Builder
-		e.WriteString("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required")
-		for _, u := range slices.Sorted(maps.Keys(cfg.users)) {
-			fmt.Fprintf(&e, "\n  user_%s=%q", u, cfg.users[u])
-		}
-		e.WriteString(";\n};\n")
-		jaas = e.String()
+		jaas = digestJAAS(cfg.users)
 	}
 	var flags []string
 	if jaas != "" {
@@ -394,4 +388,27 @@ func (s *SecureServer) Close() error {
 		err = errors.Join(err, os.RemoveAll(s.Dir))
 	}
 	return err
+}
+
+// SetSASLUsers rewrites the DIGEST-MD5 users of the server's JAAS file
+// (name -> password; e.g. a rotated password); the server reads it at its
+// next Restart or Start. It fails for a server started WithServerJAAS or
+// without WithSASLUsers.
+func (s *SecureServer) SetSASLUsers(users map[string]string) error {
+	p := filepath.Join(s.Dir, "jaas-server.conf")
+	old, err := os.ReadFile(p)
+	if err != nil || !strings.Contains(string(old), "DigestLoginModule") {
+		return fmt.Errorf("zktest: server has no DIGEST-MD5 users to replace (%v)", err)
+	}
+	return os.WriteFile(p, []byte(digestJAAS(users)), 0o600)
+}
+
+func digestJAAS(users map[string]string) string {
+	var e strings.Builder
+	e.WriteString("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required")
+	for _, u := range slices.Sorted(maps.Keys(users)) {
+		fmt.Fprintf(&e, "\n  user_%s=%q", u, users[u])
+	}
+	e.WriteString(";\n};\n")
+	return e.String()
 }

@@ -16,6 +16,11 @@ import java.util.regex.Pattern;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.ACLProvider;
+import org.apache.curator.framework.imps.DefaultACLProvider;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
@@ -39,7 +44,8 @@ public final class CuratorPeer {
             "usage: CuratorPeer <mutex|read|write|semaphore|latch|selector|bench-uncontended|bench-contended|bench-drain>"
                     + " --servers HOST:PORT[,...] --path /P [--id ID] [--duration 4s] [--count N]"
                     + " [--hold-ms MS] [--max N] [--log FILE] [--session-timeout-ms MS]"
-                    + " [--sync true] [--sessions N] [--warmup N] (bench modes; see CuratorBench)";
+                    + " [--sync true] [--sessions N] [--warmup N] (bench modes; see CuratorBench)"
+                    + " [--jaas FILE] (SASL: the JAAS file with a Client section) [--acl SCHEME:ID]";
 
     /** Exit code for a usage error. */
     private static final int EXIT_USAGE = 2;
@@ -86,6 +92,11 @@ public final class CuratorPeer {
         }
         String mode = args[0];
         Map<String, String> flags = parseFlags(args);
+        if (flags.containsKey("jaas")) {
+            // SASL: the ZooKeeper client authenticates with the JAAS "Client"
+            // section of this file (e.g. DigestLoginModule username/password).
+            System.setProperty("java.security.auth.login.config", flags.get("jaas"));
+        }
         if (mode.equals("bench-drain") || (mode.startsWith("bench-") && flags.containsKey("sync"))) {
             CuratorBench.main(mode, flags); // exits
             return;
@@ -155,12 +166,40 @@ public final class CuratorPeer {
                 .sessionTimeoutMs(sessionTimeoutMs)
                 .connectionTimeoutMs((int) Math.max(100, Math.min(remaining, 15000)))
                 .retryPolicy(new ExponentialBackoffRetry(50, 5))
+                .aclProvider(aclProvider(flags.get("acl")))
                 .build();
         client.start();
         if (!client.blockUntilConnected((int) Math.max(1, remaining), TimeUnit.MILLISECONDS)) {
             client.close();
             throw new IOException("could not connect to " + servers + " within " + durationMs + "ms");
         }
+    }
+
+    /**
+     * The ACL of every node the peer creates: --acl SCHEME:ID (all permissions), e.g.
+     * sasl:alice; ZooKeeper's open ACL without it.
+     */
+    private static ACLProvider aclProvider(String acl) {
+        if (acl == null) {
+            return new DefaultACLProvider();
+        }
+        int colon = acl.indexOf(':');
+        if (colon < 1) {
+            throw new IllegalArgumentException("--acl must be SCHEME:ID, got " + acl);
+        }
+        List<ACL> list = Collections.singletonList(
+                new ACL(ZooDefs.Perms.ALL, new Id(acl.substring(0, colon), acl.substring(colon + 1))));
+        return new ACLProvider() {
+            @Override
+            public List<ACL> getDefaultAcl() {
+                return list;
+            }
+
+            @Override
+            public List<ACL> getAclForPath(String path) {
+                return list;
+            }
+        };
     }
 
     /** A driver that remembers the node each acquisition created, for the fencing-token column. */
