@@ -27,7 +27,7 @@ func Example() {
 	defer cancel()
 	s, err := zkrecipes.Connect(ctx, []string{"zk1.example.com:2181", "zk2.example.com:2181"},
 		zkrecipes.WithSASL(mech),
-		zkrecipes.WithACL([]zkrecipes.ACL{{Perms: zkrecipes.PermAll, Scheme: "sasl", ID: mech.Principal()}}),
+		zkrecipes.WithACL([]zkrecipes.ACL{zkrecipes.SASLACL(mech.Principal(), zkrecipes.PermAll)}),
 	)
 	if err != nil {
 		// errors.Is(err, zkrecipes.ErrAuthFailed): the KDC or the server

@@ -1,6 +1,6 @@
 module github.com/zkrecipes/zkrecipes/kerberos
 
-go 1.24
+go 1.24.0
 
 replace github.com/zkrecipes/zkrecipes => ../
 
@@ -18,6 +18,6 @@ require (
 	github.com/jcmturner/gofork v1.7.6 // indirect
 	github.com/jcmturner/goidentity/v6 v6.0.1 // indirect
 	github.com/jcmturner/rpc/v2 v2.0.3 // indirect
-	golang.org/x/crypto v0.6.0 // indirect
-	golang.org/x/net v0.7.0 // indirect
+	golang.org/x/crypto v0.45.0 // indirect
+	golang.org/x/net v0.47.0 // indirect
 )
