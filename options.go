@@ -156,8 +156,11 @@ func WithTracer(t Tracer) SessionOption {
 }
 
 // WithDialer sets the function that opens each TCP connection to a
-// ZooKeeper server (for a proxy, TLS, or a test's fault injector). Default:
-// net.DialTimeout. Only Connect uses it.
+// ZooKeeper server (for a proxy, or a test's fault injector). Default:
+// net.DialTimeout. WithTLS and WithSASL run over the connection it
+// returns; a TLS handshake it does itself that fails for a reason retrying
+// cannot mend also ends Connect with ErrTLSRefused or ErrTLSUntrusted.
+// Only Connect uses it.
 func WithDialer(dial func(network, address string, timeout time.Duration) (net.Conn, error)) SessionOption {
 	return func(c *sessionConfig) {
 		if dial == nil {

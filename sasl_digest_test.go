@@ -19,8 +19,8 @@ func TestDigestMD5MatchesRFC2831Example(t *testing.T) {
 		digestKD(ha1, "OA6MG9tEQGm2hh", "00000001", "OA6MHXh6VqTrRk", "auth", ":imap/elwood.innosoft.com"))
 }
 
-// The exchange a ZooKeeper 3.8.0 server accepted (alice/alice-secret),
-// recorded on the wire: /work/shared/security/transcripts/digest-optional.txt.
+// An exchange a ZooKeeper 3.8.0 server accepted (alice/alice-secret),
+// recorded on the wire.
 func TestDigestMD5AnswersZooKeeperAsRecordedOnTheWire(t *testing.T) {
 	challenge := `realm="zk-sasl-md5",nonce="39hZ2OPw2HMNMBYUhEScY9EVFCOrvkq1fJa/6U90",charset=utf-8,algorithm=md5-sess`
 	resp, rspauth, err := digestResponse("alice", "alice-secret", "42391097389067844", []byte(challenge))

@@ -204,6 +204,9 @@ func (c *saslConn) exchange() (err error) {
 				// password; the server speaks another mechanism (or none).
 				return fail("%w (the server rejected its first token, err %d)", ErrSASLMechanism, code)
 			}
+			if step == 1 {
+				return fail("%w: the server rejected the first token (err %d): it speaks another mechanism, or refused the credentials", ErrAuthFailed, code)
+			}
 			return fail("%w: server rejected step %d (err %d)", ErrAuthFailed, step, code)
 		default:
 			return fail("%w: server answered step %d with err %d", ErrAuthFailed, step, code)

@@ -28,6 +28,10 @@ const (
 	// StateLost: the session is gone: expired by the server, replaced by a
 	// new session id, or presumed expired after the client was cut off for
 	// the whole session timeout. Every ephemeral node of it is lost.
+	// It is also where a Session ends up that cannot connect again for a
+	// reason retrying cannot mend (StateChange.Err matches ErrAuthFailed,
+	// ErrSASLRequired, ErrTLSRefused or ErrTLSUntrusted): no reconnection
+	// follows then, and the Session's calls fail with that error.
 	StateLost
 	// StateClosed: Close was called. Terminal.
 	StateClosed
@@ -327,8 +331,9 @@ func (s *Session) Done() <-chan struct{} {
 
 // Err returns nil while the current ZooKeeper session lives. After it is
 // lost and before a new one is established, Err says why (it matches
-// ErrLockLost and ErrSessionExpired or ErrSessionChanged); after Close it
-// returns ErrClosed.
+// ErrLockLost and ErrSessionExpired or ErrSessionChanged, or the error
+// that stopped reconnection: ErrAuthFailed, ErrSASLRequired, ErrTLSRefused,
+// ErrTLSUntrusted); after Close it returns ErrClosed.
 func (s *Session) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
