@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"github.com/zkrecipes/zkrecipes/kerberos"
 )
 
@@ -175,4 +176,26 @@ type countingMech struct {
 func (c *countingMech) Start(ctx context.Context, server string) (zr.SASLClient, []byte, error) {
 	c.starts.Add(1)
 	return c.SASLMechanism.Start(ctx, server)
+}
+
+// Kerberos inside TLS with a client certificate, on a server that requires
+// both: the Session holds the lock under its sasl: id, and also holds the
+// certificate's x509: id (a node granted to that id alone is readable).
+func TestKerberosOverTLSWithClientCertificate(t *testing.T) {
+	k, _ := setup(t)
+	srv := zktest.StartSecureServer(t, zktest.WithKerberos(k), zktest.WithSASLEnforced(), zktest.WithTLS(zktest.ClientAuthNeed))
+	alice := mech(t, "alice", k.Keytab("alice"))
+	s := connect(t, srv.TLSAddr, zr.WithTLS(srv.TLS().ClientConfig(true)), zr.WithSASL(alice),
+		zr.WithACL([]zr.ACL{zr.SASLACL(alice.Principal(), zr.PermAll)}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p := testPath(t)
+	lease, err := zr.NewMutex(s, p).Acquire(ctx)
+	require.NoError(t, err)
+	_, err = s.Conn().Create(p+"-x509", []byte("cert"), zk.FlagEphemeral, []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: srv.TLS().ClientDN}})
+	require.NoError(t, err)
+	data, _, err := s.Conn().Get(p + "-x509")
+	require.NoError(t, err)
+	require.Equal(t, "cert", string(data))
+	require.NoError(t, lease.Release(ctx))
 }
