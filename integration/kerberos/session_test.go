@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -197,5 +198,30 @@ func TestKerberosOverTLSWithClientCertificate(t *testing.T) {
 	data, _, err := s.Conn().Get(p + "-x509")
 	require.NoError(t, err)
 	require.Equal(t, "cert", string(data))
+	require.NoError(t, lease.Release(ctx))
+}
+
+// A credential cache left by MIT's kinit logs the Session in, as a user's
+// shell session would after kinit.
+func TestKerberosSessionFromKinitCredentialCache(t *testing.T) {
+	k, srv := setup(t)
+	kinit, err := exec.LookPath("kinit")
+	require.NoError(t, err, "kinit (krb5-user) is installed by scripts/deps.sh")
+	ccache := filepath.Join(t.TempDir(), "ccache")
+	cmd := exec.Command(kinit, "-k", "-t", k.Keytab("bob"), "-c", "FILE:"+ccache, "bob@"+zktestRealm)
+	cmd.Env = append(os.Environ(), "KRB5_CONFIG="+k.ConfigPath)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	t.Setenv("KRB5CCNAME", "FILE:"+ccache)
+	m, err := kerberos.New(kerberos.WithConfigFile(k.ConfigPath), kerberos.WithServiceHost("localhost"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	require.Equal(t, "bob@"+zktestRealm, m.Principal())
+	s := connect(t, srv.Addr, zr.WithSASL(m), zr.WithACL([]zr.ACL{zr.SASLACL(m.Principal(), zr.PermAll)}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lease, err := zr.NewMutex(s, testPath(t)).Acquire(ctx)
+	require.NoError(t, err)
 	require.NoError(t, lease.Release(ctx))
 }
