@@ -30,9 +30,11 @@ type SASLClient interface {
 	// next token. last=false: send response and pass the reply's token to
 	// Step again. last=true: if response is non-nil it is sent as the final
 	// token and the exchange ends when its reply (err 0) arrives; if nil,
-	// the exchange ends now. An error (wrap ErrAuthFailed for a server that
-	// failed mutual authentication or a malformed challenge) ends the
-	// connection attempt.
+	// the exchange ends now. An error ends the connection attempt; wrap
+	// ErrAuthFailed in it for a server that failed mutual authentication,
+	// and ErrSASLMechanism for a token that is not of this mechanism (a
+	// server speaking another one answers the first token with its own
+	// challenge), so that the Session stops instead of redialling.
 	Step(ctx context.Context, challenge []byte) (response []byte, last bool, err error)
 }
 

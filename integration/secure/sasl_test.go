@@ -3,6 +3,7 @@ package secure_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -134,4 +135,40 @@ func TestSASLAgainstServerWithoutSASLFailsWithErrSASLUnavailable(t *testing.T) {
 	require.ErrorIs(t, err, zr.ErrSASLUnavailable)
 	require.ErrorIs(t, err, zr.ErrAuthFailed)
 	require.Less(t, took, refuseBound)
+}
+
+// plain is a SASL mechanism no ZooKeeper server speaks (RFC 4616 PLAIN).
+type plain struct{}
+
+func (plain) Name() string { return "PLAIN" }
+func (plain) Start(context.Context, string) (zr.SASLClient, []byte, error) {
+	return plainClient{}, []byte("\x00alice\x00alice-secret"), nil
+}
+
+type plainClient struct{}
+
+// Step expects no challenge: PLAIN has none. (ZooKeeper's DIGEST-MD5
+// server answers any first token with its challenge.)
+func (plainClient) Step(_ context.Context, challenge []byte) ([]byte, bool, error) {
+	if len(challenge) > 0 {
+		return nil, false, fmt.Errorf("%w: PLAIN got a challenge %q", zr.ErrSASLMechanism, challenge)
+	}
+	return nil, true, nil
+}
+
+// The server speaks DIGEST-MD5 only: a mechanism that finds the server's
+// token is not of its kind says so (ErrSASLMechanism), and Connect fails
+// with it once.
+func TestSASLUnknownMechanismFailsConnectWithErrAuthFailedOnce(t *testing.T) {
+	srv := enforced.get(t)
+	var dials int
+	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dials++
+		return net.DialTimeout(network, address, timeout)
+	}
+	took, err := connectErr(t, srv.Addr, zr.WithSASL(plain{}), zr.WithDialer(dial))
+	require.ErrorIs(t, err, zr.ErrSASLMechanism)
+	require.ErrorIs(t, err, zr.ErrAuthFailed)
+	require.Less(t, took, refuseBound)
+	require.Equal(t, 1, dials)
 }
