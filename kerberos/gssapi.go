@@ -117,7 +117,8 @@ type gssClient struct {
 
 // Step answers the server's token. The first is the AP-REP, verified against
 // the authenticator sent (ErrMutualAuth when it does not match, is missing or
-// is a KRB-ERROR); the answer is an empty token. The second is the server's
+// is a KRB-ERROR; zkrecipes.ErrSASLMechanism when it is no GSSAPI token at
+// all, as from a DIGEST-MD5 server); the answer is an empty token. The second is the server's
 // security-layer offer, integrity-checked (ErrProtocol when it fails or when
 // the server requires a layer); the answer, last, chooses no security layer
 // and names the client principal as authorization id.
@@ -146,6 +147,11 @@ func (c *gssClient) Step(ctx context.Context, challenge []byte) ([]byte, bool, e
 func (c *gssClient) verifyAPRep(b []byte) error {
 	if len(b) == 0 {
 		return fmt.Errorf("%w: %s sent no AP-REP", ErrMutualAuth, c.spn)
+	}
+	if b[0] != 0x60 {
+		// Not a GSS token ([APPLICATION 0]) at all: a DIGEST-MD5 server
+		// answers the AP-REQ with its own challenge.
+		return fmt.Errorf("%w: %s answered with a token that is not GSSAPI's (%.24q...)", zkrecipes.ErrSASLMechanism, c.spn, b)
 	}
 	var tok spnego.KRB5Token
 	if err := tok.Unmarshal(b); err != nil {

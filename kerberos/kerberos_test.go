@@ -169,7 +169,7 @@ func TestStep_BadOfferIsErrProtocol(t *testing.T) {
 func TestStep_MissingOrBadAPRepIsErrMutualAuth(t *testing.T) {
 	for name, tok := range map[string][]byte{
 		"none":    nil,
-		"garbage": []byte("not a GSS token"),
+		"malformed GSS token": {0x60, 0x03, 0x01, 0x02, 0x03},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := &gssClient{key: testKey(t), spn: "zookeeper/localhost"}
@@ -225,5 +225,15 @@ func TestStart_NoKDCIsErrKDCUnreachable(t *testing.T) {
 	_, _, err = m.Start(context.Background(), "localhost:2181")
 	if !errors.Is(err, ErrKDCUnreachable) || errors.Is(err, zkrecipes.ErrAuthFailed) {
 		t.Fatalf("Start: %v; want ErrKDCUnreachable only", err)
+	}
+}
+
+// A DIGEST-MD5 server answers the AP-REQ with its challenge: the server
+// speaks another mechanism.
+func TestStep_DigestChallengeIsErrSASLMechanism(t *testing.T) {
+	c := &gssClient{key: testKey(t), spn: "zookeeper/localhost"}
+	_, _, err := c.Step(context.Background(), []byte(`realm="zk-sasl-md5",nonce="abc",charset=utf-8,algorithm=md5-sess`))
+	if !errors.Is(err, zkrecipes.ErrSASLMechanism) {
+		t.Fatalf("Step: %v; want zkrecipes.ErrSASLMechanism", err)
 	}
 }

@@ -225,3 +225,20 @@ func TestKerberosSessionFromKinitCredentialCache(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, lease.Release(ctx))
 }
+
+// A Kerberos Session against a DIGEST-MD5 server is told the server speaks
+// another mechanism, once.
+func TestKerberosAgainstDigestServerFailsWithErrSASLMechanism(t *testing.T) {
+	k, _ := setup(t)
+	srv := zktest.StartSecureServer(t, zktest.WithSASLUsers(map[string]string{"alice": "alice-secret"}), zktest.WithSASLEnforced())
+	m := mech(t, "alice", k.Keytab("alice"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := zr.Connect(ctx, []string{srv.Addr}, zr.WithSASL(m))
+	if err == nil {
+		_ = s.Close()
+	}
+	t.Logf("Connect: %v", err)
+	require.ErrorIs(t, err, zr.ErrSASLMechanism)
+	require.NoError(t, ctx.Err())
+}
