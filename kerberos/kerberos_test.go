@@ -168,7 +168,7 @@ func TestStep_BadOfferIsErrProtocol(t *testing.T) {
 
 func TestStep_MissingOrBadAPRepIsErrMutualAuth(t *testing.T) {
 	for name, tok := range map[string][]byte{
-		"none":    nil,
+		"none":                nil,
 		"malformed GSS token": {0x60, 0x03, 0x01, 0x02, 0x03},
 	} {
 		t.Run(name, func(t *testing.T) {
