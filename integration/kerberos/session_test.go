@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,7 +43,12 @@ func connect(t *testing.T, addr string, opts ...zr.SessionOption) *zr.Session {
 	return s
 }
 
-func testPath(t *testing.T) string { return "/krb/" + t.Name() }
+// testPath is a top-level path of the test's own: a recipe creates its
+// parents with its Session's ACL, so tests of other principals must not
+// share one.
+func testPath(t *testing.T) string {
+	return "/krb_" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+}
 
 // A Session authenticated by Kerberos holds a lock whose nodes carry a sasl:
 // ACL naming its principal; another principal can neither read the queue
@@ -149,11 +155,7 @@ func TestKerberosSessionReauthenticatesAfterServerRestart(t *testing.T) {
 	defer cancel()
 
 	p := testPath(t)
-	_, err := s.Conn().Create("/krb", nil, 0, zk.WorldACL(zk.PermAll))
-	if err != nil {
-		require.ErrorIs(t, err, zk.ErrNodeExists)
-	}
-	_, err = s.Conn().Create(p, []byte("only alice"), zk.FlagEphemeral, []zk.ACL{{Perms: zk.PermAll, Scheme: "sasl", ID: alice.Principal()}})
+	_, err := s.Conn().Create(p, []byte("only alice"), zk.FlagEphemeral, []zk.ACL{{Perms: zk.PermAll, Scheme: "sasl", ID: alice.Principal()}})
 	require.NoError(t, err)
 	before := s.Conn().SessionID()
 
