@@ -120,3 +120,51 @@ func TestSASLNewSessionAfterExpiryAuthenticatesAgain(t *testing.T) {
 	_, _, err = s.Conn().Get(p)
 	require.NoError(t, err, "the new session holds sasl:alice")
 }
+
+// The server comes back without SASL: the Session's next connection
+// cannot authenticate, and the Session is lost with ErrSASLUnavailable.
+func TestSASLSessionLostWhenServerRestartsWithoutSASL(t *testing.T) {
+	srv := zktest.StartSecureServer(t, zktest.WithSASLUsers(users))
+	s := connect(t, srv.Addr, alice(), zr.WithSessionTimeout(30*time.Second), zr.WithLossPolicy(zr.LoseOnLost))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lease, err := zr.NewMutex(s, "/lock").Acquire(ctx)
+	require.NoError(t, err)
+	states, stop := s.Subscribe()
+	defer stop()
+
+	require.NoError(t, srv.SetServerJAAS(""))
+	require.NoError(t, srv.Restart(ctx))
+	c := waitState(t, states, 30*time.Second, zr.StateLost, zr.StateReconnected)
+	require.Equal(t, zr.StateLost, c.State)
+	require.ErrorIs(t, c.Err, zr.ErrSASLUnavailable)
+	<-lease.Done()
+	require.ErrorIs(t, lease.Err(), zr.ErrSASLUnavailable)
+}
+
+// TLS and enforced SASL together across a server restart: the new TLS
+// connection authenticates again under the same session, and nothing in
+// the restart (refused dials, a port not yet open) is taken for a
+// configuration error.
+func TestTLSAndSASLSessionSurvivesServerRestart(t *testing.T) {
+	srv := zktest.StartSecureServer(t, zktest.WithSASLUsers(users), zktest.WithSASLEnforced(), zktest.WithTLS(zktest.ClientAuthNeed))
+	m := srv.TLS()
+	s := connect(t, srv.TLSAddr, alice(), zr.WithTLS(m.ClientConfig(true)), zr.WithSessionTimeout(30*time.Second),
+		zr.WithACL([]zr.ACL{zr.SASLACL("alice", zr.PermAll), zr.X509ACL(m.ClientDN, zr.PermAll)}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	v := zr.NewSharedValue(s, "/value", []byte("a"))
+	_, err := v.Set(ctx, []byte("b"))
+	require.NoError(t, err)
+	id := s.SessionID()
+	states, stop := s.Subscribe()
+	defer stop()
+
+	require.NoError(t, srv.Restart(ctx))
+	c := waitState(t, states, 30*time.Second, zr.StateReconnected, zr.StateLost)
+	require.Equal(t, zr.StateReconnected, c.State, "err: %v", c.Err)
+	require.Equal(t, id, c.SessionID)
+	got, err := v.Get(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "b", string(got.Value))
+}

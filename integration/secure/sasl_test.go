@@ -159,7 +159,7 @@ func (plainClient) Step(_ context.Context, challenge []byte) ([]byte, bool, erro
 // The server speaks DIGEST-MD5 only: a mechanism that finds the server's
 // token is not of its kind says so (ErrSASLMechanism), and Connect fails
 // with it once.
-func TestSASLUnknownMechanismFailsConnectWithErrAuthFailedOnce(t *testing.T) {
+func TestSASLUnknownMechanismFailsConnectWithErrSASLMechanismOnce(t *testing.T) {
 	srv := enforced.get(t)
 	var dials int
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 func TestTLSWithClientCertificateRunsRecipesUnderX509ACL(t *testing.T) {
@@ -89,4 +90,20 @@ func TestTLSFailureOfCallersDialerIsReportedToo(t *testing.T) {
 	}
 	_, err := connectErr(t, srv.TLSAddr, zr.WithDialer(dial))
 	require.ErrorIs(t, err, zr.ErrTLSRefused)
+}
+
+// With ssl.clientAuth=want, a Session without a certificate is served
+// (without the x509 id); one with a certificate holds it.
+func TestTLSClientCertificateIsOptionalWhenServerOnlyWantsOne(t *testing.T) {
+	srv := zktest.StartSecureServer(t, zktest.WithTLS(zktest.ClientAuthWant))
+	m := srv.TLS()
+	with := connect(t, srv.TLSAddr, zr.WithTLS(m.ClientConfig(true)))
+	without := connect(t, srv.TLSAddr, zr.WithTLS(m.ClientConfig(false)))
+	p := "/x509-only"
+	_, err := with.Conn().Create(p, nil, 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: m.ClientDN}})
+	require.NoError(t, err)
+	_, _, err = with.Conn().Get(p)
+	require.NoError(t, err)
+	_, _, err = without.Conn().Get(p)
+	require.ErrorIs(t, err, zk.ErrNoAuth)
 }

@@ -403,6 +403,21 @@ func (s *SecureServer) SetSASLUsers(users map[string]string) error {
 	return os.WriteFile(p, []byte(digestJAAS(users)), 0o600)
 }
 
+// SetServerJAAS replaces the server's JAAS configuration with text (""
+// leaves it with no Server section: no SASL); the server reads it at its
+// next Restart or Start. It fails for a server started with no JAAS
+// configuration (neither WithSASLUsers nor WithServerJAAS).
+func (s *SecureServer) SetServerJAAS(text string) error {
+	p := filepath.Join(s.Dir, "jaas-server.conf")
+	if _, err := os.Stat(p); err != nil {
+		return fmt.Errorf("zktest: server has no JAAS configuration to replace: %w", err)
+	}
+	if text == "" {
+		text = "// no Server section: no SASL\n"
+	}
+	return os.WriteFile(p, []byte(text), 0o600)
+}
+
 func digestJAAS(users map[string]string) string {
 	var e strings.Builder
 	e.WriteString("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required")
