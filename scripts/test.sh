@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole check: dependencies, lint, unit tests, short fuzz runs, integration tests against real
-# ZooKeeper (Java backend), the contract suite again with the wire layer off, then the Docker
+# ZooKeeper (Java backend), the contract suite again with the wire layer off, the Kerberos
+# module against a real MIT KDC, then the Docker
 # backend tests (a Docker daemon started for them is stopped after them). Every stage runs even after a failure (except deps), and
 # a summary with times closes the output. Exit status is non-zero when any stage failed.
 set -uo pipefail
