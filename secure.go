@@ -14,12 +14,13 @@ import (
 
 // secureDialer wraps dial with WithTLS and WithSASL.
 func (s *Session) secureDialer(dial dialFunc) dialFunc {
+	bound := max(s.cfg.timeout/3, minSASLTimeout) // of the TLS handshake, and of the SASL exchange
 	if s.cfg.tls != nil {
-		dial = tlsDialer(dial, s.cfg.tls, s.failFatal)
+		dial = tlsDialer(dial, s.cfg.tls, bound, s.failFatal)
 	}
 	dial = classifyDial(dial, s.failFatal)
 	if s.cfg.sasl != nil {
-		dial = saslDialer(dial, s.cfg.sasl, max(s.cfg.timeout/3, minSASLTimeout), s.failFatal)
+		dial = saslDialer(dial, s.cfg.sasl, bound, s.failFatal)
 	}
 	return dial
 }

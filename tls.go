@@ -20,7 +20,8 @@ import (
 // (SASL runs inside the TLS connection) and with WithDialer (TLS runs over
 // the connection the dialer returns).
 //
-// A handshake the server refuses (no client certificate, or one it does
+// The handshake is bounded by a third of the session timeout (at least
+// 2s). A handshake the server refuses (no client certificate, or one it does
 // not trust) makes Connect fail with an error matching ErrTLSRefused, and
 // a server certificate that cannot be verified with one matching
 // ErrTLSUntrusted, instead of redialling for ever; on a later reconnect
@@ -36,9 +37,10 @@ func WithTLS(config *tls.Config) SessionOption {
 	}
 }
 
-// tlsDialer wraps dial with a TLS client handshake, bounded by the dial
-// timeout, with ServerName taken from the dialled host unless set.
-func tlsDialer(dial dialFunc, config *tls.Config, fatal func(error)) dialFunc {
+// tlsDialer wraps dial with a TLS client handshake, bounded by
+// handshake (go-zookeeper's dial timeout, 1s, is short for a JVM's first
+// handshakes), with ServerName taken from the dialled host unless set.
+func tlsDialer(dial dialFunc, config *tls.Config, handshake time.Duration, fatal func(error)) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		raw, err := dial(network, address, timeout)
 		if err != nil {
@@ -54,9 +56,7 @@ func tlsDialer(dial dialFunc, config *tls.Config, fatal func(error)) dialFunc {
 			cfg.ServerName = host
 		}
 		c := tls.Client(raw, cfg)
-		if timeout > 0 {
-			_ = raw.SetDeadline(time.Now().Add(timeout))
-		}
+		_ = raw.SetDeadline(time.Now().Add(max(timeout, handshake)))
 		if err := c.Handshake(); err != nil {
 			_ = raw.Close()
 			return nil, fmt.Errorf("zkrecipes: tls handshake with %s: %w", address, err)
