@@ -35,6 +35,12 @@ robustness-hog:
 		-run '^TestRobustness_' ./robustness/ -robustness.duration=$${DURATION:-5m} -robustness.seed=$${SEED:-0} \
 		-robustness.cpu-hog=$${HOG:-2}
 
+.PHONY: kerberos
+# The Kerberos module's tests, then its tests against a real MIT KDC + GSSAPI ZooKeeper.
+kerberos:
+	cd kerberos && go test -race -count=1 ./...
+	cd integration/kerberos && ZK_TEST_BACKEND=java go test -race -count=1 -timeout 5m ./...
+
 integration:
 	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 10m ./...
 

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building and testing zkrecipes needs, only what is missing:
 #   Debian packages (ZooKeeper server jars, Curator and kazoo for interop tests,
-#   Docker, a JDK) and staticcheck in the repo-local bin/.
+#   Docker, a JDK, the MIT Kerberos KDC for the Kerberos tests) and staticcheck in
+#   the repo-local bin/.
 # A machine that has everything makes no network call.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}" # staticcheck 2026.2.2, supports Go 1.26
 PKGS=(zookeeper libcurator-recipes-java libcurator-discovery-java python3-kazoo docker.io default-jdk-headless)
+# The Kerberos stage's KDC (zktest.StartKDC): krb5kdc and kdb5_util, kadmin.local, kinit.
+# The tests start their own KDC on 127.0.0.1 with its own configuration; the system's is unused.
+PKGS+=(krb5-kdc krb5-admin-server krb5-user)
 
 die() { echo "deps.sh: $*" >&2; exit 1; }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole check: dependencies, lint, unit tests, short fuzz runs, integration tests against real
-# ZooKeeper (Java backend), the contract suite again with the wire layer off, then the Docker
+# ZooKeeper (Java backend), the contract suite again with the wire layer off, the Kerberos
+# module against a real MIT KDC, then the Docker
 # backend tests (a Docker daemon started for them is stopped after them). Every stage runs even after a failure (except deps), and
 # a summary with times closes the output. Exit status is non-zero when any stage failed.
 set -uo pipefail
@@ -50,6 +51,9 @@ stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:
 # The contract suite again with the wire layer off (zkrecipes.WithWireLayer(false)).
 stage contract-nowire bash -c 'cd integration && ZKRECIPES_WIRE=off ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Contract ./recipes/'
 stage chaos-leasetime bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Chaos ./chaos/ -chaos.lease-time=300ms -chaos.duration=15s -chaos.clients=3'
+# The Kerberos (GSSAPI) module: its unit tests, then its tests against a real MIT KDC and a
+# SASL-enforcing ZooKeeper (integration/kerberos, a module of its own, so not in ./... above).
+stage kerberos bash -c 'cd kerberos && go test -race -count=1 ./... && cd ../integration/kerberos && ZK_TEST_BACKEND=java go test -race -count=1 -timeout 5m ./...'
 # The robustness suite's short run (make robustness runs the long one).
 stage robustness bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run "^TestRobustness_" ./robustness/ -robustness.duration=20s'
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then

@@ -20,6 +20,7 @@ type common struct {
 	sessionTimeout time.Duration
 	connectTimeout time.Duration
 	verbose        bool
+	security       security // TLS and SASL (security.go)
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -27,6 +28,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 15*time.Second, "give up connecting after this long")
 	fs.BoolVar(&c.verbose, "v", false, "log connection states and retries to stderr")
+	c.security.register(fs)
 }
 
 // connect opens a Session with the common flags.
@@ -34,7 +36,13 @@ func (c *common) connect(ctx context.Context, opts ...zkrecipes.SessionOption) (
 	if c.servers == "" {
 		return nil, errors.New("no servers: use --servers or set ZK_SERVERS")
 	}
-	opts = append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(c.sessionTimeout)}, opts...)
+	// The Kerberos mechanism's clean-up (sec's second result) is left to
+	// the process's exit: a Session lives as long as zkr does.
+	sec, _, err := c.security.options()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(c.sessionTimeout)}, sec...), opts...)
 	if c.verbose {
 		opts = append(opts, zkrecipes.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	}
@@ -111,7 +119,7 @@ func zkErr(name string, err error) int {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.Is(err, zkrecipes.ErrInvalidPath) || errors.Is(err, zkrecipes.ErrInvalidArgument):
+	case errors.Is(err, zkrecipes.ErrInvalidPath) || errors.Is(err, zkrecipes.ErrInvalidArgument) || errors.Is(err, errSecurityFlags):
 		return exitUsage
 	}
 	return exitUnavailable

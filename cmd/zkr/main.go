@@ -13,7 +13,11 @@
 //	zkr watch PATH [-r]                        print the node (-r: the tree) and every change
 //
 // Servers come from --servers or ZK_SERVERS (host:port,...). Every command
-// takes --help.
+// takes --help, and the flags for secured ensembles: --tls-ca, --tls-cert,
+// --tls-key, --tls-server-name (TLS), --sasl digest-md5 with --sasl-user and
+// the password in $ZKR_SASL_PASSWORD or --sasl-password-file (never on the
+// command line), --sasl gssapi with --krb-keytab and --krb-principal or a
+// kinit credential cache (Kerberos). See docs/security.md.
 //
 // While CMD runs it sees ZKR_LOCK_PATH (the path) and ZKR_FENCING_TOKEN (the
 // lease's token: pass it to the storage CMD writes). CMD runs in its own
@@ -65,7 +69,9 @@ usage:
   zkr watch PATH [-r]                       print the node (-r: the tree) and every change
 
 Run 'zkr COMMAND --help' for the flags of a command.
-Servers come from --servers or $ZK_SERVERS.
+Servers come from --servers or $ZK_SERVERS. Secured ensembles: --tls-ca/--tls-cert/--tls-key,
+--sasl digest-md5 --sasl-user U (password in $ZKR_SASL_PASSWORD or --sasl-password-file),
+--sasl gssapi --krb-keytab F --krb-principal P.
 Exit status: CMD's own; 64 usage, 69 ZooKeeper error, 73 not acquired in time,
 74 ownership lost while CMD ran, 126/127 CMD not executable/found, 130 interrupted.
 `

@@ -27,3 +27,8 @@ var ErrSessionNotFound = errors.New("zktest: session unknown to the server (expi
 // ErrNoSession is returned by [Cluster.ExpireSession] when the [SessionCapture] has
 // not yet seen a session established through its dialer.
 var ErrNoSession = errors.New("zktest: no session captured yet")
+
+// ErrNoKerberos is wrapped by the error [NewKDC] returns when the MIT Kerberos KDC
+// is not installed; the message says what to install. [StartKDC] turns it into a
+// skip (or a failure when CI is set).
+var ErrNoKerberos = errors.New("zktest: no MIT Kerberos KDC installed")
