@@ -163,7 +163,7 @@ func New(opts ...Option) (*Observer, error) {
 	o.lost = counter("zookeeper.lease.lost", "{lease}", "Leases lost, by cause (zookeeper.lease.end_cause).")
 	o.held = updown("zookeeper.lease.held", "{lease}", "Leases held now.")
 	o.waiters = updown("zookeeper.lock.waiters", "{waiter}", "Acquisitions in progress now.")
-	o.state = gauge("zookeeper.session.state", "1", "1 for the Session's current state, 0 for the others (zookeeper.session.state).")
+	o.state = gauge("zookeeper.session.state", "{state}", "1 for the Session's current state, 0 for the others (zookeeper.session.state).")
 	o.changes = counter("zookeeper.session.state.changes", "{change}", "Session state transitions, by the state entered.")
 	o.reconnects = counter("zookeeper.session.reconnects", "{reconnect}", "Session reconnections (RECONNECTED).")
 	o.syncs = counter("zookeeper.cache.syncs", "{sync}", "Whole-tree reads of a cache: initial loads and resyncs after a reconnection.")

@@ -204,7 +204,7 @@ func (r *rig) allAttrs(t *testing.T) []string {
 			}
 			for _, s := range sets {
 				for _, kv := range s.ToSlice() {
-					out = append(out, m.Name+" "+string(kv.Key)+"="+kv.Value.Emit())
+					out = append(out, m.Name+" "+string(kv.Key)+"="+kv.Value.String())
 				}
 			}
 		}
