@@ -24,6 +24,7 @@ package otelzk
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -109,7 +110,36 @@ type Observer struct {
 	cacheNodes metric.Int64Gauge
 	leader     metric.Int64Counter
 	instances  metric.Int64Gauge
+
+	// The attribute sets already built, so that recording a measurement
+	// allocates nothing once a series exists.
+	mu    sync.RWMutex
+	sets  map[setKey]*series
+	opSet map[opKey]*series
 }
+
+// series is the options of one attribute set, built once.
+type series struct {
+	rec       []metric.RecordOption
+	add       []metric.AddOption
+	spanName  string // the acquisition span's name (recipe series)
+	spanStart []trace.SpanStartOption
+}
+
+func newSeries(attrs []attribute.KeyValue) *series {
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	return &series{rec: []metric.RecordOption{opt}, add: []metric.AddOption{opt}}
+}
+
+// setKey names a recipe series: the recipe (its path only WithRawPaths)
+// and at most one more attribute.
+type setKey struct {
+	kind, name, path string
+	k                attribute.Key
+	v                string
+}
+
+type opKey struct{ op, name, errType string }
 
 var _ zr.Observer = (*Observer)(nil)
 
@@ -129,7 +159,8 @@ func New(opts ...Option) (*Observer, error) {
 		c.tp = otel.GetTracerProvider()
 	}
 	m := c.mp.Meter(ScopeName)
-	o := &Observer{tracer: c.tp.Tracer(ScopeName), raw: c.raw}
+	o := &Observer{tracer: c.tp.Tracer(ScopeName), raw: c.raw,
+		sets: map[setKey]*series{}, opSet: map[opKey]*series{}}
 	var errs []error
 	hist := func(name, desc string, b []float64) metric.Float64Histogram {
 		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(b...))
@@ -190,21 +221,67 @@ func (o *Observer) recipeAttrs(r zr.RecipeInfo, extra ...attribute.KeyValue) []a
 	return append(a, extra...)
 }
 
+// set returns a recipe series, with k=v when k is not "".
+func (o *Observer) set(r zr.RecipeInfo, k attribute.Key, v string) *series {
+	key := setKey{kind: r.Kind, name: r.Name, k: k, v: v}
+	if o.raw {
+		key.path = r.Path
+	}
+	o.mu.RLock()
+	opt, ok := o.sets[key]
+	o.mu.RUnlock()
+	if ok {
+		return opt
+	}
+	var attrs []attribute.KeyValue
+	if k != "" {
+		attrs = o.recipeAttrs(r, k.String(v))
+	} else {
+		attrs = o.recipeAttrs(r)
+	}
+	opt = newSeries(attrs)
+	opt.spanName = "zkrecipes.acquire " + r.Kind
+	opt.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)}
+	o.mu.Lock()
+	o.sets[key] = opt
+	o.mu.Unlock()
+	return opt
+}
+
+// opAttrs are the attributes of a request.
+func opAttrs(op, name, errType string) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, AttrOperation.String(op))
+	if name != "" {
+		attrs = append(attrs, AttrRecipeName.String(name))
+	}
+	if errType != "" {
+		attrs = append(attrs, AttrErrorType.String(errType))
+	}
+	return attrs
+}
+
 // OpDone records a ZooKeeper request, and a span under ctx's span if ctx
 // carries one.
 func (o *Observer) OpDone(ctx context.Context, ev zr.OpEvent) {
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, AttrOperation.String(ev.Op))
-	if ev.Name != "" {
-		attrs = append(attrs, AttrRecipeName.String(ev.Name))
-	}
+	key := opKey{op: ev.Op, name: ev.Name}
 	if ev.Err != nil {
-		attrs = append(attrs, AttrErrorType.String(ErrorType(ev.Err)))
+		key.errType = ErrorType(ev.Err)
 	}
-	o.opDur.Record(ctx, ev.Latency.Seconds(), metric.WithAttributes(attrs...))
+	o.mu.RLock()
+	opt, ok := o.opSet[key]
+	o.mu.RUnlock()
+	if !ok {
+		opt = newSeries(opAttrs(key.op, key.name, key.errType))
+		o.mu.Lock()
+		o.opSet[key] = opt
+		o.mu.Unlock()
+	}
+	o.opDur.Record(ctx, ev.Latency.Seconds(), opt.rec...)
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
+	attrs := opAttrs(key.op, key.name, key.errType)
 	if o.raw {
 		attrs = append(attrs, AttrRecipePath.String(ev.Path))
 	}
@@ -220,39 +297,42 @@ func (o *Observer) OpDone(ctx context.Context, ev zr.OpEvent) {
 // AcquireStart starts the acquisition's span under ctx's and counts a
 // waiter.
 func (o *Observer) AcquireStart(ctx context.Context, ev zr.AcquireStartEvent) context.Context {
-	o.waiters.Add(ctx, 1, metric.WithAttributes(o.recipeAttrs(ev.Recipe)...))
-	ctx, _ = o.tracer.Start(ctx, "zkrecipes.acquire "+ev.Recipe.Kind, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(o.recipeAttrs(ev.Recipe, AttrTry.Bool(ev.Try), attribute.Int("zookeeper.acquire.leases", ev.N))...))
+	se := o.set(ev.Recipe, "", "")
+	o.waiters.Add(ctx, 1, se.add...)
+	ctx, span := o.tracer.Start(ctx, se.spanName, se.spanStart...)
+	if span.IsRecording() {
+		span.SetAttributes(AttrTry.Bool(ev.Try), attribute.Int("zookeeper.acquire.leases", ev.N))
+	}
 	return ctx
 }
 
 // AcquireEnd records the wait, the outcome and the grant, and ends the
 // acquisition's span.
 func (o *Observer) AcquireEnd(ctx context.Context, ev zr.AcquireEndEvent) {
-	base := metric.WithAttributes(o.recipeAttrs(ev.Recipe)...)
-	o.waiters.Add(ctx, -1, base)
-	var res []attribute.KeyValue
+	base := o.set(ev.Recipe, "", "")
+	o.waiters.Add(ctx, -1, base.add...)
+	res := base
 	if ev.Err != nil {
-		res = o.recipeAttrs(ev.Recipe, AttrErrorType.String(ErrorType(ev.Err)))
-	} else {
-		res = o.recipeAttrs(ev.Recipe)
+		res = o.set(ev.Recipe, AttrErrorType, ErrorType(ev.Err))
 	}
-	resOpt := metric.WithAttributes(res...)
-	o.waitDur.Record(ctx, ev.Wait.Seconds(), resOpt)
-	o.acquires.Add(ctx, 1, resOpt)
+	o.waitDur.Record(ctx, ev.Wait.Seconds(), res.rec...)
+	o.acquires.Add(ctx, 1, res.add...)
 	if ev.Attempts > 1 {
-		o.restarts.Add(ctx, int64(ev.Attempts-1), base)
+		o.restarts.Add(ctx, int64(ev.Attempts-1), base.add...)
 	}
 	if ev.Position >= 0 {
-		o.position.Record(ctx, int64(ev.Position), base)
+		o.position.Record(ctx, int64(ev.Position), base.rec...)
 	}
 	if ev.Err == nil {
-		o.held.Add(ctx, int64(max(ev.N, 1)), base)
+		o.held.Add(ctx, int64(max(ev.N, 1)), base.add...)
 		if ev.Recipe.Kind == zr.KindElection {
-			o.leader.Add(ctx, 1, metric.WithAttributes(o.recipeAttrs(ev.Recipe, AttrLeader.String("gained"))...))
+			o.leader.Add(ctx, 1, o.set(ev.Recipe, AttrLeader, "gained").add...)
 		}
 	}
 	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
 	span.SetAttributes(attribute.Int("zookeeper.acquire.attempts", ev.Attempts),
 		attribute.Int("zookeeper.acquire.position", ev.Position))
 	switch {
@@ -271,17 +351,17 @@ func (o *Observer) AcquireEnd(ctx context.Context, ev zr.AcquireEndEvent) {
 // LeaseEnd records the hold and, for a loss, counts it by cause and
 // records a span in error (under ctx's span, if any).
 func (o *Observer) LeaseEnd(ctx context.Context, ev zr.LeaseEndEvent) {
-	base := metric.WithAttributes(o.recipeAttrs(ev.Recipe)...)
-	o.held.Add(ctx, -1, base)
-	cause := AttrEndCause.String(string(ev.Cause))
-	o.holdDur.Record(ctx, ev.Held.Seconds(), metric.WithAttributes(o.recipeAttrs(ev.Recipe, cause)...))
+	o.held.Add(ctx, -1, o.set(ev.Recipe, "", "").add...)
+	byCause := o.set(ev.Recipe, AttrEndCause, string(ev.Cause))
+	o.holdDur.Record(ctx, ev.Held.Seconds(), byCause.rec...)
 	if ev.Recipe.Kind == zr.KindElection {
-		o.leader.Add(ctx, 1, metric.WithAttributes(o.recipeAttrs(ev.Recipe, AttrLeader.String("lost"))...))
+		o.leader.Add(ctx, 1, o.set(ev.Recipe, AttrLeader, "lost").add...)
 	}
 	if ev.Cause == zr.EndReleased {
 		return
 	}
-	o.lost.Add(ctx, 1, metric.WithAttributes(o.recipeAttrs(ev.Recipe, cause)...))
+	o.lost.Add(ctx, 1, byCause.add...)
+	cause := AttrEndCause.String(string(ev.Cause))
 	end := time.Now()
 	_, span := o.tracer.Start(ctx, "zkrecipes.lease.lost "+ev.Recipe.Kind, trace.WithTimestamp(end.Add(-ev.Held)),
 		trace.WithAttributes(o.recipeAttrs(ev.Recipe, cause, attribute.Int64("zookeeper.lease.token", ev.Token))...))
