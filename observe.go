@@ -229,9 +229,15 @@ func WithElectionName(name string) ElectionOption {
 	return func(c *electionConfig) { c.name = name }
 }
 
-// Observer returns the Session's Observer, nil without one: recipes built
-// on the Session's public API (package discovery) report through it.
-func (s *Session) Observer() Observer { return s.cfg.obs }
+// Observer returns the Session's Observer, nil without one (or for a nil
+// Session): recipes built on the Session's public API (package discovery)
+// report through it.
+func (s *Session) Observer() Observer {
+	if s == nil {
+		return nil
+	}
+	return s.cfg.obs
+}
 
 // RecipeInfo returns the RecipeInfo of a recipe of the given kind on path
 // (relative to the namespace), named name or else by the Session's
