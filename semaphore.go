@@ -194,6 +194,7 @@ func (sem *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, e
 	return sem.acquireN(ctx, n, try)
 }
 
+// acquireN runs attempts until one grants n leases or fails for good.
 func (sem *Semaphore) acquireN(ctx context.Context, n int, try bool) ([]*Lease, error) {
 	return retryStartOver(ctx, sem.s, sem.path, "semaphore acquisition", func() ([]*Lease, error) {
 		sem.s.noteAttempt(ctx) // observe.go
