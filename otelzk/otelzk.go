@@ -80,9 +80,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) 
 // otel.GetTracerProvider().
 func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
 
-// WithRawPaths adds the recipe's path (zookeeper.recipe.path) to spans and
-// to the recipe metrics. Paths are unbounded: use it only where the set of
-// recipe paths is small and fixed. Default: off.
+// WithRawPaths adds the recipe's path (zookeeper.recipe.path) to the
+// recipe metrics and spans, and the node's path to request spans (never to
+// the request metric: node names are unique). Paths are unbounded: use it
+// only where the set of recipe paths is small and fixed. Default: off.
 func WithRawPaths() Option { return func(c *config) { c.raw = true } }
 
 // Observer is a zkrecipes.Observer that records OpenTelemetry metrics and
