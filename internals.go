@@ -24,6 +24,7 @@ type queue struct {
 	s   *Session
 	dir string // absolute path of the recipe
 	driver
+	obs observed // what it reports to the Session's Observer (observe.go)
 }
 
 // driver is what a recipe tells the shared queue (Curator's
@@ -104,6 +105,9 @@ func (e *startOver) Is(target error) bool { return target == errStartOver }
 // failure path its node is deleted before it returns (or, when the
 // connection is down, in the background).
 func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
+	if q.s.cfg.obs != nil && q.obs.kind != "" {
+		return q.acquireObserved(ctx, data, try, onEnd) // observe.go
+	}
 	return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
 		return q.attempt(ctx, data, try, onEnd)
 	})
@@ -153,11 +157,12 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 		}
 	}()
 	ho := handoffFor(q.fast, !q.noMark)
-	for {
+	for first := true; ; first = false {
 		nodes, err := q.sorted(c)
 		if err != nil {
 			return nil, err
 		}
+		q.s.notePosition(ctx, first, nodes, c.own) // observe.go
 		for relist := false; !relist; {
 			held, watch := q.pred(nodes, indexOf(nodes, c.own))
 			if held {

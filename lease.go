@@ -179,6 +179,9 @@ type hold struct {
 	expiry    *time.Timer
 	expiresAt time.Time // when expiry fires
 	revoked   *signal
+	// obs is what the hold's end reports to the Session's Observer
+	// (observe.go); nil when none.
+	obs *holdObs
 }
 
 // newHold starts watching a freshly granted node: its own-node watch
@@ -331,7 +334,9 @@ func (h *hold) lose(err error, cleanup bool) {
 		return
 	}
 	h.sig.fire(err)
+	ob := h.obs
 	h.mu.Unlock()
+	h.reportEnd(context.Background(), ob, err) // observe.go
 	h.quiet()
 	h.stopExpiry()
 	h.s.cfg.log.Warn("zkrecipes: ownership lost", "path", h.node.path, "err", err)
@@ -353,7 +358,9 @@ func (h *hold) release(ctx context.Context) error {
 		return nil
 	}
 	h.sig.fire(ErrReleased)
+	ob := h.obs
 	h.mu.Unlock()
+	h.reportEnd(ctx, ob, ErrReleased) // observe.go
 	h.quiet()
 	h.stopExpiry()
 	h.onEnd()

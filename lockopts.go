@@ -18,6 +18,7 @@ type lockConfig struct {
 
 	leaseTime time.Duration // WithLeaseTime (leasetime.go); 0: none
 	revocable bool          // WithRevocable (revoke.go)
+	name      string        // WithLockName (observe.go)
 }
 
 func buildLockConfig(opts []LockOption) (lockConfig, error) {

@@ -43,6 +43,7 @@ func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
 	}
 	if m.err == nil {
 		m.q = queue{s: s, dir: s.abs(path), driver: mutexDriver(m.cfg.fast)}
+		m.q.obs = observed{KindMutex, m.cfg.name}
 		m.err = s.checkNodeData(path, m.cfg.data(), protectedNode(m.q.dir, m.q.name))
 	}
 	return m

@@ -22,6 +22,8 @@ type sessionConfig struct {
 	policy    LossPolicy
 	log       *slog.Logger
 	tracer    Tracer
+	obs       Observer            // WithObserver (observe.go)
+	names     func(string) string // WithPathNames (observe.go)
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	maxReq    int // request size limit (see requestsize.go); 0 means the default
 	noWire    bool

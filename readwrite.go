@@ -60,6 +60,7 @@ func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
 		dir := s.abs(path)
 		rw.wq = queue{s: s, dir: dir, driver: driver{name: writeName, markers: rwMarkers, kind: kindReadWrite, pred: maxLeasesPredicate(1)}}
 		rw.rq = queue{s: s, dir: dir, driver: driver{name: readName, markers: rwMarkers, kind: kindReadWrite, pred: readPredicate}}
+		rw.wq.obs, rw.rq.obs = observed{KindWriteLock, rw.cfg.name}, observed{KindReadLock, rw.cfg.name}
 		rw.err = s.checkNodeData(path, rw.cfg.data(), protectedNode(dir, writeName))
 	}
 	return rw

@@ -31,7 +31,7 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 		s.opsMu.RUnlock()
 		return zero, ErrClosed
 	}
-	run := func() (T, error) { return traced(s, op, path, fn) }
+	run := func() (T, error) { return tracedCtx(ctx, s, op, path, fn) }
 	if ctx.Done() == nil {
 		s.wg.Add(1)
 		s.opsMu.RUnlock()
@@ -68,9 +68,14 @@ func call[T any](ctx context.Context, s *Session, op, path string, fn func() (T,
 	}
 }
 
-// traced runs fn and reports it to the Session's Tracer as operation op
-// on path.
+// traced runs fn and reports it to the Session's Tracer and Observer as
+// operation op on path, issued by the recipe on its own.
 func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error) {
+	return tracedCtx(context.Background(), s, op, path, fn)
+}
+
+// tracedCtx is traced for a request issued under the caller's ctx.
+func tracedCtx[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error)) (T, error) {
 	start := time.Now()
 	v, err := fn()
 	err = s.saslRequired(connLost(err))
@@ -80,8 +85,8 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 		// have been applied (errCutShort).
 		err = errCutShort
 	}
-	if s.cfg.tracer != nil {
-		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
+	if s.cfg.tracer != nil || s.cfg.obs != nil {
+		s.reportOp(ctx, op, path, start, err) // observe.go
 	}
 	return v, err
 }

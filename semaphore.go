@@ -188,7 +188,16 @@ func (sem *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, e
 		return nil, invalidArg("cannot acquire %d leases at once: a listing of more than %d lease nodes does not fit "+
 			"in a reply under the request size limit; acquire fewer", n, most)
 	}
+	if sem.s.cfg.obs != nil {
+		return sem.observeAcquire(ctx, n, try, func(ctx context.Context) ([]*Lease, error) { return sem.acquireN(ctx, n, try) }) // observe.go
+	}
+	return sem.acquireN(ctx, n, try)
+}
+
+// acquireN runs attempts until one grants n leases or fails for good.
+func (sem *Semaphore) acquireN(ctx context.Context, n int, try bool) ([]*Lease, error) {
 	return retryStartOver(ctx, sem.s, sem.path, "semaphore acquisition", func() ([]*Lease, error) {
+		sem.s.noteAttempt(ctx) // observe.go
 		return sem.attempt(ctx, n, try)
 	})
 }

@@ -302,6 +302,7 @@ func (s *Session) setState(st ConnState, id int64, err error) {
 	for sub := range s.subs {
 		sub.push(ch)
 	}
+	s.reportState(ch) // observe.go
 }
 
 // State returns the current connection state.

@@ -6,7 +6,8 @@ import "time"
 // Curator's TracerDriver. TraceOp is called after each reply or failure,
 // from any goroutine: it must be safe for concurrent use, must not block,
 // and must not use the Session's recipes (a lock taken there would belong
-// to a goroutine the Session reuses).
+// to a goroutine the Session reuses). An Observer (WithObserver) sees the
+// same operations with the caller's ctx, and what the recipes do besides.
 type Tracer interface {
 	TraceOp(TraceEvent)
 }

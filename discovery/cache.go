@@ -182,6 +182,9 @@ func (c *ServiceCache) publishLocked() {
 		out = append(out, n.inst)
 	}
 	sortInstances(out)
+	if o := c.d.s.Observer(); o != nil {
+		o.InstancesSeen(zr.InstancesEvent{Recipe: c.d.s.RecipeInfo(zr.KindDiscovery, "", c.dir), Service: c.name, Instances: len(out)})
+	}
 	c.snap.Store(&out)
 	close(c.changed)
 	c.changed = make(chan struct{})

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gofmt, go vet and staticcheck over every Go module of the repository: the root
-# module, integration/, and examples/, cmd/zkr/, kerberos/ and integration/kerberos/ when
-# they are modules of their own.
+# module, integration/, otelzk/, and examples/, cmd/zkr/, kerberos/, integration/kerberos/
+# and each examples/*/ when they are modules of their own.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -10,7 +10,8 @@ SC="$ROOT/bin/staticcheck"
 [ -n "$SC" ] || { echo "lint.sh: staticcheck missing; run scripts/deps.sh" >&2; exit 1; }
 
 mods=(.)
-for d in integration examples cmd/zkr kerberos integration/kerberos; do
+for d in integration examples cmd/zkr kerberos integration/kerberos otelzk examples/*/; do
+	d="${d%/}"
 	[ -f "$d/go.mod" ] && mods+=("$d")
 done
 rc=0

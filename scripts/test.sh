@@ -47,6 +47,10 @@ stage lint scripts/lint.sh
 stage unit go test -race -count=1 -skip '^TestZK' ./...
 stage unit-zkr bash -c 'cd cmd/zkr && go test -race -count=1 ./...'
 stage fuzz scripts/fuzz.sh
+# The OpenTelemetry adapter (its own module) against a real ZooKeeper, and the Prometheus
+# example service scraped by its test.
+stage otelzk bash -c 'cd otelzk && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
+stage example-prom bash -c 'cd examples/prometheus-metrics && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
 stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./...'
 # The contract suite again with the wire layer off (zkrecipes.WithWireLayer(false)).
 stage contract-nowire bash -c 'cd integration && ZKRECIPES_WIRE=off ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Contract ./recipes/'

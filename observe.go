@@ -1,0 +1,420 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Observer sees what a Session's recipes do: every ZooKeeper request, every
+// acquisition (lock, read-write lock, semaphore, election) from start to
+// grant or failure, the end of every lease granted and why it ended, the
+// Session's state changes, the loads and resyncs of caches, and the
+// instances service discovery sees. It is the hook a metrics or tracing
+// adapter plugs into (the OpenTelemetry one is the module
+// github.com/zkrecipes/zkrecipes/otelzk); set it with WithObserver.
+//
+// Methods are called synchronously from the goroutine doing the work, some
+// with the Session's internal locks held: they must be safe for concurrent
+// use, return quickly, never block, and never call the Session or its
+// recipes. A method that takes a ctx gets the caller's ctx where there is
+// one (the ctx of Acquire, Campaign, Release; the ctx an operation was
+// issued under) and context.Background() otherwise: a lease lost in the
+// background, a read the recipe sends on its own.
+//
+// Events carry a RecipeInfo whose Name is meant for metric attributes and
+// whose Path is not (a lock per entity makes paths unbounded).
+//
+// Embed BaseObserver in an implementation so that methods added to
+// Observer later keep it compiling.
+type Observer interface {
+	// OpDone is called after each ZooKeeper request a recipe issues, with
+	// its reply or failure (the same requests a Tracer sees).
+	OpDone(ctx context.Context, ev OpEvent)
+	// AcquireStart is called when an acquisition starts. The ctx it
+	// returns (ctx, or one derived from it: a span's, say) is the one the
+	// acquisition's own requests run under and the one AcquireEnd gets.
+	AcquireStart(ctx context.Context, ev AcquireStartEvent) context.Context
+	// AcquireEnd is called once per AcquireStart when the acquisition is
+	// granted (Err nil) or fails.
+	AcquireEnd(ctx context.Context, ev AcquireEndEvent)
+	// LeaseEnd is called once per granted acquisition when its ownership
+	// ends: released, revoked then released, or lost.
+	LeaseEnd(ctx context.Context, ev LeaseEndEvent)
+	// StateChanged is called on each transition of the Session's
+	// ConnState, with the Session's state lock held.
+	StateChanged(ev StateChange)
+	// CacheSynced is called when a cache has read its whole tree: first
+	// loaded, or resynced after a reconnection.
+	CacheSynced(ev CacheSyncEvent)
+	// InstancesSeen is called when a service discovery cache's view of a
+	// service's instances changes.
+	InstancesSeen(ev InstancesEvent)
+}
+
+// BaseObserver implements Observer with methods that do nothing (its
+// AcquireStart returns ctx). Embed it to implement only some methods.
+type BaseObserver struct{}
+
+// OpDone does nothing.
+func (BaseObserver) OpDone(context.Context, OpEvent) {}
+
+// AcquireStart returns ctx.
+func (BaseObserver) AcquireStart(ctx context.Context, _ AcquireStartEvent) context.Context {
+	return ctx
+}
+
+// AcquireEnd does nothing.
+func (BaseObserver) AcquireEnd(context.Context, AcquireEndEvent) {}
+
+// LeaseEnd does nothing.
+func (BaseObserver) LeaseEnd(context.Context, LeaseEndEvent) {}
+
+// StateChanged does nothing.
+func (BaseObserver) StateChanged(StateChange) {}
+
+// CacheSynced does nothing.
+func (BaseObserver) CacheSynced(CacheSyncEvent) {}
+
+// InstancesSeen does nothing.
+func (BaseObserver) InstancesSeen(InstancesEvent) {}
+
+// Recipe kinds an Observer sees in RecipeInfo.Kind.
+const (
+	KindMutex     = "mutex"
+	KindReadLock  = "rwlock.read"
+	KindWriteLock = "rwlock.write"
+	KindSemaphore = "semaphore"
+	// KindElection: a granted acquisition is leadership gained, its
+	// LeaseEnd leadership lost.
+	KindElection  = "election"
+	KindTreeCache = "treecache"
+	KindDiscovery = "discovery"
+)
+
+// RecipeInfo names the recipe an event is about.
+type RecipeInfo struct {
+	Kind string // one of the Kind constants
+	// Name is the recipe's low-cardinality name for metrics: the one given
+	// with WithLockName or WithElectionName, else what the Session's
+	// WithPathNames function returns for Path, else "".
+	Name string
+	// Path is the recipe's path, relative to the Session's namespace. It
+	// is unbounded (a lock per entity): keep it out of metric attributes.
+	Path string
+}
+
+// OpEvent is one ZooKeeper request.
+type OpEvent struct {
+	Op string // "create", "delete", "getData", "getChildren", "exists", "multi", ...
+	// Name is what the Session's WithPathNames function returns for Path,
+	// "" without one.
+	Name      string
+	Path      string        // relative to the namespace; unbounded
+	Start     time.Time     // when it was sent
+	Latency   time.Duration // from send to reply
+	Err       error         // nil on success
+	SessionID int64         // the ZooKeeper session it was sent on
+}
+
+// AcquireStartEvent starts an acquisition.
+type AcquireStartEvent struct {
+	Recipe RecipeInfo
+	Try    bool // TryAcquire: fails at once rather than wait
+	N      int  // leases asked for (a Semaphore); 1 otherwise
+}
+
+// AcquireEndEvent ends an acquisition: granted when Err is nil.
+type AcquireEndEvent struct {
+	Recipe RecipeInfo
+	Try    bool
+	N      int
+	// Wait is the time from AcquireStart to the grant or failure.
+	Wait time.Duration
+	// Attempts counts the passes: more than 1 when the acquisition started
+	// over (its session expired, its node was deleted).
+	Attempts int
+	// Position is the number of contenders ahead of the caller's node at
+	// the first listing of the last pass (0: at the head); -1 if unknown
+	// (a Semaphore, a failure before the listing).
+	Position int
+	Token    int64 // the lease's fencing token when granted (the first, for a Semaphore)
+	Err      error // why it failed: ctx's error, ErrLocked, ErrClosed, ...
+}
+
+// EndCause says why a lease ended (LeaseEndEvent.Cause).
+type EndCause string
+
+// Causes of a lease's end. Every cause but EndReleased is a loss of
+// ownership the holder did not ask for (EndRevoked: released after another
+// process asked for it, see Revoke).
+const (
+	EndReleased       EndCause = "released"
+	EndRevoked        EndCause = "revoked"
+	EndSuspended      EndCause = "suspended"       // ErrSuspended
+	EndExpired        EndCause = "expired"         // ErrSessionExpired, presumed or told
+	EndSessionChanged EndCause = "session_changed" // ErrSessionChanged
+	EndDeleted        EndCause = "deleted"         // ErrNodeDeleted
+	EndLeaseTime      EndCause = "lease_time"      // ErrLeaseExpired
+	EndClosed         EndCause = "closed"          // ErrClosed
+	EndOther          EndCause = "other"
+)
+
+// LeaseEndEvent ends a granted lease.
+type LeaseEndEvent struct {
+	Recipe RecipeInfo
+	Held   time.Duration // from the grant to the end
+	Cause  EndCause
+	Err    error // ErrReleased, or the loss (matching ErrLockLost)
+	Token  int64
+}
+
+// CacheSyncEvent reports a cache that has read its whole tree.
+type CacheSyncEvent struct {
+	Recipe  RecipeInfo
+	Initial bool // the first load; false for a resync after a reconnection
+	Nodes   int  // nodes the cache holds
+	Backlog int  // events queued and not yet delivered to the reader
+}
+
+// InstancesEvent reports the instances a discovery cache sees.
+type InstancesEvent struct {
+	Recipe    RecipeInfo
+	Service   string
+	Instances int
+}
+
+// WithObserver sets the Observer that sees the Session's recipes at work.
+// A Session without one reports nothing and pays one nil check per hook.
+// Default: none.
+func WithObserver(o Observer) SessionOption {
+	return func(c *sessionConfig) {
+		if o == nil {
+			c.fail(invalidArg("nil observer"))
+			return
+		}
+		c.obs = o
+	}
+}
+
+// WithPathNames sets the function that gives each recipe and each request
+// the Name an Observer reports (RecipeInfo.Name, OpEvent.Name): it gets a
+// path relative to the namespace and should map the unbounded set of paths
+// to a few names ("/locks/order-1234" to "order-lock", say). It runs once
+// per acquisition, cache sync or request while an Observer is set, must
+// be safe for concurrent use and must not block. A recipe's own name
+// (WithLockName, WithElectionName) takes precedence. Default: none (Name
+// is "").
+func WithPathNames(f func(path string) string) SessionOption {
+	return func(c *sessionConfig) {
+		if f == nil {
+			c.fail(invalidArg("nil path naming function"))
+			return
+		}
+		c.names = f
+	}
+}
+
+// WithLockName sets the name an Observer reports for this lock or
+// semaphore (RecipeInfo.Name), instead of the one the Session's
+// WithPathNames function gives. Keep it low-cardinality. Default: none.
+func WithLockName(name string) LockOption {
+	return func(c *lockConfig) { c.name = name }
+}
+
+// WithElectionName sets the name an Observer reports for this election
+// (RecipeInfo.Name), instead of the one the Session's WithPathNames
+// function gives. Keep it low-cardinality. Default: none.
+func WithElectionName(name string) ElectionOption {
+	return func(c *electionConfig) { c.name = name }
+}
+
+// Observer returns the Session's Observer, nil without one (or for a nil
+// Session): recipes built on the Session's public API (package discovery)
+// report through it.
+func (s *Session) Observer() Observer {
+	if s == nil {
+		return nil
+	}
+	return s.cfg.obs
+}
+
+// RecipeInfo returns the RecipeInfo of a recipe of the given kind on path
+// (relative to the namespace), named name or else by the Session's
+// WithPathNames function, for recipes built on the Session's public API.
+func (s *Session) RecipeInfo(kind, name, path string) RecipeInfo {
+	if name == "" && s.cfg.names != nil {
+		name = s.cfg.names(path)
+	}
+	return RecipeInfo{Kind: kind, Name: name, Path: path}
+}
+
+// observed is what a queue reports itself as; kind "" reports nothing (a
+// Semaphore's inner mutex: the Semaphore reports).
+type observed struct{ kind, name string }
+
+// holdObs is what an observed hold reports at its end.
+type holdObs struct {
+	info    RecipeInfo
+	granted time.Time
+}
+
+// acqProbe collects, during one observed acquisition, what AcquireEnd
+// reports; it rides on the acquisition's ctx.
+type acqProbe struct {
+	attempts, position int
+}
+
+type acqProbeKey struct{}
+
+// noteAttempt counts a pass of an observed acquisition that runs its own
+// retry loop (a Semaphore's). Without an Observer it costs a nil check.
+func (s *Session) noteAttempt(ctx context.Context) {
+	if s.cfg.obs == nil {
+		return
+	}
+	if p, ok := ctx.Value(acqProbeKey{}).(*acqProbe); ok {
+		p.attempts++
+	}
+}
+
+// notePosition records, on an observed acquisition, the caller's position
+// at its first listing of a pass. Without an Observer it costs a nil check.
+func (s *Session) notePosition(ctx context.Context, first bool, nodes []queueNode, own string) {
+	if s.cfg.obs == nil || !first {
+		return
+	}
+	if p, ok := ctx.Value(acqProbeKey{}).(*acqProbe); ok {
+		p.position = indexOf(nodes, own)
+	}
+}
+
+// acquireObserved is queue.acquire reported to the Session's Observer.
+func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
+	o, start := q.s.cfg.obs, time.Now()
+	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
+	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1}); octx != nil {
+		ctx = octx
+	}
+	p := &acqProbe{position: -1}
+	pctx := context.WithValue(ctx, acqProbeKey{}, p)
+	h, err := retryStartOver(pctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
+		p.attempts++
+		p.position = -1
+		return q.attempt(pctx, data, try, onEnd)
+	})
+	ev := AcquireEndEvent{Recipe: info, Try: try, N: 1, Wait: time.Since(start), Attempts: p.attempts, Position: p.position, Err: err}
+	if h != nil {
+		ev.Token = h.token
+	}
+	o.AcquireEnd(ctx, ev)
+	if h != nil {
+		h.observe(ctx, info)
+	}
+	return h, err
+}
+
+// observeAcquire is Semaphore.acquire reported to the Session's Observer.
+func (sem *Semaphore) observeAcquire(ctx context.Context, n int, try bool, acquire func(context.Context) ([]*Lease, error)) ([]*Lease, error) {
+	o, start := sem.s.cfg.obs, time.Now()
+	info := sem.s.RecipeInfo(KindSemaphore, sem.cfg.lock.name, sem.path)
+	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: n}); octx != nil {
+		ctx = octx
+	}
+	p := &acqProbe{position: -1}
+	leases, err := acquire(context.WithValue(ctx, acqProbeKey{}, p))
+	ev := AcquireEndEvent{Recipe: info, Try: try, N: n, Wait: time.Since(start), Attempts: max(p.attempts, 1), Position: -1, Err: err}
+	if len(leases) > 0 {
+		ev.Token = leases[0].h.token
+	}
+	o.AcquireEnd(ctx, ev)
+	for _, l := range leases {
+		l.h.observe(ctx, info)
+	}
+	return leases, err
+}
+
+// observe makes a granted hold report its end. If it has already ended,
+// its end is reported now (lose and release report only a hold already
+// observed, both under h.mu).
+func (h *hold) observe(ctx context.Context, info RecipeInfo) {
+	h.mu.Lock()
+	h.obs = &holdObs{info: info, granted: time.Now()}
+	ended := h.sig.fired()
+	h.mu.Unlock()
+	if ended {
+		h.reportEnd(ctx, h.obs, h.sig.err)
+	}
+}
+
+// reportEnd reports the end of an observed hold.
+func (h *hold) reportEnd(ctx context.Context, ob *holdObs, err error) {
+	if ob == nil || h.s.cfg.obs == nil {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cause := endCause(err)
+	if cause == EndReleased && h.revoked != nil && h.revoked.fired() {
+		cause = EndRevoked
+	}
+	h.s.cfg.obs.LeaseEnd(ctx, LeaseEndEvent{Recipe: ob.info, Held: time.Since(ob.granted), Cause: cause, Err: err, Token: h.token})
+}
+
+// endCause classifies the error a lease ended with.
+func endCause(err error) EndCause {
+	switch {
+	case errors.Is(err, ErrReleased):
+		return EndReleased
+	case errors.Is(err, ErrLeaseExpired):
+		return EndLeaseTime
+	case errors.Is(err, ErrSuspended):
+		return EndSuspended
+	case errors.Is(err, ErrSessionExpired):
+		return EndExpired
+	case errors.Is(err, ErrSessionChanged):
+		return EndSessionChanged
+	case errors.Is(err, ErrNodeDeleted):
+		return EndDeleted
+	case errors.Is(err, ErrClosed):
+		return EndClosed
+	}
+	return EndOther
+}
+
+// reportOp reports one request to the Tracer and the Observer.
+func (s *Session) reportOp(ctx context.Context, op, path string, start time.Time, err error) {
+	lat := time.Since(start)
+	sid := s.conn.SessionID()
+	if s.cfg.tracer != nil {
+		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: lat, Err: err, SessionID: sid})
+	}
+	if o := s.cfg.obs; o != nil {
+		rel := s.rel(path)
+		name := ""
+		if s.cfg.names != nil {
+			name = s.cfg.names(rel)
+		}
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		o.OpDone(ctx, OpEvent{Op: op, Name: name, Path: rel, Start: start, Latency: lat, Err: err, SessionID: sid})
+	}
+}
+
+// reportState reports a state change to the Observer (s.mu held).
+func (s *Session) reportState(ch StateChange) {
+	if s.cfg.obs != nil {
+		s.cfg.obs.StateChanged(ch)
+	}
+}
+
+// reportCacheSync reports a TreeCache on path (relative to the namespace)
+// that has read its whole tree.
+func (s *Session) reportCacheSync(path string, initial bool, nodes, backlog int) {
+	if s.cfg.obs != nil {
+		s.cfg.obs.CacheSynced(CacheSyncEvent{Recipe: s.RecipeInfo(KindTreeCache, "", path),
+			Initial: initial, Nodes: nodes, Backlog: backlog})
+	}
+}

@@ -1,0 +1,510 @@
+package otelzk_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/otelzk"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// One standalone server for the tests that inject no server fault.
+var (
+	shared    *zktest.Cluster
+	sharedErr error
+)
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	shared, sharedErr = zktest.StartCluster(ctx)
+	cancel()
+	code := m.Run()
+	if shared != nil {
+		_ = shared.Close()
+	}
+	os.Exit(code)
+}
+
+func server(tb testing.TB) *zktest.Cluster {
+	tb.Helper()
+	if sharedErr != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("no ZooKeeper: %v", sharedErr)
+		}
+		tb.Skipf("no ZooKeeper: %v", sharedErr)
+	}
+	return shared
+}
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+func testPath(tb testing.TB) string { return "/otel/" + unsafe.ReplaceAllString(tb.Name(), "_") }
+
+func ctxT(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// rig is a Session observed by an otelzk.Observer on in-memory readers.
+type rig struct {
+	*zr.Session
+	reader  *sdkmetric.ManualReader
+	spans   *tracetest.SpanRecorder
+	tp      *sdktrace.TracerProvider
+	capture *zktest.SessionCapture
+	cluster *zktest.Cluster
+}
+
+func newRig(t *testing.T, c *zktest.Cluster, addrs []string, opts ...zr.SessionOption) *rig {
+	t.Helper()
+	r := &rig{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder(), capture: &zktest.SessionCapture{}, cluster: c}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
+	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
+	obs, err := otelzk.New(otelzk.WithMeterProvider(mp), otelzk.WithTracerProvider(r.tp))
+	require.NoError(t, err)
+	if addrs == nil {
+		addrs = c.Servers()
+	}
+	opts = append([]zr.SessionOption{zr.WithSessionTimeout(4 * time.Second), zr.WithDialer(r.capture.Dialer()), zr.WithObserver(obs)}, opts...)
+	s, err := zr.Connect(ctxT(t, 30*time.Second), addrs, opts...)
+	require.NoError(t, err)
+	r.Session = s
+	t.Cleanup(func() { _ = s.Close() })
+	return r
+}
+
+func (r *rig) collect(t *testing.T) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.reader.Collect(context.Background(), &rm))
+	return rm
+}
+
+// find returns the metric named name, or false.
+func find(rm metricdata.ResourceMetrics, name string) (metricdata.Metrics, bool) {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return m, true
+			}
+		}
+	}
+	return metricdata.Metrics{}, false
+}
+
+// matches reports whether set holds every attribute of want.
+func matches(set attribute.Set, want []attribute.KeyValue) bool {
+	for _, kv := range want {
+		v, ok := set.Value(kv.Key)
+		if !ok || v != kv.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// sum adds up the points of a counter, up-down counter or gauge (the last
+// value of each series) whose attributes hold want.
+func (r *rig) sum(t *testing.T, name string, want ...attribute.KeyValue) int64 {
+	t.Helper()
+	m, ok := find(r.collect(t), name)
+	if !ok {
+		return 0
+	}
+	var n int64
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		for _, p := range d.DataPoints {
+			if matches(p.Attributes, want) {
+				n += p.Value
+			}
+		}
+	case metricdata.Gauge[int64]:
+		for _, p := range d.DataPoints {
+			if matches(p.Attributes, want) {
+				n += p.Value
+			}
+		}
+	default:
+		t.Fatalf("%s: unexpected data %T", name, m.Data)
+	}
+	return n
+}
+
+// hist returns the count and sum of a histogram's points whose attributes
+// hold want.
+func (r *rig) hist(t *testing.T, name string, want ...attribute.KeyValue) (count uint64, sum float64) {
+	t.Helper()
+	m, ok := find(r.collect(t), name)
+	if !ok {
+		return 0, 0
+	}
+	switch d := m.Data.(type) {
+	case metricdata.Histogram[float64]:
+		for _, p := range d.DataPoints {
+			if matches(p.Attributes, want) {
+				count += p.Count
+				sum += p.Sum
+			}
+		}
+	case metricdata.Histogram[int64]:
+		for _, p := range d.DataPoints {
+			if matches(p.Attributes, want) {
+				count += p.Count
+				sum += float64(p.Sum)
+			}
+		}
+	default:
+		t.Fatalf("%s: unexpected data %T", name, m.Data)
+	}
+	return count, sum
+}
+
+// allAttrs returns every attribute value of every metric point.
+func (r *rig) allAttrs(t *testing.T) []string {
+	var out []string
+	for _, sm := range r.collect(t).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			var sets []attribute.Set
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			}
+			for _, s := range sets {
+				for _, kv := range s.ToSlice() {
+					out = append(out, m.Name+" "+string(kv.Key)+"="+kv.Value.String())
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (r *rig) ended(name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range r.spans.Ended() {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var (
+	kindMutex = otelzk.AttrRecipeKind.String(zr.KindMutex)
+	released  = otelzk.AttrEndCause.String(string(zr.EndReleased))
+)
+
+// An acquisition under the caller's span is a span under it, its requests
+// spans under that; the wait, the grant, the hold and the requests are
+// recorded under the recipe's name, and no attribute carries the path.
+func TestAcquireAndReleaseRecordWaitHoldRequestsAndSpansUnderTheCallersSpan(t *testing.T) {
+	r := newRig(t, server(t), nil)
+	path := testPath(t)
+	m := zr.NewMutex(r.Session, path, zr.WithLockName("orders"))
+	name := otelzk.AttrRecipeName.String("orders")
+
+	ctx, parent := r.tp.Tracer("test").Start(ctxT(t, 20*time.Second), "handle-order")
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.lease.held", kindMutex, name))
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.lock.waiters", kindMutex, name))
+	require.NoError(t, l.Release(ctx))
+	parent.End()
+
+	n, _ := r.hist(t, "zookeeper.lock.wait.duration", kindMutex, name)
+	require.EqualValues(t, 1, n, "one wait recorded")
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.lock.acquisitions", kindMutex, name))
+	n, _ = r.hist(t, "zookeeper.lock.hold.duration", kindMutex, name, released)
+	require.EqualValues(t, 1, n, "one hold recorded, released")
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.lease.held", kindMutex, name))
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.lease.lost"))
+	n, _ = r.hist(t, "zookeeper.lock.queue.position", kindMutex, name)
+	require.EqualValues(t, 1, n, "the queue position recorded")
+	n, _ = r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("create"))
+	require.GreaterOrEqual(t, n, uint64(1), "the create recorded")
+	n, _ = r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("delete"))
+	require.GreaterOrEqual(t, n, uint64(1), "the release's delete recorded")
+	for _, a := range r.allAttrs(t) {
+		require.NotContains(t, a, path, "no attribute carries the path")
+	}
+
+	acq := r.ended("zkrecipes.acquire mutex")
+	require.Len(t, acq, 1)
+	require.Equal(t, parent.SpanContext().SpanID(), acq[0].Parent().SpanID(), "the acquisition is under the caller's span")
+	require.Equal(t, codes.Unset, acq[0].Status().Code)
+	creates := r.ended("zookeeper create")
+	require.NotEmpty(t, creates)
+	require.Equal(t, acq[0].SpanContext().SpanID(), creates[0].Parent().SpanID(), "its create is under the acquisition")
+	require.Equal(t, trace.SpanKindClient, creates[0].SpanKind())
+	deletes := r.ended("zookeeper delete")
+	require.NotEmpty(t, deletes)
+	require.Equal(t, parent.SpanContext().SpanID(), deletes[0].Parent().SpanID(), "the release's delete is under the caller's span")
+}
+
+// A waiter is counted while it waits, and its queue position and its wait
+// are recorded once granted.
+func TestWaiterIsCountedWhileWaitingAndItsPositionAndWaitRecorded(t *testing.T) {
+	c := server(t)
+	r := newRig(t, c, nil)
+	other := newRig(t, c, nil)
+	path := testPath(t)
+	held, err := zr.NewMutex(other.Session, path).Acquire(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+
+	got := make(chan error, 1)
+	var lease *zr.Lease
+	go func() {
+		var err error
+		lease, err = zr.NewMutex(r.Session, path).Acquire(ctxT(t, 20*time.Second))
+		got <- err
+	}()
+	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.lock.waiters", kindMutex) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, held.Release(ctxT(t, 10*time.Second)))
+	require.NoError(t, <-got)
+	defer func() { _ = lease.Release(context.Background()) }()
+
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.lock.waiters", kindMutex))
+	n, sum := r.hist(t, "zookeeper.lock.queue.position", kindMutex)
+	require.EqualValues(t, 1, n)
+	require.EqualValues(t, 1, sum, "one contender was ahead")
+	n, wait := r.hist(t, "zookeeper.lock.wait.duration", kindMutex)
+	require.EqualValues(t, 1, n)
+	require.Positive(t, wait)
+}
+
+// A TryAcquire that finds the lock held is counted with error.type
+// "locked", and its span is not in error; a failed request is recorded
+// with its error.type and its span is in error.
+func TestTryAcquireLockedAndAFailedRequestAreRecordedWithTheirErrorType(t *testing.T) {
+	c := server(t)
+	r := newRig(t, c, nil)
+	other := newRig(t, c, nil)
+	path := testPath(t)
+	held, err := zr.NewMutex(other.Session, path).Acquire(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	defer func() { _ = held.Release(context.Background()) }()
+
+	_, err = zr.NewMutex(r.Session, path).TryAcquire(ctxT(t, 10*time.Second))
+	require.ErrorIs(t, err, zr.ErrLocked)
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.lock.acquisitions", kindMutex, otelzk.AttrErrorType.String("locked")))
+	acq := r.ended("zkrecipes.acquire mutex")
+	require.Len(t, acq, 1)
+	require.Equal(t, codes.Unset, acq[0].Status().Code, "locked is an answer, not a failure")
+
+	ctx, parent := r.tp.Tracer("test").Start(ctxT(t, 10*time.Second), "list")
+	_, err = zr.NewMutex(r.Session, path+"/missing").Participants(ctx) // lists a path that does not exist
+	require.NoError(t, err)
+	parent.End()
+	n, _ := r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("getChildren"), otelzk.AttrErrorType.String("no_node"))
+	require.EqualValues(t, 1, n)
+	var failed []sdktrace.ReadOnlySpan
+	for _, s := range r.spans.Ended() {
+		if s.Status().Code == codes.Error {
+			failed = append(failed, s)
+		}
+	}
+	require.Len(t, failed, 1)
+	require.Equal(t, "zookeeper getChildren", failed[0].Name())
+	require.Equal(t, parent.SpanContext().SpanID(), failed[0].Parent().SpanID())
+	require.NotEmpty(t, failed[0].Events(), "the error is recorded on the span")
+}
+
+// An expired session counts one lease lost with cause "expired", records a
+// span in error, and counts the Session's LOST and RECONNECTED states.
+func TestExpiredSessionCountsOneLossWithCauseExpired(t *testing.T) {
+	c := server(t)
+	r := newRig(t, c, nil, zr.WithLossPolicy(zr.LoseOnLost))
+	l, err := zr.NewMutex(r.Session, testPath(t), zr.WithLockName("orders")).Acquire(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, c.ExpireSession(ctxT(t, 10*time.Second), r.capture))
+	select {
+	case <-l.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("lease not lost after its session expired")
+	}
+	require.ErrorIs(t, l.Err(), zr.ErrSessionExpired)
+	expired := otelzk.AttrEndCause.String("expired")
+	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.lease.lost", kindMutex, expired) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.lease.lost"), "one loss in all")
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.lease.held"))
+	lost := r.ended("zkrecipes.lease.lost mutex")
+	require.Len(t, lost, 1)
+	require.Equal(t, codes.Error, lost[0].Status().Code)
+
+	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.session.reconnects") == 1 }, 20*time.Second, 10*time.Millisecond)
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.session.state.changes", otelzk.AttrState.String("LOST")))
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.session.state", otelzk.AttrState.String("RECONNECTED")))
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.session.state"), "one state is current")
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.lock.acquisitions"))
+}
+
+// A revocable lease released after a revocation request ends with cause
+// "revoked".
+func TestRevokedLeaseIsCountedWithCauseRevoked(t *testing.T) {
+	c := server(t)
+	r := newRig(t, c, nil)
+	other := newRig(t, c, nil)
+	l, err := zr.NewMutex(r.Session, testPath(t), zr.WithRevocable()).Acquire(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, zr.Revoke(ctxT(t, 10*time.Second), other.Session, l.Path()))
+	select {
+	case <-l.Revoked():
+	case <-time.After(10 * time.Second):
+		t.Fatal("revocation not heard")
+	}
+	require.NoError(t, l.Release(ctxT(t, 10*time.Second)))
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.lease.lost", kindMutex, otelzk.AttrEndCause.String("revoked")))
+	n, _ := r.hist(t, "zookeeper.lock.hold.duration", otelzk.AttrEndCause.String("revoked"))
+	require.EqualValues(t, 1, n)
+}
+
+// A lease whose lease time ends is counted lost with cause "lease_time".
+func TestLeaseTimeEndIsCountedWithCauseLeaseTime(t *testing.T) {
+	r := newRig(t, server(t), nil)
+	l, err := zr.NewMutex(r.Session, testPath(t), zr.WithLeaseTime(200*time.Millisecond)).Acquire(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("lease time did not end the lease")
+	}
+	require.ErrorIs(t, l.Err(), zr.ErrLeaseExpired)
+	require.Eventually(t, func() bool {
+		return r.sum(t, "zookeeper.lease.lost", kindMutex, otelzk.AttrEndCause.String("lease_time")) == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	n, held := r.hist(t, "zookeeper.lock.hold.duration", otelzk.AttrEndCause.String("lease_time"))
+	require.EqualValues(t, 1, n)
+	require.GreaterOrEqual(t, held, 0.2)
+}
+
+// A Semaphore's acquisition of n leases counts n held leases, each ended
+// on its own.
+func TestSemaphoreAcquisitionCountsEachLease(t *testing.T) {
+	r := newRig(t, server(t), nil)
+	kind := otelzk.AttrRecipeKind.String(zr.KindSemaphore)
+	ls, err := zr.NewSemaphore(r.Session, testPath(t), 3, zr.WithLockName("slots")).Acquire(ctxT(t, 10*time.Second), 2)
+	require.NoError(t, err)
+	name := otelzk.AttrRecipeName.String("slots")
+	require.EqualValues(t, 2, r.sum(t, "zookeeper.lease.held", kind, name))
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.lock.acquisitions", kind, name))
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.lock.acquisitions", kindMutex), "its inner mutex is not reported")
+	for _, l := range ls {
+		require.NoError(t, l.Release(ctxT(t, 10*time.Second)))
+	}
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.lease.held", kind))
+	n, _ := r.hist(t, "zookeeper.lock.hold.duration", kind, released)
+	require.EqualValues(t, 2, n)
+}
+
+// Leadership gained and lost are counted, under the Session's path names.
+func TestElectionCountsLeadershipGainedAndLost(t *testing.T) {
+	r := newRig(t, server(t), nil, zr.WithPathNames(func(p string) string {
+		if strings.HasPrefix(p, "/otel/") {
+			return "scheduler"
+		}
+		return "other"
+	}))
+	e := zr.NewElection(r.Session, testPath(t))
+	l, err := e.Campaign(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	name := otelzk.AttrRecipeName.String("scheduler")
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.leader.changes", name, otelzk.AttrLeader.String("gained")))
+	require.NoError(t, l.Release(ctxT(t, 10*time.Second)))
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.leader.changes", name, otelzk.AttrLeader.String("lost")))
+	n, _ := r.hist(t, "zookeeper.client.operation.duration", name, otelzk.AttrOperation.String("create"))
+	require.GreaterOrEqual(t, n, uint64(1), "requests carry the path's name")
+}
+
+// A TreeCache counts its first load, then a resync after the connection
+// dropped and came back, with its size and backlog.
+func TestTreeCacheResyncAfterReconnectIsCounted(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	r := newRig(t, c, []string{proxy.Addr()})
+	conn := c.Observer(t)
+	root := testPath(t)
+	for _, p := range []string{"/otel", root, root + "/a", root + "/b"} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			require.NoError(t, err)
+		}
+	}
+	cache := zr.NewTreeCache(r.Session, root)
+	defer func() { _ = cache.Close() }()
+	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
+	go func() {
+		for range cache.Events() {
+		}
+	}()
+	kind := otelzk.AttrRecipeKind.String(zr.KindTreeCache)
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.cache.syncs", kind, otelzk.AttrSyncKind.String("initial")))
+	require.EqualValues(t, 0, r.sum(t, "zookeeper.cache.syncs", kind, otelzk.AttrSyncKind.String("resync")))
+	require.EqualValues(t, 3, r.sum(t, "zookeeper.cache.nodes", kind))
+
+	proxy.ResetAll()
+	require.Eventually(t, func() bool {
+		return r.sum(t, "zookeeper.cache.syncs", kind, otelzk.AttrSyncKind.String("resync")) >= 1
+	}, 20*time.Second, 10*time.Millisecond)
+	require.GreaterOrEqual(t, r.sum(t, "zookeeper.session.reconnects"), int64(1))
+	require.EqualValues(t, 3, r.sum(t, "zookeeper.cache.nodes", kind))
+	m, ok := find(r.collect(t), "zookeeper.cache.backlog")
+	require.True(t, ok, "the backlog is recorded")
+	require.NotEmpty(t, m.Data.(metricdata.Gauge[int64]).DataPoints)
+}
+
+// A discovery cache reports the instances it sees, by service.
+func TestDiscoveryInstancesSeenAreRecorded(t *testing.T) {
+	r := newRig(t, server(t), nil)
+	d := discovery.New(r.Session, testPath(t))
+	defer func() { _ = d.Close(context.Background()) }()
+	for i := range 2 {
+		require.NoError(t, d.Register(ctxT(t, 10*time.Second), discovery.Instance{Name: "greeter", ID: fmt.Sprint("g", i), Address: "127.0.0.1", Port: 8000 + i}))
+	}
+	sc := d.NewCache("greeter")
+	defer func() { _ = sc.Close() }()
+	require.NoError(t, sc.Start(ctxT(t, 10*time.Second)))
+	svc := otelzk.AttrService.String("greeter")
+	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.discovery.instances", svc) == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, d.Unregister(ctxT(t, 10*time.Second), "greeter", "g0"))
+	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.discovery.instances", svc) == 1 }, 10*time.Second, 5*time.Millisecond)
+}
+
+// ErrorType names failures by their sentinel, never by their text.
+func TestErrorTypeIsLowCardinality(t *testing.T) {
+	assert.Equal(t, "no_node", otelzk.ErrorType(fmt.Errorf("zkrecipes: /a/b/c: %w", zk.ErrNoNode)))
+	assert.Equal(t, "canceled", otelzk.ErrorType(context.Canceled))
+	assert.Equal(t, "locked", otelzk.ErrorType(fmt.Errorf("%w: /x", zr.ErrLocked)))
+	assert.Equal(t, "other", otelzk.ErrorType(fmt.Errorf("something at /x/y")))
+}
