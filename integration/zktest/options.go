@@ -17,6 +17,7 @@ type config struct {
 	logWriter    io.Writer
 	startTimeout time.Duration
 	jvmFlags     []string // nil: testJVMFlags
+	secure       *secureConfig // WithSecurity; nil: plain servers
 }
 
 // testJVMFlags are the "java" backend's JVM flags unless WithJVMFlags says
