@@ -16,7 +16,7 @@ type config struct {
 	tickTime     time.Duration
 	logWriter    io.Writer
 	startTimeout time.Duration
-	jvmFlags     []string // nil: testJVMFlags
+	jvmFlags     []string      // nil: testJVMFlags
 	secure       *secureConfig // WithSecurity; nil: plain servers
 }
 
