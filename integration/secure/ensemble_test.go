@@ -73,6 +73,9 @@ func failOverAndReauthenticate(t *testing.T, c *zktest.Cluster, addrs []string, 
 	defer stop()
 
 	t0 := time.Now()
+	if m, err := c.Srvr(first); err == nil {
+		t.Logf("killing server %d (%s), the Session's", first, m["Mode"])
+	}
 	require.NoError(t, c.Kill(first))
 	defer func() { require.NoError(t, c.Restart(first), "the shared ensemble must be whole again") }()
 	waitState(t, states, 20*time.Second, zr.StateSuspended)
