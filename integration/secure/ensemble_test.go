@@ -47,11 +47,12 @@ func ensemble(t *testing.T) *zktest.Cluster {
 // failOverAndReauthenticate is the failover proof both transports share:
 // a Session given every server of c (addrs, indexed like c.Servers())
 // holds a lock and a node only sasl:alice may use; the server it is
-// connected to is killed; the Session must come back on another server
-// under the same session id, authenticated there (the enforcing server
+// connected to (with killLeader, the leader, wherever the Session is) is
+// killed; the Session must come back, on another server when its own was
+// killed, under the same session id, authenticated there (the enforcing server
 // would close an unauthenticated connection at its first request, and the
 // node answers only sasl:alice), with the lock still held on the server.
-func failOverAndReauthenticate(t *testing.T, c *zktest.Cluster, addrs []string, opts ...zr.SessionOption) {
+func failOverAndReauthenticate(t *testing.T, c *zktest.Cluster, addrs []string, killLeader bool, opts ...zr.SessionOption) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	opts = append(append([]zr.SessionOption{alice(), zr.WithSessionTimeout(20 * time.Second),
@@ -72,20 +73,27 @@ func failOverAndReauthenticate(t *testing.T, c *zktest.Cluster, addrs []string, 
 	states, stop := s.Subscribe()
 	defer stop()
 
-	t0 := time.Now()
-	if m, err := c.Srvr(first); err == nil {
-		t.Logf("killing server %d (%s), the Session's", first, m["Mode"])
+	victim := first
+	if killLeader {
+		victim, err = c.WaitLeader(ctx)
+		require.NoError(t, err)
 	}
-	require.NoError(t, c.Kill(first))
-	defer func() { require.NoError(t, c.Restart(first), "the shared ensemble must be whole again") }()
+	if m, err := c.Srvr(victim); err == nil {
+		t.Logf("killing server %d (%s); the Session is on server %d", victim, m["Mode"], first)
+	}
+	t0 := time.Now()
+	require.NoError(t, c.Kill(victim))
+	defer func() { require.NoError(t, c.Restart(victim), "the shared ensemble must be whole again") }()
 	waitState(t, states, 20*time.Second, zr.StateSuspended)
 	ch := waitState(t, states, 30*time.Second, zr.StateReconnected, zr.StateLost)
 	require.Equal(t, zr.StateReconnected, ch.State, "err: %v", ch.Err)
-	t.Logf("reconnected %v after the kill", time.Since(t0).Round(time.Millisecond))
-	require.Equal(t, id, ch.SessionID, "the same session, moved")
 	now := slices.Index(addrs, s.Conn().Server())
+	t.Logf("reconnected %v after the kill, on server %d", time.Since(t0).Round(time.Millisecond), now)
+	require.Equal(t, id, ch.SessionID, "the same session, moved")
 	require.GreaterOrEqual(t, now, 0)
-	require.NotEqual(t, first, now, "on another server of the ensemble")
+	if victim == first {
+		require.NotEqual(t, first, now, "on another server of the ensemble")
+	}
 
 	data, _, err := s.Conn().Get(node)
 	require.NoError(t, err, "readable only as sasl:alice")
@@ -101,7 +109,7 @@ func failOverAndReauthenticate(t *testing.T, c *zktest.Cluster, addrs []string, 
 // lock held all along.
 func TestSASLSessionFailsOverToAnotherServerAndReauthenticates(t *testing.T) {
 	c := ensemble(t)
-	failOverAndReauthenticate(t, c, c.Servers())
+	failOverAndReauthenticate(t, c, c.Servers(), false)
 }
 
 // The same over TLS with a client certificate: the new server's TLS
@@ -109,5 +117,13 @@ func TestSASLSessionFailsOverToAnotherServerAndReauthenticates(t *testing.T) {
 func TestTLSAndSASLSessionFailsOverToAnotherServerAndReauthenticates(t *testing.T) {
 	c := ensemble(t)
 	m := c.TLS()
-	failOverAndReauthenticate(t, c, c.TLSServers(), zr.WithTLS(m.ClientConfig(true)))
+	failOverAndReauthenticate(t, c, c.TLSServers(), false, zr.WithTLS(m.ClientConfig(true)))
+}
+
+// The leader dies: the followers drop their clients until a new leader
+// is elected, and the Session, wherever it was, resumes its session
+// after the election on a server where it authenticates again.
+func TestSASLSessionReauthenticatesAfterLeaderElection(t *testing.T) {
+	c := ensemble(t)
+	failOverAndReauthenticate(t, c, c.Servers(), true)
 }
