@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 			_ = l.s.Close()
 		}
 	}
+	if securedEnsemble.c != nil {
+		_ = securedEnsemble.c.Close()
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines left after the suite: %v\n", err)

@@ -40,6 +40,9 @@ type member interface {
 // selectBackend resolves the configured backend name to a backend, or returns an
 // error wrapping ErrNoBackend that explains what to install.
 func selectBackend(ctx context.Context, cfg config) (backend, error) {
+	if cfg.secure != nil {
+		return newJavaBackend() // only servers we start can be secured
+	}
 	switch strings.ToLower(strings.TrimSpace(cfg.backend)) {
 	case BackendServers:
 		return newServersBackend(cfg)

@@ -113,21 +113,32 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return fail(err)
 		}
+		zc := zooCfg(specs, i, data, cfg.tickTime)
+		var secFlags []string
+		cp := b.classpath
+		if cfg.secure != nil {
+			extra, flags, err := cfg.secure.serverSetup(sdir, cfg.secure.pkiDir, s.tlsPort)
+			if err != nil {
+				return fail(err)
+			}
+			zc += strings.Join(extra, "\n") + "\n"
+			secFlags, cp = flags, secureClasspath(cp)
+		}
 		cfgPath := filepath.Join(sdir, "zoo.cfg")
-		if err := os.WriteFile(cfgPath, []byte(zooCfg(specs, i, data, cfg.tickTime)), 0o644); err != nil {
+		if err := os.WriteFile(cfgPath, []byte(zc), 0o644); err != nil {
 			return fail(err)
 		}
 		m := &javaServer{
 			address: s.addr(),
 			logPath: filepath.Join(sdir, "server.log"),
 			logw:    cfg.logWriter,
-			args: append(slices.Clone(jvmFlags), []string{
+			args: append(append(slices.Clone(jvmFlags), secFlags...), []string{
 				"-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true",
 				"-Dzookeeper.log.dir=" + sdir,
 				"-Dzookeeper.admin.enableServer=false",
 				"-Dorg.slf4j.simpleLogger.showDateTime=true",
 				"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-				"-cp", b.classpath,
+				"-cp", cp,
 				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
 			}...),
 			java: b.java,

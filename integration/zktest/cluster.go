@@ -23,6 +23,8 @@ type Cluster struct {
 	closeMu  sync.Mutex
 	closed   bool
 	closeErr error
+	tls      *TLSMaterial // WithSecurity(WithTLS(...)); nil otherwise
+	tlsAddrs []string     // each member's TLS client address, with tls
 }
 
 // Start starts a cluster for the test tb (or attaches to ZK_SERVERS) and registers
@@ -92,8 +94,12 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 	if err != nil {
 		return nil, err
 	}
+	pki, err := cfg.securePKI(dir)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
-		specs, err := planPorts(cfg.size)
+		specs, err := planPorts(cfg.size, pki != nil)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +111,12 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 		if err != nil {
 			return nil, fmt.Errorf("zktest: %s backend: %w", b.name(), err)
 		}
-		c := &Cluster{backend: b.name(), members: ms, dir: dir, ownDir: ownDir}
+		c := &Cluster{backend: b.name(), members: ms, dir: dir, ownDir: ownDir, tls: pki}
+		if pki != nil {
+			for _, s := range specs {
+				c.tlsAddrs = append(c.tlsAddrs, fmt.Sprintf("127.0.0.1:%d", s.tlsPort))
+			}
+		}
 		err = c.waitAll(ctx)
 		if err == nil {
 			c.started = time.Since(t0)
@@ -245,6 +256,9 @@ func (c *Cluster) WaitServing(ctx context.Context, i int) error {
 	defer tick.Stop()
 	for {
 		_, err := Srvr(ctx, m.addr())
+		if err == nil && c.tlsAddrs != nil {
+			err = probeTLSPort(ctx, c.tlsAddrs[i])
+		}
 		if err == nil {
 			return nil
 		}

@@ -23,7 +23,7 @@ func TestBindClashIsRecognised(t *testing.T) {
 		t.Skip(err)
 	}
 	require.NoError(t, err)
-	specs, err := planPorts(1)
+	specs, err := planPorts(1, false)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", specs[0].addr())
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestBindClashIsRecognised(t *testing.T) {
 }
 
 func TestZooCfgIsLoopbackOnly(t *testing.T) {
-	specs := []serverSpec{{1, 2181, 2888, 3888}, {2, 2182, 2889, 3889}}
+	specs := []serverSpec{{1, 2181, 2888, 3888, 0}, {2, 2182, 2889, 3889, 0}}
 	cfg := zooCfg(specs, 1, "/data", 200*time.Millisecond)
 	require.Contains(t, cfg, "clientPortAddress=127.0.0.1\n")
 	require.Contains(t, cfg, "quorumListenOnAllIPs=false\n")

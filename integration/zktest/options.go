@@ -16,7 +16,8 @@ type config struct {
 	tickTime     time.Duration
 	logWriter    io.Writer
 	startTimeout time.Duration
-	jvmFlags     []string // nil: testJVMFlags
+	jvmFlags     []string      // nil: testJVMFlags
+	secure       *secureConfig // WithSecurity; nil: plain servers
 }
 
 // testJVMFlags are the "java" backend's JVM flags unless WithJVMFlags says

@@ -99,6 +99,7 @@ type secureConfig struct {
 	jvmFlags   []string
 	zooCfg     []string
 	dir        string
+	pkiDir     string // a Cluster's PKI, shared by its members
 	tick       time.Duration
 	timeout    time.Duration
 }
@@ -236,55 +237,20 @@ func (s *SecureServer) launch(ctx context.Context, b *javaBackend, cfg secureCon
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return err
 	}
-	jaas := cfg.jaas
-	if jaas == "" && len(cfg.users) > 0 {
-		jaas = digestJAAS(cfg.users)
-	}
-	var flags []string
-	if jaas != "" {
-		p := filepath.Join(s.Dir, "jaas-server.conf")
-		if err := os.WriteFile(p, []byte(jaas), 0o600); err != nil {
-			return err
-		}
-		flags = append(flags, "-Djava.security.auth.login.config="+p)
-	}
-	flags = append(flags, cfg.jvmFlags...)
-
-	zc := zooCfg([]serverSpec{{id: 1, clientPort: ports[0]}}, 0, data, cfg.tick)
-	var extra []string
-	if jaas != "" {
-		extra = append(extra, "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
-	}
-	if cfg.enforced {
-		extra = append(extra, "enforce.auth.enabled=true", "enforce.auth.schemes=sasl")
-	}
+	tlsPort := 0
 	if cfg.tls {
-		s.TLSAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
-		pki := filepath.Join(s.Dir, "pki")
-		extra = append(extra,
-			"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
-			"secureClientPort="+strconv.Itoa(ports[1]),
-			"secureClientPortAddress=127.0.0.1",
-			"ssl.keyStore.location="+filepath.Join(pki, "server.pem"),
-			"ssl.keyStore.type=PEM",
-			"ssl.trustStore.location="+filepath.Join(pki, "ca.pem"),
-			"ssl.trustStore.type=PEM",
-			"ssl.clientAuth="+string(cfg.clientAuth),
-			"authProvider.2=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
-		)
+		tlsPort = ports[1]
+		s.TLSAddr = "127.0.0.1:" + strconv.Itoa(tlsPort)
 	}
-	extra = append(extra, cfg.zooCfg...)
+	extra, flags, err := cfg.serverSetup(s.Dir, filepath.Join(s.Dir, "pki"), tlsPort)
+	if err != nil {
+		return err
+	}
+	zc := zooCfg([]serverSpec{{id: 1, clientPort: ports[0]}}, 0, data, cfg.tick)
 	zc += strings.Join(extra, "\n") + "\n"
 	cfgPath := filepath.Join(s.Dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(zc), 0o644); err != nil {
 		return err
-	}
-	cp := b.classpath
-	for _, j := range []string{"netty-codec", "netty-resolver", "netty-transport-native-unix-common"} {
-		p := "/usr/share/java/" + j + ".jar"
-		if _, err := os.Stat(p); err == nil && !strings.Contains(cp, p) {
-			cp += string(os.PathListSeparator) + p
-		}
 	}
 	s.srv = &javaServer{
 		address: s.Addr,
@@ -296,13 +262,63 @@ func (s *SecureServer) launch(ctx context.Context, b *javaBackend, cfg secureCon
 			"-Dzookeeper.admin.enableServer=false",
 			"-Dorg.slf4j.simpleLogger.showDateTime=true",
 			"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-			"-cp", cp,
+			"-cp", secureClasspath(b.classpath),
 			"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath),
 	}
 	if err := s.srv.start(ctx); err != nil {
 		return err
 	}
 	return s.waitServing(ctx, cfg.timeout)
+}
+
+// serverSetup secures one server whose directory is dir, the same way for a
+// SecureServer and for each member of a Cluster started WithSecurity: it
+// writes dir/jaas-server.conf (when there is SASL) and returns the zoo.cfg
+// lines and JVM flags that make the server use it, enforce SASL, and serve
+// TLS on tlsPort (0: no TLS port) with the PEM files in pkiDir.
+func (cfg secureConfig) serverSetup(dir, pkiDir string, tlsPort int) (zoo, flags []string, err error) {
+	jaas := cfg.jaas
+	if jaas == "" && len(cfg.users) > 0 {
+		jaas = digestJAAS(cfg.users)
+	}
+	if jaas != "" {
+		p := filepath.Join(dir, "jaas-server.conf")
+		if err := os.WriteFile(p, []byte(jaas), 0o600); err != nil {
+			return nil, nil, err
+		}
+		flags = append(flags, "-Djava.security.auth.login.config="+p)
+		zoo = append(zoo, "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
+	}
+	flags = append(flags, cfg.jvmFlags...)
+	if cfg.enforced {
+		zoo = append(zoo, "enforce.auth.enabled=true", "enforce.auth.schemes=sasl")
+	}
+	if tlsPort != 0 {
+		zoo = append(zoo,
+			"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+			"secureClientPort="+strconv.Itoa(tlsPort),
+			"secureClientPortAddress=127.0.0.1",
+			"ssl.keyStore.location="+filepath.Join(pkiDir, "server.pem"),
+			"ssl.keyStore.type=PEM",
+			"ssl.trustStore.location="+filepath.Join(pkiDir, "ca.pem"),
+			"ssl.trustStore.type=PEM",
+			"ssl.clientAuth="+string(cfg.clientAuth),
+			"authProvider.2=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+		)
+	}
+	return append(zoo, cfg.zooCfg...), flags, nil
+}
+
+// secureClasspath adds the Netty jars a TLS port needs that Debian's
+// zookeeper.jar manifest does not name.
+func secureClasspath(cp string) string {
+	for _, j := range []string{"netty-codec", "netty-resolver", "netty-transport-native-unix-common"} {
+		p := "/usr/share/java/" + j + ".jar"
+		if _, err := os.Stat(p); err == nil && !strings.Contains(cp, p) {
+			cp += string(os.PathListSeparator) + p
+		}
+	}
+	return cp
 }
 
 func (s *SecureServer) waitServing(ctx context.Context, timeout time.Duration) error {

@@ -12,15 +12,21 @@ type serverSpec struct {
 	clientPort int
 	peerPort   int
 	electPort  int
+	tlsPort    int // secureClientPort; 0: none
 }
 
-// planPorts picks OS-chosen free loopback ports for n servers.
-func planPorts(n int) ([]serverSpec, error) {
+// planPorts picks OS-chosen free loopback ports for n servers, with a TLS
+// client port each when tls is set.
+func planPorts(n int, tls bool) ([]serverSpec, error) {
 	per := 1
 	if n > 1 {
 		per = 3
 	}
-	ports, err := freePorts(n * per)
+	extra := 0
+	if tls {
+		extra = n
+	}
+	ports, err := freePorts(n*per + extra)
 	if err != nil {
 		return nil, err
 	}
@@ -29,6 +35,9 @@ func planPorts(n int) ([]serverSpec, error) {
 		specs[i] = serverSpec{id: i + 1, clientPort: ports[i*per]}
 		if n > 1 {
 			specs[i].peerPort, specs[i].electPort = ports[i*per+1], ports[i*per+2]
+		}
+		if tls {
+			specs[i].tlsPort = ports[n*per+i]
 		}
 	}
 	return specs, nil
