@@ -1,0 +1,134 @@
+package recipes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// A request ZooKeeper refuses for the Session's identity (NOAUTH) cannot
+// succeed by being sent again: every recipe ends the call at once with
+// ErrNotAuthorized (matching zk.ErrNoAuth too), never retries until ctx
+// ends, and leaves no node behind.
+
+const ownerPW = "owner-secret"
+
+// refusingParent makes dir readable by anyone and writable only by the
+// digest user "owner", and returns a raw connection authenticated as owner.
+func refusingParent(t *testing.T, c *zktest.Cluster, dir string) *zk.Conn {
+	t.Helper()
+	owner := c.Observer(t)
+	require.NoError(t, owner.AddAuth("digest", []byte("owner:"+ownerPW)))
+	acl := append(zk.DigestACL(zk.PermAll, "owner", ownerPW), zk.ACL{Perms: zk.PermRead, Scheme: "world", ID: "anyone"})
+	_, err := owner.Create(dir, nil, 0, acl)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = deleteTree(owner, dir) })
+	return owner
+}
+
+// refusedCalls are one writing call per recipe family, each on its own
+// path under dir; keepers are closed before the call returns.
+func refusedCalls(s *zr.Session, dir string) map[string]func(ctx context.Context) error {
+	p := func(name string) string { return dir + "/" + name }
+	lease := func(l *zr.Lease, err error) error {
+		if l != nil {
+			_ = l.Release(context.Background())
+		}
+		return err
+	}
+	keeper := func(n *zr.PersistentNode, ctx context.Context) error {
+		if err := n.Start(); err != nil {
+			return err
+		}
+		defer func() { _ = n.Close(context.Background()) }()
+		return n.WaitInPlace(ctx)
+	}
+	return map[string]func(ctx context.Context) error{
+		"Mutex.Acquire": func(ctx context.Context) error { return lease(zr.NewMutex(s, p("mutex")).Acquire(ctx)) },
+		"RWMutex.WriteLock.Acquire": func(ctx context.Context) error {
+			return lease(zr.NewRWMutex(s, p("rw")).WriteLock().Acquire(ctx))
+		},
+		"Semaphore.Acquire": func(ctx context.Context) error {
+			ls, err := zr.NewSemaphore(s, p("sem"), 2).Acquire(ctx, 1)
+			for _, l := range ls {
+				_ = l.Release(context.Background())
+			}
+			return err
+		},
+		"MultiLock.Acquire": func(ctx context.Context) error {
+			return lease(zr.NewMultiLock(zr.NewMutex(s, p("multi-a")), zr.NewMutex(s, p("multi-b"))).Acquire(ctx))
+		},
+		"Election.Campaign": func(ctx context.Context) error { return lease(zr.NewElection(s, p("election")).Campaign(ctx)) },
+		"PersistentNode.WaitInPlace": func(ctx context.Context) error {
+			return keeper(zr.NewPersistentNode(s, p("node"), []byte("x")), ctx)
+		},
+		"PersistentNode(EPHEMERAL_SEQUENTIAL).WaitInPlace": func(ctx context.Context) error {
+			return keeper(zr.NewPersistentNode(s, p("seq/n"), []byte("x"), zr.WithCreateMode(zr.ModeEphemeralSequential)), ctx)
+		},
+		"PersistentNode(PERSISTENT).WaitInPlace": func(ctx context.Context) error {
+			return keeper(zr.NewPersistentNode(s, p("persistent"), []byte("x"), zr.WithCreateMode(zr.ModePersistent)), ctx)
+		},
+		"GroupMember.Start": func(ctx context.Context) error {
+			g := zr.NewGroupMember(s, p("group"), "m", []byte("x"))
+			defer func() { _ = g.Close(context.Background()) }()
+			return g.Start(ctx)
+		},
+		"discovery.Register": func(ctx context.Context) error {
+			d := discovery.New(s, p("services"))
+			defer func() { _ = d.Close(context.Background()) }()
+			return d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "127.0.0.1"})
+		},
+		"discovery.Register(STATIC)": func(ctx context.Context) error {
+			d := discovery.New(s, p("static"))
+			defer func() { _ = d.Close(context.Background()) }()
+			return d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "127.0.0.1", Type: discovery.Static})
+		},
+		"SharedValue.Set": func(ctx context.Context) error {
+			_, err := zr.NewSharedValue(s, p("value"), nil).Set(ctx, []byte("v"))
+			return err
+		},
+		"SharedCount.Set": func(ctx context.Context) error {
+			_, err := zr.NewSharedCount(s, p("count"), 0).Set(ctx, 1)
+			return err
+		},
+		"AtomicCounter.Add": func(ctx context.Context) error {
+			_, err := zr.NewAtomicCounter(s, p("counter")).Add(ctx, 1)
+			return err
+		},
+		"Queue.Offer":         func(ctx context.Context) error { return zr.NewQueue(s, p("queue")).Offer(ctx, []byte("x")) },
+		"Barrier.Set":         func(ctx context.Context) error { return zr.NewBarrier(s, p("barrier")).Set(ctx) },
+		"DoubleBarrier.Enter": func(ctx context.Context) error { return zr.NewDoubleBarrier(s, p("double"), 1).Enter(ctx) },
+	}
+}
+
+func TestRefused_EveryWritingRecipeFailsAtOnceWithErrNotAuthorizedAndLeavesNoNode(t *testing.T) {
+	c := server(t)
+	dir := secPath(t)
+	owner := refusingParent(t, c, dir)
+	m := connect(t, c, nil, zr.WithDigestAuth("mallory", "guess"))
+	for name, call := range refusedCalls(m.Session, dir) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t, 30*time.Second)
+			start := time.Now()
+			err := call(ctx)
+			took := time.Since(start)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, zr.ErrNotAuthorized, "%v", err)
+			assert.ErrorIs(t, err, zk.ErrNoAuth, "%v", err)
+			assert.Less(t, took, 2*time.Second, "ended at once, not retried until ctx ended: %v", err)
+		})
+	}
+	t.Cleanup(func() {
+		kids, _, err := owner.Children(dir)
+		require.NoError(t, err)
+		assert.Empty(t, kids, "no node left by the refused calls")
+	})
+}
