@@ -2,6 +2,9 @@ package recipes_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,4 +134,110 @@ func TestRefused_EveryWritingRecipeFailsAtOnceWithErrNotAuthorizedAndLeavesNoNod
 		require.NoError(t, err)
 		assert.Empty(t, kids, "no node left by the refused calls")
 	})
+}
+
+// createTimes records when each create of path was refused.
+type createTimes struct {
+	mu      sync.Mutex
+	path    string
+	refused []time.Time
+}
+
+func (c *createTimes) TraceOp(ev zr.TraceEvent) {
+	if ev.Op == "create" && ev.Path == c.path && errors.Is(ev.Err, zk.ErrNoAuth) {
+		c.mu.Lock()
+		c.refused = append(c.refused, time.Now())
+		c.mu.Unlock()
+	}
+}
+
+func (c *createTimes) times() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.refused)
+}
+
+// A keeper whose node is refused after it was in place (the parent's ACL
+// changed under it) says so in its Status, looks again no more often than
+// every ~2 s instead of in a loop, and puts the node back once the ACL
+// lets it.
+func TestRefused_KeeperRefusedLaterReportsItInStatusDoesNotLoopAndComesBack(t *testing.T) {
+	c := server(t)
+	open := append(zk.DigestACL(zk.PermAll, "owner", ownerPW), zk.WorldACL(zk.PermAll)...)
+	readOnly := append(zk.DigestACL(zk.PermAll, "owner", ownerPW), zk.ACL{Perms: zk.PermRead, Scheme: "world", ID: "anyone"})
+	for _, tc := range []struct {
+		name   string
+		parent string // whose ACL changes; the node is parent + "/a"
+		start  func(t *testing.T, ctx context.Context, s *zr.Session, root string) (status func() (zr.NodeStatus, error), close func())
+	}{
+		{"PersistentNode", "/node", func(t *testing.T, ctx context.Context, s *zr.Session, root string) (func() (zr.NodeStatus, error), func()) {
+			dir := root + "/node"
+			n := zr.NewPersistentNode(s, dir+"/a", []byte("x"))
+			require.NoError(t, n.Start())
+			require.NoError(t, n.WaitInPlace(ctx))
+			return func() (zr.NodeStatus, error) {
+					st, _ := n.Status()
+					return st, n.WaitInPlace(ctx)
+				}, func() {
+					assert.NoError(t, n.Close(ctx))
+				}
+		}},
+		{"discovery registration", "/services/api", func(t *testing.T, ctx context.Context, s *zr.Session, root string) (func() (zr.NodeStatus, error), func()) {
+			d := discovery.New(s, root+"/services")
+			require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "127.0.0.1"}))
+			return func() (zr.NodeStatus, error) {
+					st, _, err := d.Status("api", "a")
+					require.NoError(t, err)
+					return st, st.Err
+				}, func() {
+					assert.NoError(t, d.Close(ctx))
+				}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := secPath(t)
+			owner := c.Observer(t)
+			require.NoError(t, owner.AddAuth("digest", []byte("owner:"+ownerPW)))
+			_, err := owner.Create(root, nil, 0, open)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = deleteTree(owner, root) })
+			parent, node := root+tc.parent, root+tc.parent+"/a"
+			if tc.parent == "/node" {
+				_, err = owner.Create(parent, nil, 0, open)
+				require.NoError(t, err)
+			}
+			creates := &createTimes{path: node}
+			m := connect(t, c, nil, zr.WithDigestAuth("mallory", "guess"), zr.WithTracer(creates))
+			ctx := ctxT(t, 30*time.Second)
+			status, closeKeeper := tc.start(t, ctx, m.Session, root)
+
+			_, err = owner.SetACL(parent, readOnly, -1)
+			require.NoError(t, err)
+			require.NoError(t, owner.Delete(node, -1))
+			require.Eventually(t, func() bool { return len(creates.times()) >= 3 }, 15*time.Second, 20*time.Millisecond,
+				"the keeper looks again")
+			st, err := status()
+			assert.False(t, st.InPlace)
+			assert.ErrorIs(t, st.Err, zr.ErrNotAuthorized, "Status says why")
+			assert.ErrorIs(t, st.Err, zk.ErrNoAuth)
+			assert.ErrorIs(t, err, zr.ErrNotAuthorized, "and a wait for the node returns it at once")
+			ts := creates.times()
+			for i := 1; i < len(ts); i++ {
+				assert.GreaterOrEqual(t, ts[i].Sub(ts[i-1]), 1500*time.Millisecond, "refused creates %d and %d: not a loop", i, i+1)
+			}
+
+			_, err = owner.SetACL(parent, open, -1)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { st, _ := status(); return st.InPlace }, 15*time.Second, 20*time.Millisecond,
+				"the node comes back once the ACL lets it")
+			ok, _, err := owner.Exists(node)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			closeKeeper()
+			kids, _, err := owner.Children(parent)
+			require.NoError(t, err)
+			assert.Empty(t, kids, "no node left after Close")
+		})
+	}
 }
