@@ -241,3 +241,53 @@ func TestRefused_KeeperRefusedLaterReportsItInStatusDoesNotLoopAndComesBack(t *t
 		})
 	}
 }
+
+// Reading recipes on a node whose ACL refuses the Session READ fail at
+// once with ErrNotAuthorized too: caches, listings, waits.
+func TestRefused_ReadersOfAnUnreadableNodeFailAtOnceWithErrNotAuthorized(t *testing.T) {
+	c := server(t)
+	dir := secPath(t)
+	owner := c.Observer(t)
+	require.NoError(t, owner.AddAuth("digest", []byte("owner:"+ownerPW)))
+	_, err := owner.Create(dir, nil, 0, zk.DigestACL(zk.PermAll, "owner", ownerPW))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = deleteTree(owner, dir) })
+	m := connect(t, c, nil, zr.WithDigestAuth("mallory", "guess"))
+	s := m.Session
+	for name, call := range map[string]func(ctx context.Context) error{
+		"NodeCache.Start": func(ctx context.Context) error {
+			nc := zr.NewNodeCache(s, dir)
+			defer func() { _ = nc.Close() }()
+			return nc.Start(ctx)
+		},
+		"TreeCache.Start": func(ctx context.Context) error {
+			tc := zr.NewTreeCache(s, dir)
+			defer func() { _ = tc.Close() }()
+			return tc.Start(ctx)
+		},
+		"discovery.ServiceCache.Start": func(ctx context.Context) error {
+			sc := discovery.New(s, "/").NewCache(dir[1:])
+			defer func() { _ = sc.Close() }()
+			return sc.Start(ctx)
+		},
+		"Mutex.Participants": func(ctx context.Context) error { _, err := zr.NewMutex(s, dir).Participants(ctx); return err },
+		"Queue.Take": func(ctx context.Context) error { _, err := zr.NewQueue(s, dir).Take(ctx); return err },
+		"Barrier.Wait": func(ctx context.Context) error {
+			return zr.NewBarrier(s, dir).Wait(ctx)
+		},
+		"SharedValue.Get": func(ctx context.Context) error { _, err := zr.NewSharedValue(s, dir, nil).Get(ctx); return err },
+		"Election.Leader": func(ctx context.Context) error { _, err := zr.NewElection(s, dir).Leader(ctx); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t, 30*time.Second)
+			start := time.Now()
+			err := call(ctx)
+			took := time.Since(start)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, zr.ErrNotAuthorized, "%v", err)
+			assert.ErrorIs(t, err, zk.ErrNoAuth, "%v", err)
+			assert.Less(t, took, 2*time.Second, "ended at once, not retried until ctx ended: %v", err)
+		})
+	}
+}
