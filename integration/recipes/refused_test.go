@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/discovery"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 // A request ZooKeeper refuses for the Session's identity (NOAUTH) cannot
@@ -22,19 +21,6 @@ import (
 // ends, and leaves no node behind.
 
 const ownerPW = "owner-secret"
-
-// refusingParent makes dir readable by anyone and writable only by the
-// digest user "owner", and returns a raw connection authenticated as owner.
-func refusingParent(t *testing.T, c *zktest.Cluster, dir string) *zk.Conn {
-	t.Helper()
-	owner := c.Observer(t)
-	require.NoError(t, owner.AddAuth("digest", []byte("owner:"+ownerPW)))
-	acl := append(zk.DigestACL(zk.PermAll, "owner", ownerPW), zk.ACL{Perms: zk.PermRead, Scheme: "world", ID: "anyone"})
-	_, err := owner.Create(dir, nil, 0, acl)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = deleteTree(owner, dir) })
-	return owner
-}
 
 // refusedCalls are one writing call per recipe family, each on its own
 // path under dir; keepers are closed before the call returns.
@@ -111,29 +97,50 @@ func refusedCalls(s *zr.Session, dir string) map[string]func(ctx context.Context
 	}
 }
 
-func TestRefused_EveryWritingRecipeFailsAtOnceWithErrNotAuthorizedAndLeavesNoNode(t *testing.T) {
+// The same calls on a Session whose WithACL the server refuses to set
+// (CreatorACL without any authentication: INVALIDACL) fail at once with
+// ErrInvalidACL, and leave no node either.
+func TestRefused_EveryWritingRecipeFailsAtOnceTypedAndLeavesNoNode(t *testing.T) {
 	c := server(t)
-	dir := secPath(t)
-	owner := refusingParent(t, c, dir)
-	m := connect(t, c, nil, zr.WithDigestAuth("mallory", "guess"))
-	for name, call := range refusedCalls(m.Session, dir) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := ctxT(t, 30*time.Second)
-			start := time.Now()
-			err := call(ctx)
-			took := time.Since(start)
-			require.Error(t, err)
-			assert.ErrorIs(t, err, zr.ErrNotAuthorized, "%v", err)
-			assert.ErrorIs(t, err, zk.ErrNoAuth, "%v", err)
-			assert.Less(t, took, 2*time.Second, "ended at once, not retried until ctx ended: %v", err)
+	for _, tc := range []struct {
+		name        string
+		parentACL   []zk.ACL
+		opts        []zr.SessionOption
+		kind, cause error
+	}{
+		{"NOAUTH", append(zk.DigestACL(zk.PermAll, "owner", ownerPW), zk.ACL{Perms: zk.PermRead, Scheme: "world", ID: "anyone"}),
+			[]zr.SessionOption{zr.WithDigestAuth("mallory", "guess")}, zr.ErrNotAuthorized, zk.ErrNoAuth},
+		{"INVALIDACL", append(zk.DigestACL(zk.PermAll, "owner", ownerPW), zk.WorldACL(zk.PermAll)...),
+			[]zr.SessionOption{zr.WithACL(zr.CreatorACL())}, zr.ErrInvalidACL, zk.ErrInvalidACL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := secPath(t)
+			owner := c.Observer(t)
+			require.NoError(t, owner.AddAuth("digest", []byte("owner:"+ownerPW)))
+			_, err := owner.Create(dir, nil, 0, tc.parentACL)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = deleteTree(owner, dir) })
+			m := connect(t, c, nil, tc.opts...)
+			for name, call := range refusedCalls(m.Session, dir) {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					ctx := ctxT(t, 30*time.Second)
+					start := time.Now()
+					err := call(ctx)
+					took := time.Since(start)
+					require.Error(t, err)
+					assert.ErrorIs(t, err, tc.kind, "%v", err)
+					assert.ErrorIs(t, err, tc.cause, "%v", err)
+					assert.Less(t, took, 2*time.Second, "ended at once, not retried until ctx ended: %v", err)
+				})
+			}
+			t.Cleanup(func() {
+				kids, _, err := owner.Children(dir)
+				require.NoError(t, err)
+				assert.Empty(t, kids, "no node left by the refused calls")
+			})
 		})
 	}
-	t.Cleanup(func() {
-		kids, _, err := owner.Children(dir)
-		require.NoError(t, err)
-		assert.Empty(t, kids, "no node left by the refused calls")
-	})
 }
 
 // createTimes records when each create of path was refused.
@@ -271,7 +278,7 @@ func TestRefused_ReadersOfAnUnreadableNodeFailAtOnceWithErrNotAuthorized(t *test
 			return sc.Start(ctx)
 		},
 		"Mutex.Participants": func(ctx context.Context) error { _, err := zr.NewMutex(s, dir).Participants(ctx); return err },
-		"Queue.Take": func(ctx context.Context) error { _, err := zr.NewQueue(s, dir).Take(ctx); return err },
+		"Queue.Take":         func(ctx context.Context) error { _, err := zr.NewQueue(s, dir).Take(ctx); return err },
 		"Barrier.Wait": func(ctx context.Context) error {
 			return zr.NewBarrier(s, dir).Wait(ctx)
 		},
