@@ -29,7 +29,11 @@ type refusedError struct {
 }
 
 func (e *refusedError) Error() string {
-	return fmt.Sprintf("zkrecipes: %s %s: %v: %s", e.op, e.path, e.cause, trimPrefix(e.kind.Error()))
+	what := trimPrefix(e.kind.Error())
+	if e.kind == ErrInvalidArgument {
+		what = "the server refused the request's arguments; sending it again cannot help"
+	}
+	return fmt.Sprintf("zkrecipes: %s %s: %v: %s", e.op, e.path, e.cause, what)
 }
 func (e *refusedError) Unwrap() error        { return e.cause }
 func (e *refusedError) Is(target error) bool { return target == e.kind }
