@@ -17,7 +17,9 @@ var (
 	ErrInvalidPath = errors.New("zkrecipes: invalid path")
 
 	// ErrInvalidArgument reports an argument that can never work (a nil
-	// value, a zero or negative duration or count), before any call.
+	// value, a zero or negative duration or count), before any call; or a
+	// request ZooKeeper refused as malformed (BADARGUMENTS: the error then
+	// also matches zk.ErrBadArguments), which no retry sends again.
 	ErrInvalidArgument = errors.New("zkrecipes: invalid argument")
 
 	// ErrNilSession is returned by every method of a recipe built on a nil
@@ -117,6 +119,26 @@ var (
 	// in ZooKeeper. The error names the node (also in Status().Path); delete
 	// it with another Session if it must go.
 	ErrNodeLeft = errors.New("zkrecipes: persistent node left in zookeeper: its session was closed before the delete; delete it with another session")
+
+	// ErrNotAuthorized is returned by a call whose request ZooKeeper
+	// refused for the Session's identity: a node's ACL (for a create or a
+	// delete, its parent's) does not grant the Session the permission
+	// (NOAUTH), or the server rejected its credentials (AUTHFAILED). The
+	// error names the request and its path and also matches ZooKeeper's
+	// error (zk.ErrNoAuth, zk.ErrAuthFailed). Retrying cannot help, so no
+	// recipe retries it: authenticate the Session as an identity the ACL
+	// grants (WithDigestAuth, WithSASL, a WithTLS client certificate), or
+	// have the ACL changed.
+	ErrNotAuthorized = errors.New("zkrecipes: not authorized by the node's acl; check the Session's credentials (WithDigestAuth, WithSASL, WithTLS) and the acl of the path and its parent")
+
+	// ErrInvalidACL is returned by a call whose create ZooKeeper refused
+	// for the ACL given (INVALIDACL): the Session's WithACL holds an ACL
+	// the server will not set, such as CreatorACL or an auth, sasl or
+	// x509 entry on a Session not authenticated that way, an unknown
+	// scheme, or no entry at all. The error names the request and its
+	// path and also matches zk.ErrInvalidACL. Retrying cannot help:
+	// change WithACL or authenticate the Session.
+	ErrInvalidACL = errors.New("zkrecipes: acl refused by the server; check WithACL against the Session's authentication")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches

@@ -63,11 +63,15 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 }
 
 // Start joins the group (in the background: see WaitInPlace) and loads
-// its members. It returns once they are loaded, or fails with ctx's
-// error, ErrNodeStarted when called twice, ErrClosed (also matching
+// its members. It returns once they are loaded and the first attempt to
+// make this member's node has ended, or fails with ctx's error,
+// ErrNodeStarted when called twice, ErrClosed (also matching
 // ErrNodeStarted) after or during Close, ErrClosed after the Session's
 // Close, ErrInvalidPath, ErrInvalidArgument, ErrNilSession or
-// ErrDataTooLarge. It returns when ctx ends, even while cut off from the
+// ErrDataTooLarge; and with ErrNotAuthorized (also matching zk.ErrNoAuth)
+// or ErrInvalidACL when ZooKeeper refused that attempt for the Session's
+// credentials or ACL, which no retry can mend. A refusal after Start (the
+// group's ACL changed) is reported by Status, as PersistentNode's. It returns when ctx ends, even while cut off from the
 // server. After a failure the member leaves: its node, if made, is
 // deleted in the background (as by Close; a Close meanwhile waits for
 // that delete, within its own ctx).
@@ -98,6 +102,9 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	if err == nil {
 		err = g.load(ctx, view)
 	}
+	if err == nil {
+		err = g.joined(ctx)
+	}
 	if err == nil && !g.s.spawn(func() { g.follow(view) }) {
 		err = ErrClosed
 	}
@@ -110,6 +117,20 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		g.mu.Unlock()
 		g.leave(view)
 		return err
+	}
+	return nil
+}
+
+// joined waits for the first attempt to make the member's node, and
+// returns its error if ZooKeeper refused it.
+func (g *GroupMember) joined(ctx context.Context) error {
+	select {
+	case <-g.node.tried:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if st, _ := g.node.Status(); refused(st.Err) {
+		return st.Err
 	}
 	return nil
 }

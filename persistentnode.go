@@ -88,7 +88,10 @@ type NodeStatus struct {
 	// create.
 	Path string
 	// Err is the error of the last failed attempt to put the node in
-	// place (nil once it is in place).
+	// place (nil once it is in place), such as ErrNotAuthorized when the
+	// parent's ACL refuses the Session; after the keeper has stopped, the
+	// failure of the Session's security that stopped it (ErrAuthFailed,
+	// ...), or nil.
 	Err error
 }
 
@@ -121,8 +124,9 @@ type PersistentNode struct {
 	err  error
 	uuid string // of the protected name, for the sequential modes
 
-	wake chan struct{} // SetData asks the keeper to look again
-	done chan struct{} // closed when the keeper has ended
+	wake  chan struct{} // SetData asks the keeper to look again
+	done  chan struct{} // closed when the keeper has ended
+	tried chan struct{} // closed when the keeper's first attempt has ended (or the keeper)
 
 	mu       sync.Mutex
 	data     []byte
@@ -138,6 +142,10 @@ type PersistentNode struct {
 	closeErr error
 	closeEnd chan struct{} // closed once the first Close has returned
 
+	// mayExist: a create was sent whose reply was not a refusal: a node
+	// may exist that Close must delete.
+	mayExist bool
+
 	// replaceKind: a node found at the path is one an earlier
 	// PersistentNode of this Session left (keeper only, until the first
 	// node is in place); if its kind is not this mode's, it is replaced.
@@ -152,7 +160,7 @@ type PersistentNode struct {
 // (ErrDataTooLarge, see WithMaxRequestSize), are returned by Start.
 func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentNodeOption) *PersistentNode {
 	n := &PersistentNode{s: s, path: path, data: data, dataVer: 1, wake: make(chan struct{}, 1),
-		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID(),
+		done: make(chan struct{}), tried: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID(),
 		closeEnd: make(chan struct{})}
 	n.err = checkRecipe(s, path)
 	for _, o := range opts {
@@ -206,6 +214,7 @@ func (n *PersistentNode) Start() error {
 	n.cancel = cancel
 	if !n.s.spawn(func() { defer close(n.done); n.keep(ctx) }) {
 		cancel()
+		close(n.tried)
 		close(n.done)
 		return ErrClosed
 	}
@@ -222,7 +231,13 @@ func (n *PersistentNode) Status() (NodeStatus, <-chan struct{}) {
 
 // WaitInPlace waits until the node is in place. It returns nil then,
 // ctx's error if ctx ends first, and ErrClosed if the node or its Session
-// is closed (or was never started).
+// is closed (or was never started). It returns at once, with the error of
+// the last attempt, when ZooKeeper refused it in a way no retry can mend:
+// ErrNotAuthorized (the parent's ACL does not let the Session create the
+// node, matching zk.ErrNoAuth too), ErrInvalidACL (the Session's
+// WithACL), or a failure of the Session's security that ended it
+// (ErrAuthFailed, ...). The PersistentNode keeps trying meanwhile, no
+// more often than every 2 s, in case the ACL is changed (Close stops it).
 func (n *PersistentNode) WaitInPlace(ctx context.Context) error {
 	if n.err != nil {
 		return n.err
@@ -235,6 +250,9 @@ func (n *PersistentNode) WaitInPlace(ctx context.Context) error {
 		if st.InPlace {
 			return nil
 		}
+		if refused(st.Err) {
+			return st.Err
+		}
 		n.mu.Lock()
 		stopped := n.closed || !n.started
 		n.mu.Unlock()
@@ -244,6 +262,9 @@ func (n *PersistentNode) WaitInPlace(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-n.done:
+			if st, _ := n.Status(); refused(st.Err) {
+				return st.Err
+			}
 			return ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
@@ -314,8 +335,11 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 // Session's Close, an ephemeral node has ended with the session and Close
 // returns nil, while a persistent one (ModePersistent,
 // ModePersistentSequential) stays: Close returns ErrNodeLeft, naming it.
-// Close is idempotent: later calls wait for the first (within their own
-// ctx, ErrReleaseDeferred when it ends first) and return what it did.
+// When ZooKeeper refuses the delete (ErrNotAuthorized: the parent's ACL
+// changed), Close returns that error and the node stays; it returns nil
+// when every create was refused, as no node was made. Close is
+// idempotent: later calls wait for the first (within their own ctx,
+// ErrReleaseDeferred when it ends first) and return what it did.
 func (n *PersistentNode) Close(ctx context.Context) error {
 	if n.err != nil {
 		return nil
@@ -371,6 +395,16 @@ func (n *PersistentNode) remove(ctx context.Context) error {
 	}
 	if n.s.isClosed() { // closed while the delete ran
 		return n.left()
+	}
+	if refused(err) { // no retry would be let through either
+		n.mu.Lock()
+		never := !n.mayExist && n.node == ""
+		n.mu.Unlock()
+		if never {
+			return nil // every create was refused: there is no node
+		}
+		n.s.cfg.log.Error("zkrecipes: persistent node's delete refused; it stays", "path", n.path, "err", err)
+		return err
 	}
 	switch {
 	case n.cfg.mode.sequential():
@@ -436,7 +470,12 @@ func (n *PersistentNode) setStatus(inPlace bool, err error) {
 func (n *PersistentNode) keep(ctx context.Context) {
 	states, cancel := n.s.Subscribe()
 	defer cancel()
-	defer n.setStatus(false, nil) // nobody keeps it any more
+	// Nobody keeps the node any more; a failure of the Session's security
+	// that ended the keeper is said.
+	var stopErr error
+	defer func() { n.setStatus(false, stopErr) }()
+	var tried sync.Once
+	defer tried.Do(func() { close(n.tried) })
 	if !n.cfg.mode.sequential() {
 		// A PersistentNode closed before at this path may have left its
 		// delete to the background: call it off, so that it cannot delete
@@ -451,6 +490,9 @@ func (n *PersistentNode) keep(ctx context.Context) {
 	for {
 		gen, _, err := n.s.awaitConnected(ctx)
 		if err != nil {
+			if refused(err) {
+				stopErr = err
+			}
 			return
 		}
 		w, err := n.ensure(ctx, gen)
@@ -459,13 +501,23 @@ func (n *PersistentNode) keep(ctx context.Context) {
 		}
 		if err != nil {
 			n.setStatus(false, err)
-			n.s.cfg.log.Warn("zkrecipes: persistent node not in place, will retry", "path", n.path, "err", err)
+			tried.Do(func() { close(n.tried) })
 			d := bo.NextBackOff()
 			if d == Stop {
 				d = maxKeepBackoff
 			}
-			if errors.Is(err, ErrDataTooLarge) {
+			switch {
+			case errors.Is(err, ErrDataTooLarge):
 				d = 0 // it would fail again: wait for SetData or a reconnection
+				n.s.cfg.log.Warn("zkrecipes: persistent node not in place, will retry", "path", n.path, "err", err)
+			case refused(err):
+				// Only a change of the ACL (by another client) can let it
+				// through, and nothing tells of one: look again now and
+				// then, never in a loop.
+				d = max(d, maxKeepBackoff)
+				n.s.cfg.log.Warn("zkrecipes: persistent node refused by zookeeper, will look again", "path", n.path, "err", err, "in", d)
+			default:
+				n.s.cfg.log.Warn("zkrecipes: persistent node not in place, will retry", "path", n.path, "err", err)
 			}
 			if !n.await(ctx, nil, states, d) {
 				return
@@ -475,6 +527,7 @@ func (n *PersistentNode) keep(ctx context.Context) {
 		bo.Reset()
 		n.replaceKind = false
 		n.setStatus(true, nil)
+		tried.Do(func() { close(n.tried) })
 		if !n.await(ctx, w, states, 0) {
 			return
 		}
@@ -595,6 +648,11 @@ func (n *PersistentNode) create(ctx context.Context, gen *generation, data []byt
 		path = joinPath(parentPath(n.abs), protectedName(n.uuid, baseName(n.abs)))
 	}
 	p, err := n.s.create(ctx, path, data, n.cfg.mode.flags())
+	if !refused(err) && err != zk.ErrNoNode {
+		n.mu.Lock()
+		n.mayExist = true
+		n.mu.Unlock()
+	}
 	switch {
 	case err == zk.ErrNoNode:
 		return n.s.ensureParents(ctx, parentPath(n.abs))

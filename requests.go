@@ -78,7 +78,7 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 func tracedCtx[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error)) (T, error) {
 	start := time.Now()
 	v, err := fn()
-	err = s.saslRequired(connLost(err))
+	err = s.refusal(op, path, s.saslRequired(connLost(err)))
 	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
 		// Close cut the request short: the Session is closed, not cut off,
 		// and no retry loop may wait for a reconnection; but a write may

@@ -164,7 +164,12 @@ func (d *ServiceDiscovery) closing(err error) error {
 //
 // Register returns once the node is in place; if ctx ends first it
 // returns ctx's error and the registration stays, still being made
-// (Unregister it to give up). It fails with ErrBadName, ErrBadInstance
+// (Unregister it to give up). When ZooKeeper refuses the node for the
+// Session's credentials or ACL, Register fails at once with
+// zkrecipes.ErrNotAuthorized (also matching zk.ErrNoAuth) or
+// zkrecipes.ErrInvalidACL, and nothing stays registered; a refusal after
+// Register (the ACL changed) is reported by Status while the
+// registration keeps trying, no more often than every 2 s. It fails with ErrBadName, ErrBadInstance
 // (and ErrBadType for a Type Curator does not know; nothing is written
 // then), ErrClosed after Close or the Session's Close,
 // zkrecipes.ErrDataTooLarge for an instance whose JSON is too large for a
@@ -215,15 +220,25 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 		// by the new node's keeper, which replaces what it finds there.
 		_ = old.node.Close(ctx)
 	}
-	if err := node.Start(); err != nil {
+	forget := func() {
 		d.mu.Lock()
 		if d.regs[k] == reg {
 			delete(d.regs, k)
 		}
 		d.mu.Unlock()
+	}
+	if err := node.Start(); err != nil {
+		forget()
 		return d.closing(err)
 	}
-	return d.closing(node.WaitInPlace(ctx))
+	err = node.WaitInPlace(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, zr.ErrClosed) {
+		// Refused by ZooKeeper (its ACL, the Session's credentials): no
+		// retry can mend it, so nothing stays registered.
+		forget()
+		_ = node.Close(ctx)
+	}
+	return d.closing(err)
 }
 
 // Update writes inst over its registration (found by name and ID). It

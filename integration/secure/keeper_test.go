@@ -1,0 +1,36 @@
+package secure_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// A PersistentNode whose Session is lost because the server no longer
+// takes its credentials says why: its Status carries ErrAuthFailed, and a
+// wait for the node returns it at once, not ErrClosed.
+func TestSASLKeeperOfASessionRejectedOnReconnectSaysErrAuthFailed(t *testing.T) {
+	srv := zktest.StartSecureServer(t, zktest.WithSASLUsers(users), zktest.WithSASLEnforced())
+	s := connect(t, srv.Addr, alice(), zr.WithSessionTimeout(30*time.Second), zr.WithLossPolicy(zr.LoseOnLost))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n := zr.NewPersistentNode(s, "/keeper/a", []byte("x"))
+	require.NoError(t, n.Start())
+	defer func() { _ = n.Close(ctx) }()
+	require.NoError(t, n.WaitInPlace(ctx))
+
+	require.NoError(t, srv.SetSASLUsers(map[string]string{"alice": "rotated", "bob": "bob-secret"}))
+	require.NoError(t, srv.Restart(ctx))
+	require.Eventually(t, func() bool { st, _ := n.Status(); return st.Err != nil }, 30*time.Second, 20*time.Millisecond)
+	st, _ := n.Status()
+	assert.False(t, st.InPlace)
+	assert.ErrorIs(t, st.Err, zr.ErrAuthFailed)
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer wcancel()
+	assert.ErrorIs(t, n.WaitInPlace(wctx), zr.ErrAuthFailed, "at once, and why")
+}
