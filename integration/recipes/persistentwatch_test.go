@@ -1,0 +1,171 @@
+package recipes_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"go.uber.org/goleak"
+)
+
+// ev is a WatchEvent as the tests compare it: "KIND path" (RESET:reason
+// for WatchReset).
+func ev(e zr.WatchEvent) string {
+	if e.Kind == zr.WatchReset {
+		return "RESET:" + e.Reset.String()
+	}
+	return e.Kind.String() + " " + e.Path
+}
+
+// nextEvents takes n events from w, failing after timeout.
+func nextEvents(t *testing.T, w *zr.PersistentWatch, n int, timeout time.Duration) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(timeout)
+	for len(got) < n {
+		select {
+		case e, ok := <-w.Events():
+			require.True(t, ok, "events closed after %v (Err %v)", got, w.Err())
+			got = append(got, ev(e))
+		case <-deadline:
+			t.Fatalf("only %d of %d events within %v: %v", len(got), n, timeout, got)
+		}
+	}
+	return got
+}
+
+// noEvent checks that w delivers nothing for a while.
+func noEvent(t *testing.T, w *zr.PersistentWatch, d time.Duration) {
+	t.Helper()
+	select {
+	case e, ok := <-w.Events():
+		if ok {
+			t.Fatalf("unexpected event %s", ev(e))
+		}
+	case <-time.After(d):
+	}
+}
+
+// freshPath makes sure p does not exist and its parent does.
+func freshPath(t *testing.T, conn *zk.Conn, p string) string {
+	t.Helper()
+	require.NoError(t, deleteTree(conn, p))
+	mkdirs(t, conn, p[:strings.LastIndex(p, "/")])
+	return p
+}
+
+func startWatch(t *testing.T, s *zr.Session, path string, opts ...zr.PersistentWatchOption) *zr.PersistentWatch {
+	t.Helper()
+	if wireOff() {
+		t.Skip("persistent watches need the wire layer")
+	}
+	w := zr.NewPersistentWatch(s, path, opts...)
+	require.NoError(t, w.Start(ctxT(t, 20*time.Second)))
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+func TestPersistentWatchDeliversEveryChangeToItsNodeInOrder(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil)
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	w := startWatch(t, s.Session, p)
+
+	_, err := other.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err = other.Set(p, []byte(strconv.Itoa(i)), -1)
+		require.NoError(t, err)
+	}
+	_, err = other.Create(p+"/kid", nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	_, err = other.Set(p+"/kid", []byte("x"), -1) // below the node: not its change
+	require.NoError(t, err)
+	require.NoError(t, other.Delete(p+"/kid", -1))
+	require.NoError(t, other.Delete(p, -1))
+
+	assert.Equal(t, []string{
+		"NODE_CREATED " + p,
+		"DATA_CHANGED " + p, "DATA_CHANGED " + p, "DATA_CHANGED " + p,
+		"CHILDREN_CHANGED " + p, "CHILDREN_CHANGED " + p,
+		"NODE_DELETED " + p,
+	}, nextEvents(t, w, 7, 10*time.Second))
+	noEvent(t, w, 200*time.Millisecond)
+}
+
+func TestPersistentRecursiveWatchDeliversEveryChangeInItsSubtreeInOrder(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil)
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	require.NoError(t, deleteTree(other, p+"-sibling"))
+	w := startWatch(t, s.Session, p, zr.WithRecursive(true))
+	require.True(t, w.Recursive())
+
+	var want []string
+	mk := func(path string) {
+		_, err := other.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		want = append(want, "NODE_CREATED "+path)
+	}
+	mk(p)
+	deep := p
+	for i := range 6 {
+		deep = fmt.Sprintf("%s/d%d", deep, i)
+		mk(deep)
+	}
+	_, err := other.Create(p+"-sibling", nil, 0, zk.WorldACL(zk.PermAll)) // shares the prefix, not the subtree
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err = other.Set(deep, []byte(strconv.Itoa(i)), -1)
+		require.NoError(t, err)
+		want = append(want, "DATA_CHANGED "+deep)
+	}
+	for path := deep; path != p; path = path[:strings.LastIndex(path, "/")] {
+		require.NoError(t, other.Delete(path, -1))
+		want = append(want, "NODE_DELETED "+path)
+	}
+	require.NoError(t, other.Delete(p, -1))
+	want = append(want, "NODE_DELETED "+p)
+	require.NoError(t, other.Delete(p+"-sibling", -1))
+
+	assert.Equal(t, want, nextEvents(t, w, len(want), 10*time.Second))
+	noEvent(t, w, 200*time.Millisecond)
+}
+
+func TestPersistentWatchWithoutTheWireLayerSaysUnsupported(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil, zr.WithWireLayer(false))
+	w := zr.NewPersistentWatch(s.Session, testPath(t))
+	err := w.Start(ctxT(t, 10*time.Second))
+	require.ErrorIs(t, err, zr.ErrPersistentWatchUnsupported)
+	_, open := <-w.Events()
+	assert.False(t, open, "events closed after a failed Start")
+	require.NoError(t, w.Close())
+}
+
+func TestSessionCloseWithAPersistentWatchOpenLeavesNoGoroutine(t *testing.T) {
+	if wireOff() {
+		t.Skip("persistent watches need the wire layer")
+	}
+	c := server(t)
+	before := goleak.IgnoreCurrent()
+	s := connect(t, c, nil)
+	w := zr.NewPersistentWatch(s.Session, testPath(t), zr.WithRecursive(true))
+	require.NoError(t, w.Start(ctxT(t, 10*time.Second)))
+	require.NoError(t, s.Close())
+	_, open := <-w.Events()
+	assert.False(t, open, "events closed with the Session")
+	assert.ErrorIs(t, w.Err(), zr.ErrClosed)
+	require.NoError(t, w.Close())
+	goleak.VerifyNone(t, before)
+}
