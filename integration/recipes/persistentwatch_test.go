@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"go.uber.org/goleak"
 )
 
@@ -168,4 +169,69 @@ func TestSessionCloseWithAPersistentWatchOpenLeavesNoGoroutine(t *testing.T) {
 	assert.ErrorIs(t, w.Err(), zr.ErrClosed)
 	require.NoError(t, w.Close())
 	goleak.VerifyNone(t, before)
+}
+
+// nextReset skips node events (of changes made around the fault) up to
+// the next WatchReset and returns it.
+func nextReset(t *testing.T, w *zr.PersistentWatch, timeout time.Duration) zr.WatchEvent {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case e, ok := <-w.Events():
+			require.True(t, ok, "events closed (Err %v)", w.Err())
+			if e.Kind == zr.WatchReset {
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no WatchReset within %v", timeout)
+		}
+	}
+}
+
+func TestPersistentWatchIsSetAgainAfterADroppedConnectionAndSaysEventsMayBeMissed(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	s := connect(t, c, []string{proxy.Addr()})
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	w := startWatch(t, s.Session, p, zr.WithRecursive(true))
+	mkdirs(t, other, p)
+	assert.Equal(t, []string{"NODE_CREATED " + p}, nextEvents(t, w, 1, 10*time.Second))
+
+	for i := range 3 {
+		proxy.Blackhole()
+		_, err := other.Create(fmt.Sprintf("%s/missed%d", p, i), nil, 0, zk.WorldACL(zk.PermAll)) // its notification is lost
+		require.NoError(t, err)
+		proxy.ResetAll()
+		proxy.Heal()
+		r := nextReset(t, w, 15*time.Second)
+		assert.Equal(t, zr.ResetReconnected, r.Reset)
+		assert.Equal(t, s.Conn().SessionID(), r.SessionID)
+		assert.Equal(t, p, r.Path)
+		_, err = other.Create(fmt.Sprintf("%s/after%d", p, i), nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		assert.Equal(t, []string{fmt.Sprintf("NODE_CREATED %s/after%d", p, i)}, nextEvents(t, w, 1, 10*time.Second))
+	}
+}
+
+func TestPersistentWatchIsSetAgainInTheNewSessionAfterExpiry(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil)
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	mkdirs(t, other, p)
+	w := startWatch(t, s.Session, p)
+	old := s.Conn().SessionID()
+
+	s.expire(t)
+	r := nextReset(t, w, 20*time.Second)
+	assert.Equal(t, zr.ResetNewSession, r.Reset)
+	assert.NotEqual(t, old, r.SessionID)
+	require.Eventually(t, func() bool { return s.Conn().SessionID() == r.SessionID }, 10*time.Second, 5*time.Millisecond)
+	_, err := other.Set(p, []byte("x"), -1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"DATA_CHANGED " + p}, nextEvents(t, w, 1, 10*time.Second))
 }
