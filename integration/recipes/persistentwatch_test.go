@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -234,4 +235,121 @@ func TestPersistentWatchIsSetAgainInTheNewSessionAfterExpiry(t *testing.T) {
 	_, err := other.Set(p, []byte("x"), -1)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"DATA_CHANGED " + p}, nextEvents(t, w, 1, 10*time.Second))
+}
+
+// sessionWatches returns the paths the server holds a watch on for session
+// sid (the four-letter word wchc), sorted.
+func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
+	t.Helper()
+	out, err := zktest.FourLetterWord(ctxT(t, 10*time.Second), c.Servers()[0], "wchc")
+	require.NoError(t, err)
+	var paths []string
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "0x"):
+			in = line == fmt.Sprintf("0x%x", sid)
+		case in && strings.HasPrefix(line, "\t"):
+			paths = append(paths, strings.TrimSpace(line))
+		}
+	}
+	slices.Sort(paths)
+	return paths
+}
+
+func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.T) {
+	for _, recursive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+			c := server(t)
+			s := connect(t, c, nil)
+			other := raw(t, c)
+			p := testPath(t)
+			freshPath(t, other, p)
+			mkdirs(t, other, p+"/kid")
+			sid := s.Conn().SessionID()
+			// One-shot watches of the same Session: on the very path, and below it.
+			_, _, same, err := s.Conn().GetW(p)
+			require.NoError(t, err)
+			_, _, below, err := s.Conn().GetW(p + "/kid")
+			require.NoError(t, err)
+			_, _, kids, err := s.Conn().ChildrenW(p + "/kid")
+			require.NoError(t, err)
+			before := sessionWatches(t, c, sid) // data and exists watches only
+			require.Equal(t, []string{p, p + "/kid"}, before)
+			count := mntrInt(t, c, "zk_watch_count") // every watch of every session
+
+			w := startWatch(t, s.Session, p, zr.WithRecursive(recursive))
+			assert.Greater(t, mntrInt(t, c, "zk_watch_count"), count, "the persistent watch is on the server")
+			_, err = other.Set(p+"/kid", []byte("x"), -1) // fires the one below
+			require.NoError(t, err)
+			select {
+			case e := <-below:
+				assert.Equal(t, zk.EventNodeDataChanged, e.Type)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the one-shot watch below the persistent one did not fire")
+			}
+			_, _, below, err = s.Conn().GetW(p + "/kid") // set it again
+			require.NoError(t, err)
+
+			require.NoError(t, w.Close())
+			assert.Equal(t, before, sessionWatches(t, c, sid), "the server holds the Session's watches as before")
+			assert.Equal(t, count, mntrInt(t, c, "zk_watch_count"), "as many watches on the server as before")
+			_, err = other.Set(p, []byte("x"), -1)
+			require.NoError(t, err)
+			select {
+			case e := <-same:
+				assert.Equal(t, zk.EventNodeDataChanged, e.Type)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the one-shot watch on the same path did not fire after Close")
+			}
+			_, err = other.Create(p+"/kid/y", nil, 0, zk.WorldACL(zk.PermAll))
+			require.NoError(t, err)
+			_, err = other.Set(p+"/kid", []byte("y"), -1)
+			require.NoError(t, err)
+			for _, ch := range []<-chan zk.Event{kids, below} {
+				select {
+				case <-ch:
+				case <-time.After(10 * time.Second):
+					t.Fatal("a one-shot watch below did not fire after Close")
+				}
+			}
+			assert.Empty(t, sessionWatches(t, c, sid), "nothing left once they fired")
+		})
+	}
+}
+
+// ZooKeeper 3.6 to 3.8 keep one watch per connection and path: a one-shot
+// watch set there turns a persistent watch into a one-shot one
+// (ZOOKEEPER-4466), unless the persistent watch is set again behind it.
+func TestPersistentWatchStaysPersistentWhenTheSessionSetsAOneShotWatchOnItsPath(t *testing.T) {
+	for _, recursive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+			c := server(t)
+			s := connect(t, c, nil)
+			other := raw(t, c)
+			p := testPath(t)
+			freshPath(t, other, p)
+			mkdirs(t, other, p)
+			w := startWatch(t, s.Session, p, zr.WithRecursive(recursive))
+			_, _, oneShot, err := s.Conn().GetW(p)
+			require.NoError(t, err)
+			for i := range 3 {
+				_, err = other.Set(p, []byte(strconv.Itoa(i)), -1)
+				require.NoError(t, err)
+			}
+			_, err = other.Create(p+"/kid", nil, 0, zk.WorldACL(zk.PermAll))
+			require.NoError(t, err)
+			want := []string{"DATA_CHANGED " + p, "DATA_CHANGED " + p, "DATA_CHANGED " + p, "CHILDREN_CHANGED " + p}
+			if recursive {
+				want[3] = "NODE_CREATED " + p + "/kid"
+			}
+			assert.Equal(t, want, nextEvents(t, w, 4, 10*time.Second))
+			select {
+			case e := <-oneShot:
+				assert.Equal(t, zk.EventNodeDataChanged, e.Type)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the one-shot watch did not fire")
+			}
+		})
+	}
 }

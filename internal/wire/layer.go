@@ -23,6 +23,7 @@ type Layer struct {
 	xid   atomic.Uint32 // the own requests' sequence (own.go)
 	w     watches       // the persistent watches (watches.go)
 	wlist atomic.Pointer[[]*Watch]
+	shots shots // go-zookeeper's one-shot watches on their paths (shots.go)
 }
 
 // New returns a Layer with no connection yet.

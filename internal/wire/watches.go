@@ -121,6 +121,11 @@ func (l *Layer) watching() bool {
 	return p != nil && len(*p) > 0
 }
 
+// tapping tells whether notifications must be looked at: for the
+// persistent watches, or for go-zookeeper's one-shot watches on their
+// paths (shots.go).
+func (l *Layer) tapping() bool { return l.watching() || l.shots.n.Load() > 0 }
+
 func (l *Layer) registered() []*Watch {
 	if p := l.wlist.Load(); p != nil {
 		return *p
@@ -172,10 +177,13 @@ func (l *Layer) AddWatch(ctx context.Context, w *Watch) (code int32, err error) 
 	l.register(w)
 	if c := l.cur.Load(); c != nil {
 		c.g.mu.Lock()
+		l.track(c, w.Path) // probes first (shots.go)
 		if c.own.ready {
 			_, _ = c.sendLocked(l.nextXid(), OpAddWatch, addBody(w.Path, w.mode()), l.onAdded(w))
 		}
 		c.g.mu.Unlock()
+	} else {
+		l.track(nil, w.Path)
 	}
 	select {
 	case <-w.first:
@@ -242,6 +250,7 @@ func closeOnce(ch chan struct{}) {
 // path go too (on those servers they were one watch with the persistent
 // one anyway). It returns the server's error code for anything else.
 func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err error) {
+	defer l.untrack(w.Path)
 	if l.unregister(w) {
 		return CodeOK, nil
 	}
@@ -256,14 +265,41 @@ func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err erro
 			return CodeOK, nil // the watch went with the connection
 		case err != nil:
 			return 0, err
+		case (r.Code == CodeOK || r.Code == CodeNoWatcher) && typ == watcherAny:
+			return l.putBack(ctx, w.Path, r.Zxid)
 		case r.Code == CodeOK, r.Code == CodeNoWatcher:
 			return CodeOK, nil
 		case r.Code == CodeMarshalling && typ != watcherAny:
-			typ = watcherAny
+			typ = watcherAny // a server before 3.9: see shots.go
 		default:
 			return r.Code, nil
 		}
 	}
+}
+
+// putBack sets again, after a removal of every watch on path whose reply
+// carried zxid, go-zookeeper's one-shot watches there, and the other
+// persistent watches registered on path (see shots.go).
+func (l *Layer) putBack(ctx context.Context, path string, zxid int64) (int32, error) {
+	if k := l.kinds(path); k != 0 {
+		r, err := l.Call(ctx, opSetWatches, setWatchesBody(zxid, path, k))
+		switch {
+		case err == ErrConnLost:
+			return CodeOK, nil // go-zookeeper sets them again on the next connection
+		case err != nil:
+			return 0, err
+		case r.Code != CodeOK:
+			return r.Code, nil
+		}
+	}
+	if c := l.cur.Load(); c != nil {
+		c.g.mu.Lock()
+		if c.own.ready {
+			l.addAllLocked(c, []byte(path))
+		}
+		c.g.mu.Unlock()
+	}
+	return CodeOK, nil
 }
 
 func removeBody(path string, typ int32) []byte {
@@ -285,6 +321,7 @@ func (c *conn) onSession() {
 	defer c.g.mu.Unlock()
 	c.own.ready = true
 	if c.layer != nil {
+		c.layer.shotsOnSession(c.sessionID())
 		c.layer.addAllLocked(c, nil)
 	}
 }
@@ -328,6 +365,7 @@ func (l *Layer) afterClientFrame(c *conn, p []byte) {
 		if n < 0 || 16+n+1 != len(p) {
 			return
 		}
+		l.wroteWatching(int32(binary.BigEndian.Uint32(p[4:8])), int32(binary.BigEndian.Uint32(p[8:12])), p[16:16+n])
 		l.addAllLocked(c, p[16:16+n])
 	}
 }
@@ -346,6 +384,9 @@ func (l *Layer) notified(c *conn, b []byte) {
 		return
 	}
 	path := b[32 : 32+n]
+	if l.shots.n.Load() > 0 {
+		l.fired(string(path), typ)
+	}
 	var ev *Notification
 	for _, w := range l.registered() {
 		if !w.covers(string(path), typ) || !w.isArmedOn(c) || w.OnEvent == nil {
