@@ -293,10 +293,12 @@ func (w *PersistentWatch) Err() error {
 //
 // A server before ZooKeeper 3.9 cannot remove a persistent watch alone
 // (ZOOKEEPER-4472): there Close removes every watch of the Session on the
-// watch's own path (not below it). Those servers keep one watch per
-// connection and path anyway (ZOOKEEPER-4466): a one-shot watch of the
-// Session on the very path of a persistent watch is not a watch of its own
-// there.
+// watch's path (not below it) and sets the Session's one-shot watches on
+// that path again at once, so they stay and still fire. Those servers keep
+// one watch per Session and path (ZOOKEEPER-4466): two persistent watches
+// of one Session on the same path, one recursive and one not, are one
+// watch there (the mode set last), and the Close of one sets the other
+// again.
 func (w *PersistentWatch) Close() error {
 	w.mu.Lock()
 	if w.closed {
