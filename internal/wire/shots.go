@@ -61,8 +61,7 @@ type shots struct {
 type shotPath struct {
 	refs  int   // persistent watches registered on the path
 	kinds uint8 // go-zookeeper's one-shot watches there
-	// the probes' answers so far
-	data, child bool
+	data  bool  // the probe found a data or exists watch there
 }
 
 type pendShot struct {

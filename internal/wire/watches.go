@@ -109,11 +109,11 @@ func (w *Watch) isArmedOn(c *conn) bool {
 	return w.armedOn == c
 }
 
-// watches is the layer's registry: a copy-on-write slice, read without a
-// lock on every notification and on every frame written.
+// watches guards the changes to the layer's registry (wlist): a
+// copy-on-write slice, read without a lock on every notification and on
+// every frame written.
 type watches struct {
-	mu   sync.Mutex
-	list []*Watch
+	mu sync.Mutex
 }
 
 func (l *Layer) watching() bool {
