@@ -252,6 +252,9 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 		err = watchCodeError("addWatch", code)
 	}
 	if err != nil {
+		if run.Err() != nil && ctx.Err() == nil {
+			err = ErrClosed // Close, or the Session's, cut Start short
+		}
 		w.Close()
 		return s.opError("addWatch", w.abs, err)
 	}

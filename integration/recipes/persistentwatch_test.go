@@ -353,3 +353,85 @@ func TestPersistentWatchStaysPersistentWhenTheSessionSetsAOneShotWatchOnItsPath(
 		})
 	}
 }
+
+// Every notification of a persistent watch also reaches go-zookeeper,
+// which holds no watcher for most of them and hands them to the Session's
+// event callback: a burst must neither disturb the Session nor a lease on
+// it, and the watch gets every change in order.
+func TestPersistentWatchBurstReachesTheWatchInOrderAndLeavesTheSessionAlone(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil)
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	mkdirs(t, other, p)
+	lease, err := zr.NewMutex(s.Session, p+"-lock").Acquire(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	defer func() { _ = lease.Release(ctxT(t, 10*time.Second)) }()
+	states := watchStates(t, s.Session)
+	w := startWatch(t, s.Session, p, zr.WithRecursive(true))
+
+	const n = 2000
+	want := make([]string, 0, n)
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := other.Create(fmt.Sprintf("%s/n%04d", p, i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range n {
+		want = append(want, fmt.Sprintf("NODE_CREATED %s/n%04d", p, i))
+	}
+	start := time.Now()
+	got := nextEvents(t, w, n, 60*time.Second)
+	require.NoError(t, <-done)
+	assert.Equal(t, want, got)
+	t.Logf("%d notifications in %v", n, time.Since(start))
+	require.NoError(t, lease.Err(), "the lease still holds")
+	select {
+	case sc := <-states.ch:
+		t.Fatalf("the Session's state changed: %v", sc.State)
+	default:
+	}
+}
+
+// A reader that lets more events wait than the backlog allows loses the
+// ones beyond it, and is told so with a WatchReset once it catches up.
+func TestPersistentWatchBeyondItsBacklogDropsEventsAndSaysSo(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil)
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	mkdirs(t, other, p)
+	const backlog = 10
+	w := startWatch(t, s.Session, p, zr.WithRecursive(true), zr.WithWatchBacklog(backlog))
+	for i := range 50 {
+		// Created over the watch's own connection: each notification is
+		// read before the create's reply, so all 50 are in once it returns.
+		_, err := s.Conn().Create(fmt.Sprintf("%s/n%02d", p, i), nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+	}
+	var got []string
+	for {
+		e := nextEvents(t, w, 1, 10*time.Second)[0]
+		if strings.HasPrefix(e, "RESET") {
+			assert.Equal(t, "RESET:OVERFLOW", e)
+			break
+		}
+		got = append(got, e)
+	}
+	require.GreaterOrEqual(t, len(got), backlog)
+	require.LessOrEqual(t, len(got), backlog+1, "the backlog, and the one the watch was handing over")
+	for i, e := range got {
+		assert.Equal(t, fmt.Sprintf("NODE_CREATED %s/n%02d", p, i), e)
+	}
+	noEvent(t, w, 100*time.Millisecond)
+	_, err := other.Set(p, []byte("x"), -1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"DATA_CHANGED " + p}, nextEvents(t, w, 1, 10*time.Second))
+}

@@ -143,11 +143,18 @@ func (l *Layer) register(w *Watch) {
 // unregister drops w and reports whether another registered watch has
 // its path and mode (the server keeps one for both).
 func (l *Layer) unregister(w *Watch) (shared bool) {
+	shared, _ = l.unregistered(w)
+	return shared
+}
+
+// unregistered is unregister, also telling whether w was registered.
+func (l *Layer) unregistered(w *Watch) (shared, found bool) {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	var list []*Watch
 	for _, x := range l.registered() {
 		if x == w {
+			found = true
 			continue
 		}
 		list = append(list, x)
@@ -156,7 +163,7 @@ func (l *Layer) unregister(w *Watch) (shared bool) {
 		}
 	}
 	l.wlist.Store(&list)
-	return shared
+	return shared, found
 }
 
 func addBody(path string, mode int32) []byte {
@@ -307,8 +314,13 @@ func removeBody(path string, typ int32) []byte {
 }
 
 // Forget unregisters w without asking the server (its connection is
-// closing, or ends with the session).
-func (l *Layer) Forget(w *Watch) { l.unregister(w) }
+// closing, or ends with the session). Unlike RemoveWatch, it may be called
+// more than once.
+func (l *Layer) Forget(w *Watch) {
+	if _, found := l.unregistered(w); found {
+		l.untrack(w.Path)
+	}
+}
 
 // onSession is called on the reading goroutine once a connection's
 // handshake reply is read: if it granted a session, own requests may go
