@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,13 +147,39 @@ func TestPersistentRecursiveWatchDeliversEveryChangeInItsSubtreeInOrder(t *testi
 
 func TestPersistentWatchWithoutTheWireLayerSaysUnsupported(t *testing.T) {
 	c := server(t)
-	s := connect(t, c, nil, zr.WithWireLayer(false))
-	w := zr.NewPersistentWatch(s.Session, testPath(t))
-	err := w.Start(ctxT(t, 10*time.Second))
-	require.ErrorIs(t, err, zr.ErrPersistentWatchUnsupported)
-	_, open := <-w.Events()
-	assert.False(t, open, "events closed after a failed Start")
+	off := connect(t, c, nil, zr.WithWireLayer(false))
+	conn, events, err := zktestConnect(c)
+	require.NoError(t, err)
+	t.Cleanup(conn.Close)
+	adopted, err := zr.NewSession(ctxT(t, 10*time.Second), conn, events)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = adopted.Close() })
+	for name, s := range map[string]*zr.Session{"WithWireLayer(false)": off.Session, "NewSession": adopted} {
+		w := zr.NewPersistentWatch(s, testPath(t))
+		err := w.Start(ctxT(t, 10*time.Second))
+		require.ErrorIs(t, err, zr.ErrPersistentWatchUnsupported, name)
+		_, open := <-w.Events()
+		assert.False(t, open, "events closed after a failed Start")
+		require.NoError(t, w.Close())
+	}
+}
+
+func TestPersistentWatchRequestsReachTheTracer(t *testing.T) {
+	c := server(t)
+	var mu sync.Mutex
+	var ops []string
+	s := connect(t, c, nil, zr.WithTracer(zr.TracerFunc(func(ev zr.TraceEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Err == nil && strings.HasSuffix(ev.Path, "/TestPersistentWatchRequestsReachTheTracer") {
+			ops = append(ops, ev.Op)
+		}
+	})))
+	w := startWatch(t, s.Session, testPath(t))
 	require.NoError(t, w.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"addWatch", "removeWatches"}, ops)
 }
 
 func TestSessionCloseWithAPersistentWatchOpenLeavesNoGoroutine(t *testing.T) {
