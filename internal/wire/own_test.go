@@ -174,6 +174,7 @@ func TestReadsStopAtTheHandshakeSoTheFramesBehindItAreDemultiplexed(t *testing.T
 	own := ownTestReply(ownXidMax, 3, 0, nil) // no waiter: dropped
 	next := ownTestReply(1, 4, 0, []byte("go-zookeeper's"))
 	go func() { _, _ = server.Write(append(append(append([]byte(nil), resp...), own...), next...)) }()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second))) // a failure, not a hang
 	buf := make([]byte, 1<<10)
 	n, err := io.ReadAtLeast(c, buf, len(resp))
 	require.NoError(t, err)
