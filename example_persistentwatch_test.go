@@ -27,7 +27,7 @@ func ExamplePersistentWatch() {
 	} else if err != nil {
 		log.Fatal(err)
 	}
-	defer w.Close() // removes the watch from the server
+	defer w.Close()              // removes the watch from the server
 	for ev := range w.Events() { // closed by Close
 		switch ev.Kind {
 		case zkrecipes.WatchReset:
