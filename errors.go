@@ -359,3 +359,9 @@ type alsoError struct {
 
 func (e *alsoError) Error() string        { return e.msg }
 func (e *alsoError) Is(target error) bool { return target == e.also }
+
+// ErrPersistentWatchUnsupported is returned by PersistentWatch.Start (and
+// by what is built on it) when persistent watches cannot be had: the
+// Session was made by NewSession or with WithWireLayer(false), or the
+// server predates ZooKeeper 3.6. Fall back to one-shot watches.
+var ErrPersistentWatchUnsupported = errors.New("zkrecipes: persistent watches unsupported: they need a Session made by Connect with the wire layer on and ZooKeeper 3.6 or later; fall back to one-shot watches")

@@ -38,6 +38,9 @@ type conn struct {
 	shook   bool // the handshake has been written
 	g       gatherer
 	resume  resumer
+	layer   *Layer   // nil in some unit tests
+	own     ownState // own requests (own.go)
+	dm      demux    // frame tracking on the read side (own.go)
 
 	dmu      sync.Mutex // guards the write deadline (see flushLate)
 	deadline time.Time  // the write deadline go-zookeeper set last
@@ -65,9 +68,15 @@ func (c *conn) Read(p []byte) (int, error) {
 		if c.resume.state != resumeDone {
 			return c.readResumed(p, c.sessionID(), c.timeout())
 		}
-		return c.r.Read(p)
+		return c.readFrames(p)
 	}
-	n, err := c.r.Read(p)
+	// No read crosses the end of the handshake's reply: the frames after it
+	// are read frame by frame (own.go). go-zookeeper reads it exactly anyway.
+	lim := 4 - c.n
+	if c.n >= 4 {
+		lim = c.handshakeLen() - c.n
+	}
+	n, err := c.r.Read(p[:min(len(p), lim)])
 	if n > 0 {
 		if c.n < len(c.head) {
 			copy(c.head[c.n:], p[:n])
@@ -78,6 +87,9 @@ func (c *conn) Read(p []byte) (int, error) {
 			if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
 				c.granted.Store(int64(ms))
 			}
+		}
+		if c.n >= 4 && c.n >= c.handshakeLen() && c.n >= len(c.head) {
+			c.onSession() // the whole reply is read: go-zookeeper reads it in two reads, exactly
 		}
 	}
 	return n, err

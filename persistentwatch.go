@@ -1,0 +1,447 @@
+package zkrecipes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/internal/wire"
+)
+
+// PersistentWatch follows the changes to a node, or to a whole subtree,
+// with one watch on the server that stays set as it fires (ZooKeeper 3.6's
+// addWatch, like Curator's PersistentWatcher): no re-arming after each
+// notification, and so no change missed between a notification and the
+// next watch.
+//
+// Events delivers the changes in the order the server made them, until
+// Close, the Session's Close, or a failure (see Err); then it is closed.
+// A node watch (the default) reports the node's creation, data changes and
+// deletion, and changes to its list of children; a recursive watch
+// (WithRecursive) reports the creation, data changes and deletion of the
+// node and of every node below it (not children-list changes: a child's
+// creation or deletion says as much).
+//
+// A watch lives on one connection. After every reconnection, and on the
+// new session after an expiry, the watch is set again and, before any
+// change seen on the new connection, Events delivers WatchReset: changes
+// made while the connection was down may have been missed, so a reader
+// that mirrors the tree reads it again then. WatchReset also follows a
+// backlog (see WithWatchBacklog) the reader let grow too long.
+//
+// A PersistentWatch needs the wire layer of a Session made by Connect
+// (WithWireLayer(true), the default) and ZooKeeper 3.6 or later; otherwise
+// Start returns ErrPersistentWatchUnsupported, and the reader falls back to
+// one-shot watches (WatchData, WatchChildren, TreeCache).
+//
+// NewPersistentWatch does no I/O. A PersistentWatch is safe for concurrent
+// use. It starts once; no goroutine of it is left after Close (or the
+// Session's Close) returns.
+type PersistentWatch struct {
+	s         *Session
+	path      string
+	abs       string
+	recursive bool
+	backlog   int
+	err       error // from construction: reported by Start
+
+	events chan WatchEvent
+	ww     *wire.Watch   // the watch on the wire layer, once started
+	wake   chan struct{} // the dispatcher has events to deliver
+	done   chan struct{} // closed once the dispatcher has ended (and closed events)
+
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	stopErr  error
+	cancel   context.CancelFunc // ends the dispatcher
+	queue    []WatchEvent       // events not yet delivered
+	overflow bool               // events were dropped: a WatchReset is owed
+}
+
+// WatchEventKind says what a WatchEvent reports.
+type WatchEventKind int
+
+const (
+	// WatchNodeCreated: the node at Path was created.
+	WatchNodeCreated WatchEventKind = iota + 1
+	// WatchNodeDeleted: the node at Path was deleted.
+	WatchNodeDeleted
+	// WatchDataChanged: the data of the node at Path changed.
+	WatchDataChanged
+	// WatchChildrenChanged: a child of the node at Path was created or
+	// deleted (node watches only).
+	WatchChildrenChanged
+	// WatchReset: the watch was set again (after a reconnection, on a new
+	// session, or after a backlog the reader let grow too long): changes
+	// may have been missed before it; Reset says why.
+	WatchReset
+)
+
+func (k WatchEventKind) String() string {
+	switch k {
+	case WatchNodeCreated:
+		return "NODE_CREATED"
+	case WatchNodeDeleted:
+		return "NODE_DELETED"
+	case WatchDataChanged:
+		return "DATA_CHANGED"
+	case WatchChildrenChanged:
+		return "CHILDREN_CHANGED"
+	case WatchReset:
+		return "RESET"
+	}
+	return fmt.Sprintf("WatchEventKind(%d)", int(k))
+}
+
+// ResetReason says why a WatchReset came.
+type ResetReason int
+
+const (
+	// ResetReconnected: the connection was lost and is back under the same
+	// ZooKeeper session; the watch is set again on the new connection.
+	ResetReconnected ResetReason = iota + 1
+	// ResetNewSession: the ZooKeeper session was lost (expired) and the
+	// watch is set in the new one.
+	ResetNewSession
+	// ResetOverflow: the reader fell further behind than the backlog
+	// allows; the changes in between were dropped.
+	ResetOverflow
+)
+
+func (r ResetReason) String() string {
+	switch r {
+	case ResetReconnected:
+		return "RECONNECTED"
+	case ResetNewSession:
+		return "NEW_SESSION"
+	case ResetOverflow:
+		return "OVERFLOW"
+	}
+	return fmt.Sprintf("ResetReason(%d)", int(r))
+}
+
+// WatchEvent is one event of a PersistentWatch.
+type WatchEvent struct {
+	Kind WatchEventKind
+	// Path is the node the event is about, relative to the Session's
+	// namespace; for WatchReset, the watch's path.
+	Path string
+	// Zxid is the transaction that made the change, on servers that say
+	// (ZooKeeper 3.9 and later); 0 otherwise and for WatchReset.
+	Zxid int64
+	// Reset says why a WatchReset came (0 for the other kinds).
+	Reset ResetReason
+	// SessionID is, for WatchReset, the ZooKeeper session the watch is set
+	// in now (0 for ResetOverflow and for the other kinds).
+	SessionID int64
+}
+
+// PersistentWatchOption configures NewPersistentWatch.
+type PersistentWatchOption func(*PersistentWatch)
+
+// WithRecursive makes the watch cover the node's whole subtree
+// (ZooKeeper's PERSISTENT_RECURSIVE mode) instead of the node alone.
+// Default: false (the node alone).
+func WithRecursive(on bool) PersistentWatchOption {
+	return func(w *PersistentWatch) { w.recursive = on }
+}
+
+// WithWatchBacklog sets how many events may wait for the reader: beyond
+// that, events are dropped and a WatchReset with ResetOverflow follows
+// once the reader has taken those that wait. It must be positive.
+// Default: 65536.
+func WithWatchBacklog(n int) PersistentWatchOption {
+	return func(w *PersistentWatch) {
+		if n <= 0 && w.err == nil {
+			w.err = invalidArg("watch backlog %d must be positive", n)
+		}
+		w.backlog = n
+	}
+}
+
+// defaultWatchBacklog is WithWatchBacklog's default.
+const defaultWatchBacklog = 1 << 16
+
+// NewPersistentWatch returns a watch on the node at path (relative to the
+// Session's namespace), which need not exist. It does no I/O; an invalid
+// path, option or a nil session is reported by Start.
+func NewPersistentWatch(s *Session, path string, opts ...PersistentWatchOption) *PersistentWatch {
+	w := &PersistentWatch{s: s, path: path, backlog: defaultWatchBacklog, events: make(chan WatchEvent),
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	for _, o := range opts {
+		if o == nil {
+			if w.err == nil {
+				w.err = invalidArg("nil PersistentWatchOption")
+			}
+			continue
+		}
+		o(w)
+	}
+	if err := checkRecipe(s, path); err != nil && w.err == nil {
+		w.err = err
+	}
+	if w.err == nil {
+		w.abs = s.abs(path)
+	}
+	return w
+}
+
+// Path returns the watched path, as given.
+func (w *PersistentWatch) Path() string { return w.path }
+
+// Recursive reports whether the watch covers the node's subtree.
+func (w *PersistentWatch) Recursive() bool { return w.recursive }
+
+// Start sets the watch on the server and returns once it is set: every
+// change made after Start returns is delivered on Events. While the
+// connection is down, Start waits for it to come back. It fails with
+// ErrPersistentWatchUnsupported when the Session has no wire layer or the
+// server predates ZooKeeper 3.6 (a 3.5 server also drops the connection
+// on the request it does not know; the Session reconnects), with
+// ErrCacheStarted when started before (and ErrClosed too when closed),
+// ErrInvalidPath or ErrInvalidArgument for bad arguments, ErrClosed when
+// the Session is closed, and ctx's error if ctx ends first; after a
+// failure the watch is closed, and nothing of it is left on the server.
+func (w *PersistentWatch) Start(ctx context.Context) error {
+	if w.err != nil {
+		return w.err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return &startAfterClose{once: ErrCacheStarted}
+	}
+	if w.started {
+		w.mu.Unlock()
+		return ErrCacheStarted
+	}
+	w.started = true
+	s := w.s
+	if s.wire == nil {
+		w.closed = true
+		w.mu.Unlock()
+		close(w.events)
+		close(w.done)
+		return ErrPersistentWatchUnsupported
+	}
+	run, cancel := ctxUntil(s.closedCh)
+	w.cancel = cancel
+	w.ww = &wire.Watch{Path: w.abs, Recursive: w.recursive, OnEvent: w.onEvent, OnReset: w.onReset, OnFail: w.onFail}
+	w.mu.Unlock()
+	if !s.spawn(func() { w.dispatch(run) }) {
+		cancel()
+		w.mu.Lock()
+		w.closed, w.ww = true, nil
+		w.mu.Unlock()
+		close(w.events)
+		close(w.done)
+		return ErrClosed
+	}
+	code, err := call(ctx, s, "addWatch", w.abs, func() (int32, error) {
+		code, err := s.wire.AddWatch(run, w.ww)
+		if err != nil && s.isClosed() {
+			err = ErrClosed
+		}
+		return code, err
+	}, nil)
+	if err == nil && code != wire.CodeOK {
+		err = watchCodeError("addWatch", code)
+	}
+	if err != nil {
+		if run.Err() != nil && ctx.Err() == nil {
+			err = ErrClosed // Close, or the Session's, cut Start short
+		}
+		w.Close()
+		return s.opError("addWatch", w.abs, err)
+	}
+	return nil
+}
+
+// watchCodeError is the error of a server's error code to addWatch or
+// removeWatches.
+func watchCodeError(op string, code int32) error {
+	if code == wire.CodeUnimplemented {
+		return ErrPersistentWatchUnsupported
+	}
+	return fmt.Errorf("zkrecipes: %s refused by the server: error code %d", op, code)
+}
+
+// Events delivers the watch's events in order. It is closed once the
+// watch stops: after Close, the Session's Close, or a failure (Err).
+func (w *PersistentWatch) Events() <-chan WatchEvent { return w.events }
+
+// Err returns why the watch stopped on its own: ErrClosed after the
+// Session's Close, ErrPersistentWatchUnsupported if the Session
+// reconnected to a server that predates ZooKeeper 3.6. It is nil while
+// the watch runs and after Close.
+func (w *PersistentWatch) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopErr
+}
+
+// Close stops the watch: it removes the watch from the server (a
+// removeWatches of the persistent kind, so that the Session's other
+// watches on the path stay), closes Events and waits for the watch's
+// goroutines. It does I/O yet takes no context: it waits for the server's
+// reply at most two thirds of the session timeout (the time the Session
+// takes to give up on a silent connection), and a watch whose connection
+// is lost is gone from the server with it. It returns nil once the watch
+// is gone from the server (or never was set), else an error that says
+// what may be left. Close is idempotent; later calls return nil.
+//
+// A server before ZooKeeper 3.9 cannot remove a persistent watch alone
+// (ZOOKEEPER-4472): there Close removes every watch of the Session on the
+// watch's path (not below it) and sets the Session's one-shot watches on
+// that path again at once, so they stay and still fire. Those servers keep
+// one watch per Session and path (ZOOKEEPER-4466): two persistent watches
+// of one Session on the same path, one recursive and one not, are one
+// watch there (the mode set last), and the Close of one sets the other
+// again.
+func (w *PersistentWatch) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	if !w.started {
+		w.started = true
+		w.mu.Unlock()
+		close(w.events)
+		close(w.done)
+		return nil
+	}
+	cancel, ww := w.cancel, w.ww
+	w.mu.Unlock()
+	var err error
+	if ww != nil {
+		err = w.remove(ww)
+	}
+	if cancel != nil {
+		cancel()
+	}
+	<-w.done
+	return err
+}
+
+// remove takes ww off the wire layer and the server.
+func (w *PersistentWatch) remove(ww *wire.Watch) error {
+	s := w.s
+	if s.isClosed() {
+		s.wire.Forget(ww) // the connection is closing: the watch ends with it
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.grantedTimeout()*2/3)
+	defer cancel()
+	code, err := traced(s, "removeWatches", w.abs, func() (int32, error) { return s.wire.RemoveWatch(ctx, ww) })
+	if err == nil && code != wire.CodeOK {
+		err = watchCodeError("removeWatches", code)
+	}
+	if err != nil {
+		return fmt.Errorf("zkrecipes: persistent watch on %s: not confirmed removed; it stays on the server at most until the connection ends: %w", w.path, err)
+	}
+	return nil
+}
+
+// onEvent queues a notification (the connection's reading goroutine: it
+// must not block).
+func (w *PersistentWatch) onEvent(n wire.Notification) {
+	kind := WatchEventKind(n.Type) // wire types 1..4 are the kinds 1..4
+	zxid := max(n.Zxid, 0)
+	w.push(WatchEvent{Kind: kind, Path: w.s.rel(n.Path), Zxid: zxid}, false)
+}
+
+// onReset queues a WatchReset: the watch is set on a new connection.
+func (w *PersistentWatch) onReset(sid int64, newSession bool) {
+	r := ResetReconnected
+	if newSession {
+		r = ResetNewSession
+	}
+	w.push(WatchEvent{Kind: WatchReset, Path: w.path, Reset: r, SessionID: sid}, true)
+}
+
+// onFail stops the watch: a server refused to set it again.
+func (w *PersistentWatch) onFail(code int32) {
+	w.mu.Lock()
+	if !w.closed && w.stopErr == nil {
+		w.stopErr = watchCodeError("addWatch", code)
+	}
+	cancel := w.cancel
+	w.mu.Unlock()
+	cancel()
+}
+
+// push queues ev for the reader, beyond the backlog only if always.
+func (w *PersistentWatch) push(ev WatchEvent, always bool) {
+	w.mu.Lock()
+	switch {
+	case w.closed:
+	case !always && (w.overflow || len(w.queue) >= w.backlog):
+		w.overflow = true
+	default:
+		w.queue = append(w.queue, ev)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the next event to deliver: the queue's head, or the
+// WatchReset owed for an overflow once the queue is empty.
+func (w *PersistentWatch) next() (WatchEvent, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) > 0 {
+		ev := w.queue[0]
+		w.queue[0] = WatchEvent{}
+		w.queue = w.queue[1:]
+		if len(w.queue) == 0 {
+			w.queue = nil // let the array go
+		}
+		return ev, true
+	}
+	if w.overflow {
+		w.overflow = false
+		return WatchEvent{Kind: WatchReset, Path: w.path, Reset: ResetOverflow}, true
+	}
+	return WatchEvent{}, false
+}
+
+// dispatch delivers the events until run ends, then closes Events.
+func (w *PersistentWatch) dispatch(run context.Context) {
+	defer close(w.done)
+	defer close(w.events)
+	defer func() {
+		if w.s.isClosed() {
+			w.s.wire.Forget(w.ww)
+			w.mu.Lock()
+			if !w.closed && w.stopErr == nil {
+				w.stopErr = ErrClosed
+			}
+			w.mu.Unlock()
+		}
+	}()
+	for {
+		ev, ok := w.next()
+		if !ok {
+			select {
+			case <-w.wake:
+				continue
+			case <-run.Done():
+				return
+			}
+		}
+		select {
+		case w.events <- ev:
+		case <-run.Done():
+			return
+		}
+	}
+}
