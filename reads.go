@@ -2,8 +2,8 @@ package zkrecipes
 
 import "context"
 
-// GetData reads the data of the node at path (relative to the Session's
-// namespace) once, and leaves no watch on the server. It is the read a
+// GetData reads the data and Stat of the node at path (relative to the
+// Session's namespace) once, and leaves no watch on the server. It is the read a
 // recipe built on the Session's public API (such as service discovery)
 // sends instead of calling Conn: the request is checked, traced and typed
 // like the recipes' own.
@@ -17,29 +17,30 @@ import "context"
 // after Close, ctx's error as soon as ctx ends (the request, which cannot
 // be cancelled, completes in the background), and the connection's errors
 // otherwise (it is not retried).
-func (s *Session) GetData(ctx context.Context, path string) ([]byte, error) {
+func (s *Session) GetData(ctx context.Context, path string) ([]byte, *NodeStat, error) {
 	if s == nil {
-		return nil, ErrNilSession
+		return nil, nil, ErrNilSession
 	}
 	if err := validateReadPath(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	data, _, err := s.get(ctx, s.readAbs(path))
-	return data, err
+	data, st, err := s.get(ctx, s.readAbs(path))
+	return data, newNodeStat(st), err
 }
 
 // GetChildren lists the names of the children of the node at path
-// (relative to the Session's namespace; "/" lists the namespace's root)
-// once, in no particular order, and leaves no watch on the server. It
-// fails as GetData.
-func (s *Session) GetChildren(ctx context.Context, path string) ([]string, error) {
+// (relative to the Session's namespace; "/" lists the namespace's root),
+// in no particular order, with the node's Stat, once, and leaves no watch
+// on the server. It fails as GetData.
+func (s *Session) GetChildren(ctx context.Context, path string) ([]string, *NodeStat, error) {
 	if s == nil {
-		return nil, ErrNilSession
+		return nil, nil, ErrNilSession
 	}
 	if err := validateReadPath(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.children(ctx, s.readAbs(path))
+	kids, st, err := s.childrenStat(ctx, s.readAbs(path))
+	return kids, newNodeStat(st), err
 }
 
 // validateReadPath is validatePath, which also lets a read name the root.

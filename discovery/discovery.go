@@ -410,7 +410,7 @@ func sortInstances(in []Instance) {
 // which check the path's size before sending, trace and type the request.
 
 func (d *ServiceDiscovery) children(ctx context.Context, p string) ([]string, error) {
-	kids, err := d.s.GetChildren(ctx, p)
+	kids, _, err := d.s.GetChildren(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -422,7 +422,7 @@ func (d *ServiceDiscovery) children(ctx context.Context, p string) ([]string, er
 }
 
 func (d *ServiceDiscovery) read(ctx context.Context, p string) (Instance, error) {
-	data, err := d.s.GetData(ctx, p)
+	data, _, err := d.s.GetData(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return Instance{}, fmt.Errorf("%w: %s", ErrNoInstance, p)
 	}
