@@ -357,7 +357,7 @@ func (c *AtomicCounter) settle(ctx context.Context, st *zk.Stat, data []byte, ca
 		return false, unknown(cause)
 	}
 	for {
-		_, err := call(ctx, c.s, "sync", c.abs, func() (string, error) { return c.s.conn.Sync(c.abs) }, nil)
+		err := c.s.sync(ctx, c.abs)
 		var got []byte
 		var now *zk.Stat
 		if err == nil {

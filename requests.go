@@ -13,7 +13,13 @@ import (
 
 // The requests recipes issue. Each returns ctx's error as soon as ctx ends,
 // while the request (go-zookeeper cannot cancel one) finishes on a worker
-// that Close waits for. Each is reported to the Tracer.
+// that Close waits for. Each passes tracedCtx, which refuses a path too
+// long for any request before sending it, reports the request to the
+// Tracer and Observer, and types a refusal (refused.go). This file holds
+// the only calls of the connection's read methods (getData, getChildren,
+// exists, sync; TestEveryReadGoesThroughTheSeam fails otherwise), as
+// writes.go holds its writes: recipes read through call, send or traced
+// with the functions below.
 
 // call runs fn as operation op on path. When ctx ends first, the result
 // is handed to abandon (if non-nil) when it arrives, so that a create whose
@@ -77,7 +83,11 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 // tracedCtx is traced for a request issued under the caller's ctx.
 func tracedCtx[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error)) (T, error) {
 	start := time.Now()
-	v, err := fn()
+	var v T
+	err := s.checkRequestPath(path) // requestsize.go
+	if err == nil {
+		v, err = fn()
+	}
 	err = s.refusal(op, path, s.saslRequired(connLost(err)))
 	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
 		// Close cut the request short: the Session is closed, not cut off,
@@ -135,6 +145,46 @@ func (s *Session) deletionWatch(path string) func() (watched, error) {
 		_, st, w, err := s.conn.ChildrenW(path)
 		return watched{st, w}, err
 	}
+}
+
+// getReq is the getData request on path, with a data watch when watch is
+// set: run it inside call, send or traced.
+func (s *Session) getReq(path string, watch bool) func() (getResult, error) {
+	return func() (getResult, error) {
+		if !watch {
+			d, st, err := s.conn.Get(path)
+			return getResult{data: d, stat: st}, err
+		}
+		d, st, w, err := s.conn.GetW(path)
+		return getResult{data: d, stat: st, watch: w}, err
+	}
+}
+
+// childrenResult is the reply to a getChildren request.
+type childrenResult struct {
+	kids  []string
+	stat  *zk.Stat
+	watch <-chan zk.Event
+}
+
+// childrenReq is the getChildren request on path, with a children watch
+// when watch is set: run it inside call, send or traced.
+func (s *Session) childrenReq(path string, watch bool) func() (childrenResult, error) {
+	return func() (childrenResult, error) {
+		if !watch {
+			c, st, err := s.conn.Children(path)
+			return childrenResult{kids: c, stat: st}, err
+		}
+		c, st, w, err := s.conn.ChildrenW(path)
+		return childrenResult{kids: c, stat: st, watch: w}, err
+	}
+}
+
+// sync makes the server the Session is connected to catch up with the
+// leader on path before the Session's next read.
+func (s *Session) sync(ctx context.Context, path string) error {
+	_, err := call(ctx, s, "sync", path, func() (string, error) { return s.conn.Sync(path) }, nil)
+	return err
 }
 
 // watchDeletionAsync is watchDeletion sent with send.

@@ -161,7 +161,19 @@ func (s *Session) checkSize(path string, dataLen, size int) error {
 // node could still not be created is left to the recipes' data checks,
 // ErrDataTooLarge.)
 func (s *Session) checkPathLength(path string) error {
-	if limit := s.maxRequest(); requestOverhead+len(s.abs(path)) > limit {
+	return s.checkPathSize(path, s.abs(path))
+}
+
+// checkRequestPath refuses a request naming abs (absolute) that cannot fit
+// in the Session's request size limit, before it is sent: every request
+// passes it (tracedCtx), so that a recipe given a path it did not check,
+// or a name it appends (a discovery query's), costs no connection.
+func (s *Session) checkRequestPath(abs string) error {
+	return s.checkPathSize(s.rel(abs), abs)
+}
+
+func (s *Session) checkPathSize(path, abs string) error {
+	if limit := s.maxRequest(); requestOverhead+len(abs) > limit {
 		return &PathError{Path: path, Reason: fmt.Sprintf("%d bytes long: no request naming it fits in the "+
 			"request size limit of %d bytes; use a shorter path", len(path), limit)}
 	}

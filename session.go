@@ -331,8 +331,8 @@ func (s *Session) dropUnused() {
 }
 
 func (s *Session) dropIfUnused(p string) {
-	if _, st, err := s.conn.Get(p); err == nil && neverUsed(st) {
-		_ = s.conn.Delete(p, st.Version)
+	if r, err := traced(s, "getData", p, s.getReq(p, false)); err == nil && neverUsed(r.stat) {
+		_ = s.conn.Delete(p, r.stat.Version)
 	}
 }
 

@@ -471,36 +471,18 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 		return loadedNode{}, nil, err
 	}
 	abs := c.s.abs(p)
-	type got struct {
-		data []byte
-		kids []string
-		st   *zk.Stat
-	}
-	g, err := traced(c.s, "getData", abs, func() (got, error) {
-		if armed&armData != 0 {
-			d, st, err := c.s.conn.Get(abs)
-			return got{data: d, st: st}, err
-		}
-		d, st, _, err := c.s.conn.GetW(abs)
-		return got{data: d, st: st}, err
-	})
+	g, err := traced(c.s, "getData", abs, c.s.getReq(abs, armed&armData == 0))
+	var kids []string
 	if err == nil && list {
 		if err := ctx.Err(); err != nil {
 			return loadedNode{}, nil, err
 		}
-		var k got
-		k, err = traced(c.s, "getChildren", abs, func() (got, error) {
-			if armed&armKids != 0 {
-				kids, st, err := c.s.conn.Children(abs)
-				return got{kids: kids, st: st}, err
-			}
-			kids, st, _, err := c.s.conn.ChildrenW(abs)
-			return got{kids: kids, st: st}, err
-		})
-		if err == nil && k.st.Czxid != g.st.Czxid {
+		var k childrenResult
+		k, err = traced(c.s, "getChildren", abs, c.s.childrenReq(abs, armed&armKids == 0))
+		if err == nil && k.stat.Czxid != g.stat.Czxid {
 			err = zk.ErrNoNode
 		}
-		g.kids = k.kids
+		kids = k.kids
 	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return loadedNode{path: p}, nil, nil
@@ -512,7 +494,7 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 	if list {
 		armed |= armKids
 	}
-	return loadedNode{path: p, data: g.data, stat: g.st, armed: armed}, g.kids, nil
+	return loadedNode{path: p, data: g.data, stat: g.stat, armed: armed}, kids, nil
 }
 
 // merge adds loaded nodes (parents first) to the copy, and updates those

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -35,6 +36,17 @@ const writesFile = "writes.go"
 // the expression that holds the connection (the packages are type-checked,
 // so a copy of s.conn in a variable is caught too).
 func TestEveryWriteGoesThroughTheSizeCheck(t *testing.T) {
+	bad, allowed := zkConnCallsOutside(t, zkWrites, writesFile)
+	require.Empty(t, bad, "writes sent around the size check of %s: send them through its Session methods", writesFile)
+	require.Positive(t, allowed, "%s calls no write method of *zk.Conn: the check found nothing to look for", writesFile)
+}
+
+// zkConnCallsOutside type-checks the module's non-test packages and
+// returns the calls of the methods named in methods on a *zk.Conn made
+// outside file (a file of the root package), as "file:line: Method", and
+// the count of those made in file.
+func zkConnCallsOutside(t *testing.T, methods []string, file string) (bad []string, allowed int) {
+	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatalf("the go command is needed to type-check the module: %v", err)
 	}
@@ -54,8 +66,6 @@ func TestEveryWriteGoesThroughTheSizeCheck(t *testing.T) {
 	})
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	var bad []string
-	allowed := 0 // calls found in writesFile: the check sees what it looks for
 	for _, l := range goList(t, "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", "./...") {
 		f := strings.Split(l, "\t")
 		pkgPath, dir, names := f[0], f[1], strings.Fields(f[2])
@@ -69,11 +79,11 @@ func TestEveryWriteGoesThroughTheSizeCheck(t *testing.T) {
 		_, err := (&types.Config{Importer: imp}).Check(pkgPath, fset, files, info)
 		require.NoError(t, err, "type-check %s", pkgPath)
 		for sel, s := range info.Selections {
-			if s.Kind() != types.MethodVal || !isZKConn(s.Recv()) || !isWrite(sel.Sel.Name) {
+			if s.Kind() != types.MethodVal || !isZKConn(s.Recv()) || !slices.Contains(methods, sel.Sel.Name) {
 				continue
 			}
 			pos := fset.Position(sel.Pos())
-			if pkgPath == "github.com/zkrecipes/zkrecipes" && filepath.Base(pos.Filename) == writesFile {
+			if pkgPath == "github.com/zkrecipes/zkrecipes" && filepath.Base(pos.Filename) == file {
 				allowed++
 				continue
 			}
@@ -85,17 +95,7 @@ func TestEveryWriteGoesThroughTheSizeCheck(t *testing.T) {
 		}
 	}
 	sort.Strings(bad)
-	require.Empty(t, bad, "writes sent around the size check of %s: send them through its Session methods", writesFile)
-	require.Positive(t, allowed, "%s calls no write method of *zk.Conn: the check found nothing to look for", writesFile)
-}
-
-func isWrite(name string) bool {
-	for _, w := range zkWrites {
-		if w == name {
-			return true
-		}
-	}
-	return false
+	return bad, allowed
 }
 
 // isZKConn reports whether t is *zk.Conn (or zk.Conn) of go-zookeeper.

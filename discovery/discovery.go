@@ -353,7 +353,7 @@ func (d *ServiceDiscovery) QueryForNames(ctx context.Context) ([]string, error) 
 	}
 	names, err := d.children(ctx, d.base)
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: discovery: list services under %s: %w", d.base, err)
+		return nil, fmt.Errorf("zkrecipes: discovery: list services under %s: %w", short(d.base), err)
 	}
 	return names, nil
 }
@@ -371,7 +371,7 @@ func (d *ServiceDiscovery) QueryForInstances(ctx context.Context, name string) (
 	}
 	ids, err := d.children(ctx, d.servicePath(name))
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: discovery: list instances of %s: %w", name, err)
+		return nil, fmt.Errorf("zkrecipes: discovery: list instances of %s: %w", short(name), err)
 	}
 	var out []Instance
 	for _, id := range ids {
@@ -406,18 +406,12 @@ func sortInstances(in []Instance) {
 	sort.Slice(in, func(i, j int) bool { return in[i].ID < in[j].ID })
 }
 
-// The reads go through the Session's connection. go-zookeeper cannot
-// cancel a request: ctx is checked before each, and a request in flight
-// ends with its reply or with the connection.
-
-func (d *ServiceDiscovery) abs(p string) string { return d.s.Namespace() + p }
+// The reads go through the Session's public reads (GetData, GetChildren),
+// which check the path's size before sending, trace and type the request.
 
 func (d *ServiceDiscovery) children(ctx context.Context, p string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	kids, _, err := d.s.Conn().Children(d.abs(p))
-	if err == zk.ErrNoNode {
+	kids, _, err := d.s.GetChildren(ctx, p)
+	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
@@ -428,19 +422,25 @@ func (d *ServiceDiscovery) children(ctx context.Context, p string) ([]string, er
 }
 
 func (d *ServiceDiscovery) read(ctx context.Context, p string) (Instance, error) {
-	if err := ctx.Err(); err != nil {
-		return Instance{}, err
-	}
-	data, _, err := d.s.Conn().Get(d.abs(p))
-	if err == zk.ErrNoNode {
+	data, _, err := d.s.GetData(ctx, p)
+	if errors.Is(err, zk.ErrNoNode) {
 		return Instance{}, fmt.Errorf("%w: %s", ErrNoInstance, p)
 	}
 	if err != nil {
-		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", p, d.closing(err))
+		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", short(p), d.closing(err))
 	}
 	inst, err := Unmarshal(data)
 	if err != nil {
 		return Instance{}, fmt.Errorf("%s: %w", p, err)
 	}
 	return inst, nil
+}
+
+// short is p for an error's text: the head of a path too long for a
+// request (a path of a megabyte would fill a log).
+func short(p string) string {
+	if len(p) > 200 {
+		return p[:200] + "..."
+	}
+	return p
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -81,10 +82,9 @@ func cmdInspect(args []string) int {
 }
 
 func inspect(ctx context.Context, s *zkrecipes.Session, path string, now time.Time) (report, error) {
-	conn := s.Conn()
 	rep := report{Path: path, Kind: "none", Nodes: []entry{}}
-	kids, _, err := conn.Children(path)
-	if err == zk.ErrNoNode {
+	kids, _, err := s.GetChildren(ctx, path)
+	if errors.Is(err, zk.ErrNoNode) {
 		return rep, nil
 	}
 	if err != nil {
@@ -104,7 +104,7 @@ func inspect(ctx context.Context, s *zkrecipes.Session, path string, now time.Ti
 				Session: fmt.Sprintf("0x%x", p.SessionID), Token: p.Token, Created: p.Created,
 				AgeMs: now.Sub(p.Created).Milliseconds()}
 		}
-		lockq, err := read(conn, path+"/locks", now)
+		lockq, err := read(ctx, s, path+"/locks", now)
 		if err != nil {
 			return rep, err
 		}
@@ -120,7 +120,7 @@ func inspect(ctx context.Context, s *zkrecipes.Session, path string, now time.Ti
 		rep.Nodes = append(leases, lockq...)
 		return rep, nil
 	}
-	nodes, err := read(conn, path, now)
+	nodes, err := read(ctx, s, path, now)
 	if err != nil {
 		return rep, err
 	}
@@ -173,9 +173,9 @@ func kindOf(kids []string) string {
 // read reads every child of dir, in queue order: by the 10-digit sequence
 // every recipe node ends with (the order Curator and kazoo use for these
 // layouts), names without one last.
-func read(conn *zk.Conn, dir string, now time.Time) ([]entry, error) {
-	kids, _, err := conn.Children(dir)
-	if err == zk.ErrNoNode {
+func read(ctx context.Context, s *zkrecipes.Session, dir string, now time.Time) ([]entry, error) {
+	kids, _, err := s.GetChildren(ctx, dir)
+	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
@@ -190,16 +190,15 @@ func read(conn *zk.Conn, dir string, now time.Time) ([]entry, error) {
 	})
 	out := make([]entry, 0, len(kids))
 	for _, k := range kids {
-		data, st, err := conn.Get(dir + "/" + k)
-		if err == zk.ErrNoNode {
+		data, st, err := s.GetData(ctx, dir+"/"+k)
+		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone since the listing
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s: %w", dir, k, err)
 		}
-		created := time.UnixMilli(st.Ctime)
 		out = append(out, entry{Node: k, Data: string(data), Session: fmt.Sprintf("0x%x", st.EphemeralOwner),
-			Token: st.Czxid, Created: created, AgeMs: now.Sub(created).Milliseconds()})
+			Token: st.Czxid, Created: st.Created, AgeMs: now.Sub(st.Created).Milliseconds()})
 	}
 	return out, nil
 }

@@ -172,7 +172,7 @@ func main() {
 
 // deleteTree deletes the node at p and everything below it.
 func deleteTree(s *zkrecipes.Session, p string) {
-	kids, _, _ := s.Conn().Children(p)
+	kids, _, _ := s.GetChildren(context.Background(), p)
 	for _, k := range kids {
 		deleteTree(s, p+"/"+k)
 	}
