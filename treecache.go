@@ -65,7 +65,9 @@ type TreeCache struct {
 	noted    chan struct{} // notifications wait in queue
 
 	nmu   sync.Mutex
-	queue []zk.Event // notifications not yet handled
+	queue []zk.Event // notifications not yet handled (one-shot watches)
+
+	pw cacheWatch // the persistent recursive watch; nil: one-shot watches (set by run before its first read)
 
 	mu      sync.Mutex
 	loaded  bool
@@ -168,14 +170,11 @@ func (c *TreeCache) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Routes and states are taken before the first read, so that no
-	// change after it goes unnoticed.
-	unroute := c.s.watchTree(c.abs, c.note)
+	// States are taken before the first read, so that no change after it
+	// goes unnoticed; the watch (persistent, or the notification route
+	// of the one-shot watches) is set by run, before its first read.
 	states, unsub := c.s.Subscribe()
-	return c.launch(ctx, run, c.s, func(ctx context.Context) { c.run(ctx, states) }, c.dispatch, func() {
-		unroute()
-		unsub()
-	})
+	return c.launch(ctx, run, c.s, func(ctx context.Context) { c.run(ctx, states) }, c.dispatch, unsub)
 }
 
 // Get returns the node at path (as given to the cache, or below it) as

@@ -42,9 +42,24 @@ func (c *TreeCache) takeNotes() []zk.Event {
 	return q
 }
 
-// run keeps the copy up to date until ctx ends or a read fails for good.
+// run keeps the copy up to date until ctx ends or a read fails for good:
+// on one persistent recursive watch where the Session and the server can
+// set one (treecache_persistent.go), else on one-shot watches.
 func (c *TreeCache) run(ctx context.Context, states <-chan StateChange) {
-	c.end(c.s, c.follow(ctx, states))
+	w, err := openCacheWatch(ctx, c.s, c.abs, true)
+	switch {
+	case err == nil:
+		c.pw = w
+		err = c.followPersistent(ctx, states)
+		c.pw.close()
+	case errors.Is(err, errNoPersistentWatch):
+		// The route is taken before the first read, so that no change
+		// after it goes unnoticed.
+		unroute := c.s.watchTree(c.abs, c.note)
+		err = c.follow(ctx, states)
+		unroute()
+	}
+	c.end(c.s, err)
 }
 
 // follow loads the tree, then handles notifications and connection
@@ -373,8 +388,8 @@ func (c *TreeCache) reloadRoot(ctx context.Context) error {
 func (c *TreeCache) loadRoot(ctx context.Context) ([]loadedNode, error) {
 	for {
 		loaded, err := c.load(ctx, c.path)
-		if err != nil || len(loaded) > 0 {
-			return loaded, err
+		if err != nil || len(loaded) > 0 || c.pw != nil {
+			return loaded, err // the persistent watch reports the root's creation
 		}
 		ok, _, err := c.s.existsW(ctx, c.abs)
 		if err != nil || !ok {
@@ -475,6 +490,9 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 		kids []string
 		st   *zk.Stat
 	}
+	if c.pw != nil {
+		armed = armData | armKids // the persistent watch watches it: no watch is set
+	}
 	g, err := traced(c.s, "getData", abs, func() (got, error) {
 		if armed&armData != 0 {
 			d, st, err := c.s.conn.Get(abs)
@@ -483,6 +501,9 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 		d, st, _, err := c.s.conn.GetW(abs)
 		return got{data: d, st: st}, err
 	})
+	if err == nil && c.pw != nil && g.st.NumChildren == 0 {
+		list = false // nothing to list: a child created after the read is reported by the watch
+	}
 	if err == nil && list {
 		if err := ctx.Err(); err != nil {
 			return loadedNode{}, nil, err
