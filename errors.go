@@ -290,3 +290,9 @@ func (e *startAfterClose) Error() string {
 	return "zkrecipes: closed before it started; a closed recipe cannot start"
 }
 func (e *startAfterClose) Is(target error) bool { return target == ErrClosed || target == e.once }
+
+// ErrPersistentWatchUnsupported is returned by PersistentWatch.Start (and
+// by what is built on it) when persistent watches cannot be had: the
+// Session was made by NewSession or with WithWireLayer(false), or the
+// server predates ZooKeeper 3.6. Fall back to one-shot watches.
+var ErrPersistentWatchUnsupported = errors.New("zkrecipes: persistent watches unsupported: they need a Session made by Connect with the wire layer on and ZooKeeper 3.6 or later; fall back to one-shot watches")
