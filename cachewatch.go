@@ -3,35 +3,35 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-
-	"github.com/go-zookeeper/zk"
 )
 
-// cacheWatch is the seam between a cache and the persistent watch it runs
-// on (persistentwatch.go): its notes in order, and its removal.
-type cacheWatch interface {
-	// notes returns the watch's notes, in order; it is closed when the
-	// watch ends.
-	notes() <-chan watchNote
-	// close removes the watch from the server (see closeWatch for how
-	// long it waits) and ends it.
-	close()
+// The caches (TreeCache, NodeCache, and so GroupMember's view and
+// discovery's ServiceCache) run on one PersistentWatch where the Session
+// and its server can set one, and fall back to one-shot watches where they
+// cannot (ErrPersistentWatchUnsupported): openCacheWatch is the seam
+// between the two modes. Removing the persistent mode is removing this
+// call.
+
+// openCacheWatch sets a persistent watch on the node at path (relative;
+// recursive: on its whole subtree) and returns once the server has it. It
+// fails with ErrPersistentWatchUnsupported where the cache must use
+// one-shot watches, with ctx's error, or with ErrClosed.
+func openCacheWatch(ctx context.Context, s *Session, path string, recursive bool) (*PersistentWatch, error) {
+	w := NewPersistentWatch(s, path, WithRecursive(recursive))
+	if err := w.Start(ctx); err != nil {
+		if errors.Is(err, ErrPersistentWatchUnsupported) {
+			return nil, ErrPersistentWatchUnsupported
+		}
+		return nil, err
+	}
+	return w, nil
 }
 
-// watchNote is one note of a persistent watch: a node notification (Path
-// absolute), or the news that notifications may have been missed (the
-// watch was set again on a new connection or session).
-type watchNote struct {
-	ev     zk.Event
-	missed bool
-}
-
-// errNoPersistentWatch: the Session or its server cannot set a persistent
-// watch; the caches fall back to one-shot watches.
-var errNoPersistentWatch = errors.New("zkrecipes: persistent watches unsupported")
-
-// openCacheWatch sets a persistent watch on abs (recursive: on its whole
-// subtree) and returns once the server has it.
-func openCacheWatch(ctx context.Context, s *Session, abs string, recursive bool) (cacheWatch, error) {
-	return nil, errNoPersistentWatch
+// closeCacheWatch removes w from the server (PersistentWatch.Close says
+// how long that may wait) and reports what it could not remove.
+func (s *Session) closeCacheWatch(w *PersistentWatch) {
+	if err := w.Close(); err != nil && !s.isClosed() {
+		s.cfg.log.Warn("zkrecipes: a cache's persistent watch may be left on the server until the connection closes",
+			"path", w.Path(), "err", err)
+	}
 }

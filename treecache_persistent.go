@@ -37,10 +37,10 @@ const maxBatch = 4096
 // connection changes until ctx ends or a read fails for good. The whole
 // tree is read again after every note that events may have been missed
 // (the watch was set again on a new connection), once connected.
-func (c *TreeCache) followPersistent(ctx context.Context, states <-chan StateChange) error {
+func (c *TreeCache) followPersistent(ctx context.Context, w *PersistentWatch, states <-chan StateChange) error {
 	resync := true // the first load
-	notes := c.pw.notes()
-	batch := make([]watchNote, 0, 64)
+	notes := w.Events()
+	batch := make([]WatchEvent, 0, 64)
 	for {
 		if resync && c.s.State().connected() {
 			drainNotes(notes) // the reads below cover what they report
@@ -57,11 +57,13 @@ func (c *TreeCache) followPersistent(ctx context.Context, states <-chan StateCha
 		select {
 		case n, ok := <-notes:
 			if !ok {
-				return ErrClosed // the watch ends only with the Session
+				// The watch ends with the Session, or on a server that
+				// predates it (after a reconnection): run falls back.
+				return firstErr(w.Err(), ErrClosed)
 			}
 			batch = append(batch[:0], n)
 			batch = takeNotes(notes, batch)
-			if slices.ContainsFunc(batch, func(n watchNote) bool { return n.missed }) {
+			if slices.ContainsFunc(batch, func(n WatchEvent) bool { return n.Kind == WatchReset }) {
 				resync = true
 				continue
 			}
@@ -86,7 +88,7 @@ func (c *TreeCache) followPersistent(ctx context.Context, states <-chan StateCha
 }
 
 // takeNotes appends to batch the notes waiting on notes, up to maxBatch.
-func takeNotes(notes <-chan watchNote, batch []watchNote) []watchNote {
+func takeNotes(notes <-chan WatchEvent, batch []WatchEvent) []WatchEvent {
 	for len(batch) < maxBatch {
 		select {
 		case n, ok := <-notes:
@@ -102,7 +104,7 @@ func takeNotes(notes <-chan watchNote, batch []watchNote) []watchNote {
 }
 
 // drainNotes drops the notes waiting on notes.
-func drainNotes(notes <-chan watchNote) {
+func drainNotes(notes <-chan WatchEvent) {
 	for {
 		select {
 		case _, ok := <-notes:
@@ -118,20 +120,20 @@ func drainNotes(notes <-chan watchNote) {
 // applyNotes brings the copy up to date with what a batch of
 // notifications reports: the deletions at once, in order, then one read
 // of every node created or changed, sent together, applied parents first.
-func (c *TreeCache) applyNotes(ctx context.Context, batch []watchNote) error {
+func (c *TreeCache) applyNotes(ctx context.Context, batch []WatchEvent) error {
 	var reads []string
 	at := map[string]int{}
 	c.mu.Lock()
 	for _, n := range batch {
-		p := c.s.rel(n.ev.Path)
-		switch n.ev.Type {
-		case zk.EventNodeDeleted:
+		p := n.Path
+		switch n.Kind {
+		case WatchNodeDeleted:
 			c.removeAttached(p)
 			if i, ok := at[p]; ok {
 				reads[i] = ""
 				delete(at, p)
 			}
-		case zk.EventNodeCreated, zk.EventNodeDataChanged:
+		case WatchNodeCreated, WatchDataChanged:
 			if _, ok := at[p]; !ok && c.inScope(p) {
 				at[p] = len(reads)
 				reads = append(reads, p)

@@ -46,13 +46,14 @@ func (c *TreeCache) takeNotes() []zk.Event {
 // on one persistent recursive watch where the Session and the server can
 // set one (treecache_persistent.go), else on one-shot watches.
 func (c *TreeCache) run(ctx context.Context, states <-chan StateChange) {
-	w, err := openCacheWatch(ctx, c.s, c.abs, true)
-	switch {
-	case err == nil:
-		c.pw = w
-		err = c.followPersistent(ctx, states)
-		c.pw.close()
-	case errors.Is(err, errNoPersistentWatch):
+	w, err := openCacheWatch(ctx, c.s, c.path, true)
+	if err == nil {
+		c.persistent.Store(true)
+		err = c.followPersistent(ctx, w, states)
+		c.s.closeCacheWatch(w)
+		c.persistent.Store(false) // on a server that predates it after a reconnection: one-shot watches
+	}
+	if errors.Is(err, ErrPersistentWatchUnsupported) {
 		// The route is taken before the first read, so that no change
 		// after it goes unnoticed.
 		unroute := c.s.watchTree(c.abs, c.note)
@@ -388,7 +389,7 @@ func (c *TreeCache) reloadRoot(ctx context.Context) error {
 func (c *TreeCache) loadRoot(ctx context.Context) ([]loadedNode, error) {
 	for {
 		loaded, err := c.load(ctx, c.path)
-		if err != nil || len(loaded) > 0 || c.pw != nil {
+		if err != nil || len(loaded) > 0 || c.persistent.Load() {
 			return loaded, err // the persistent watch reports the root's creation
 		}
 		ok, _, err := c.s.existsW(ctx, c.abs)
@@ -490,7 +491,8 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 		kids []string
 		st   *zk.Stat
 	}
-	if c.pw != nil {
+	persistent := c.persistent.Load()
+	if persistent {
 		armed = armData | armKids // the persistent watch watches it: no watch is set
 	}
 	g, err := traced(c.s, "getData", abs, func() (got, error) {
@@ -501,7 +503,7 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 		d, st, _, err := c.s.conn.GetW(abs)
 		return got{data: d, st: st}, err
 	})
-	if err == nil && c.pw != nil && g.st.NumChildren == 0 {
+	if err == nil && persistent && g.st.NumChildren == 0 {
 		list = false // nothing to list: a child created after the read is reported by the watch
 	}
 	if err == nil && list {

@@ -1,0 +1,147 @@
+package recipes_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// serverWatches counts the watches a server holds: all of them (mntr's
+// zk_watch_count: data and child watches, every session) and those of
+// session sid on node paths (wchc: the data-watch table; a persistent
+// watch is in it too).
+func serverWatches(t *testing.T, c *zktest.Cluster, sid int64) (total, session int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := zktest.Mntr(ctx, c.Servers()[0])
+	require.NoError(t, err)
+	total, err = strconv.Atoi(m["zk_watch_count"])
+	require.NoError(t, err, "mntr: %v", m)
+	out, err := zktest.FourLetterWord(ctx, c.Servers()[0], "wchc")
+	require.NoError(t, err)
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "0x"):
+			id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(line), "0x"), 16, 64)
+			in = err == nil && id == sid
+		case in && strings.HasPrefix(strings.TrimSpace(line), "/"):
+			session++
+		}
+	}
+	return total, session
+}
+
+// Every cache (TreeCache, NodeCache, and on them discovery's ServiceCache
+// and GroupMember's view) costs the server one persistent watch for the
+// whole tree it follows, and Close takes it off the server: the Session's
+// watch count, and the server's, are back where they were before Start.
+// (With WithWireLayer(false) the caches fall back to one-shot watches,
+// which go-zookeeper cannot remove: not asserted there.)
+func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
+	server(t) // the suite's backend must be available
+	if wireOff() {
+		t.Skip("ZKRECIPES_WIRE=off: the caches run on one-shot watches, which stay after Close")
+	}
+	c := zktest.Start(t) // a server of its own: mntr counts every session's watches
+	conn := raw(t, c)
+	acl := zk.WorldACL(zk.PermAll)
+	mk := func(paths ...string) {
+		for _, p := range paths {
+			if _, err := conn.Create(p, []byte("v"), 0, acl); err != zk.ErrNodeExists {
+				require.NoError(t, err)
+			}
+		}
+	}
+	mk("/t")
+	cl := connect(t, c, nil)
+	ctx := ctxT(t, 30*time.Second)
+
+	// check runs a cache from start to close, and looks at the server's
+	// watches before, while and after.
+	check := func(t *testing.T, run func(t *testing.T) (closeFn func())) {
+		total0, own0 := serverWatches(t, c, cl.SessionID())
+		closeFn := run(t)
+		total, own := serverWatches(t, c, cl.SessionID())
+		t.Logf("watches on the server while the cache runs: %d more (%d of the session's data watches)", total-total0, own-own0)
+		assert.Positive(t, total-total0, "the cache watches")
+		assert.LessOrEqual(t, total-total0, 2, "one persistent watch for the whole tree (ZooKeeper 3.6 to 3.8 count it twice: data and child)")
+		closeFn()
+		require.Eventually(t, func() bool {
+			total, own = serverWatches(t, c, cl.SessionID())
+			return total == total0 && own == own0
+		}, 5*time.Second, 10*time.Millisecond, "after Close the server holds the watches it held before: %s (was %d), the session's %s (was %d)",
+			lazy(func() string { return fmt.Sprint(total) }), total0, lazy(func() string { return fmt.Sprint(own) }), own0)
+	}
+
+	t.Run("TreeCache", func(t *testing.T) {
+		root := testPath(t)
+		mk(root, root+"/a", root+"/b", root+"/a/x", root+"/a/y")
+		check(t, func(t *testing.T) func() {
+			cache := zr.NewTreeCache(cl.Session, root)
+			require.NoError(t, cache.Start(ctx))
+			require.Equal(t, 5, cache.Len())
+			return func() { require.NoError(t, cache.Close()) }
+		})
+	})
+	t.Run("NodeCache", func(t *testing.T) {
+		p := testPath(t)
+		mk(p)
+		check(t, func(t *testing.T) func() {
+			cache := zr.NewNodeCache(cl.Session, p)
+			require.NoError(t, cache.Start(ctx))
+			return func() { require.NoError(t, cache.Close()) }
+		})
+	})
+	t.Run("NodeCache of a missing node", func(t *testing.T) {
+		check(t, func(t *testing.T) func() {
+			cache := zr.NewNodeCache(cl.Session, testPath(t))
+			require.NoError(t, cache.Start(ctx))
+			return func() { require.NoError(t, cache.Close()) }
+		})
+	})
+	t.Run("ServiceCache", func(t *testing.T) {
+		base := testPath(t)
+		other := connect(t, c, nil) // registers: its nodes' watches are not the cache's
+		d := discovery.New(other.Session, base)
+		for _, id := range []string{"a", "b", "c"} {
+			require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: id}))
+		}
+		check(t, func(t *testing.T) func() {
+			cache := discovery.New(cl.Session, base).NewCache("api")
+			require.NoError(t, cache.Start(ctx))
+			awaitCache(t, cache, 5*time.Second, "a", "b", "c")
+			return func() { require.NoError(t, cache.Close()) }
+		})
+		require.NoError(t, d.Close(ctx))
+	})
+	t.Run("GroupMember", func(t *testing.T) {
+		path := testPath(t)
+		other := connect(t, c, nil)
+		b := zr.NewGroupMember(other.Session, path, "b", []byte("2"))
+		require.NoError(t, b.Start(ctx))
+		defer b.Close(context.Background())
+		total0, own0 := serverWatches(t, c, cl.SessionID())
+		a := zr.NewGroupMember(cl.Session, path, "a", []byte("1"))
+		require.NoError(t, a.Start(ctx))
+		awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1", "b": "2"})
+		total, own := serverWatches(t, c, cl.SessionID())
+		t.Logf("watches on the server while the member runs: %d more (%d of the session's data watches)", total-total0, own-own0)
+		require.NoError(t, a.Close(ctx))
+		require.Eventually(t, func() bool {
+			total, own = serverWatches(t, c, cl.SessionID())
+			return total == total0 && own == own0
+		}, 5*time.Second, 10*time.Millisecond, "after Close the server holds the watches it held before")
+	})
+}
