@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -88,16 +89,22 @@ func (c *TreeCache) followPersistent(ctx context.Context, w *PersistentWatch, st
 }
 
 // takeNotes appends to batch the notes waiting on notes, up to maxBatch.
+// The channel hands them over one at a time from a goroutine of the
+// watch's, so an empty channel is tried once more after a yield.
 func takeNotes(notes <-chan WatchEvent, batch []WatchEvent) []WatchEvent {
-	for len(batch) < maxBatch {
+	for yielded := false; len(batch) < maxBatch; {
 		select {
 		case n, ok := <-notes:
 			if !ok {
 				return batch
 			}
-			batch = append(batch, n)
+			batch, yielded = append(batch, n), false
 		default:
-			return batch
+			if yielded {
+				return batch
+			}
+			runtime.Gosched()
+			yielded = true
 		}
 	}
 	return batch
