@@ -142,7 +142,7 @@ func TestZKNodeCacheOnAPersistentWatchReadsOncePerChangeAndSetsNoWatch(t *testin
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Start(ctx))
 	require.Equal(t, CacheInitialized, nextEvent(t, c).Kind)
-	assert.Equal(t, []string{"getData " + path}, log.take(), "the load")
+	assert.Equal(t, []string{"addWatch " + path, "getData " + path}, log.take(), "the watch, then the load")
 
 	_, err := raw.Create(path, []byte("one"), 0, acl)
 	require.NoError(t, err)

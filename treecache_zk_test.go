@@ -382,9 +382,12 @@ func TestZKTreeCacheOnAPersistentWatchSetsNoWatchAndReadsOnlyWhatAChangeNeeds(t 
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Start(ctx))
 	require.True(t, c.persistent.Load(), "the cache runs on a persistent watch")
+	ops := log.take()
+	require.NotEmpty(t, ops)
+	assert.Equal(t, "addWatch "+root, ops[0], "the watch first")
 	assert.ElementsMatch(t, []string{"getData " + root, "getData " + root + "/a", "getData " + root + "/b", "getData " + root + "/c",
-		"getData " + root + "/a/x", "getChildren " + root, "getChildren " + root + "/a"}, log.take(),
-		"the load: a getData per node, a getChildren of the nodes with children")
+		"getData " + root + "/a/x", "getChildren " + root, "getChildren " + root + "/a"}, ops[1:],
+		"then the load: a getData per node, a getChildren of the nodes with children")
 	for ev := nextTreeEvent(t, c); ev.Kind != CacheInitialized; ev = nextTreeEvent(t, c) {
 	}
 
