@@ -66,6 +66,9 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 	}
 	mk("/t")
 	cl := connect(t, c, nil)
+	// other writes (registers, joins): its watches are not the caches', and
+	// it stays until the end, so that no watch of its goes meanwhile.
+	other := connect(t, c, nil)
 	ctx := ctxT(t, 30*time.Second)
 
 	// check runs a cache from start to close, and looks at the server's
@@ -113,7 +116,6 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 	})
 	t.Run("ServiceCache", func(t *testing.T) {
 		base := testPath(t)
-		other := connect(t, c, nil) // registers: its nodes' watches are not the cache's
 		d := discovery.New(other.Session, base)
 		for _, id := range []string{"a", "b", "c"} {
 			require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: id}))
@@ -124,14 +126,16 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 			awaitCache(t, cache, 5*time.Second, "a", "b", "c")
 			return func() { require.NoError(t, cache.Close()) }
 		})
-		require.NoError(t, d.Close(ctx))
 	})
 	t.Run("GroupMember", func(t *testing.T) {
 		path := testPath(t)
-		other := connect(t, c, nil)
 		b := zr.NewGroupMember(other.Session, path, "b", []byte("2"))
 		require.NoError(t, b.Start(ctx))
-		defer b.Close(context.Background())
+		awaitMembers(t, b, 5*time.Second, map[string]string{"b": "2"})
+		require.Eventually(t, func() bool { // b watches its own node (its PersistentNode) from its background
+			out, err := zktest.FourLetterWord(context.Background(), c.Servers()[0], "wchp")
+			return err == nil && strings.Contains(out, path+"/b\n")
+		}, 5*time.Second, 10*time.Millisecond, "the other member settles")
 		total0, own0 := serverWatches(t, c, cl.SessionID())
 		a := zr.NewGroupMember(cl.Session, path, "a", []byte("1"))
 		require.NoError(t, a.Start(ctx))
@@ -142,6 +146,8 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		require.Eventually(t, func() bool {
 			total, own = serverWatches(t, c, cl.SessionID())
 			return total == total0 && own == own0
-		}, 5*time.Second, 10*time.Millisecond, "after Close the server holds the watches it held before")
+		}, 5*time.Second, 10*time.Millisecond, "after Close the server holds the watches it held before: %s (was %d), the session's %s (was %d); %s",
+			lazy(func() string { return fmt.Sprint(total) }), total0, lazy(func() string { return fmt.Sprint(own) }), own0,
+			lazy(func() string { out, _ := zktest.FourLetterWord(context.Background(), c.Servers()[0], "wchp"); return out }))
 	})
 }
