@@ -38,7 +38,8 @@ import (
 //
 // NewNodeCache does no I/O. A NodeCache is safe for concurrent use; it
 // runs from Start until Close, the Session's Close, or a read error that
-// cannot pass (see Err). No goroutine of it is left after Close returns.
+// cannot pass (see Err). No goroutine of it is left after Close returns,
+// but for the removal of its watch while cut off (see Close).
 type NodeCache struct {
 	s    *Session
 	path string
@@ -195,10 +196,10 @@ func (c *NodeCache) Err() error { return c.stopped() }
 
 // Close stops the cache and waits for its goroutines; the Events channel
 // is closed. Get keeps returning the last copy. Close is idempotent. On a
-// persistent watch it removes the watch from the server, waiting as
-// PersistentWatch.Close does (at most as long as the Session takes to
-// declare its connection lost, which takes the watch with it). On
-// one-shot watches it does no I/O, and the cache's last watch stays on
+// persistent watch it removes the watch from the server as TreeCache's
+// Close does (waiting at most half a second; a removal not confirmed then
+// goes on in the Session's background). On one-shot watches it does no
+// I/O, and the cache's last watch stays on
 // the server until the node changes (or, for a node that does not exist,
 // is created) or the ZooKeeper session ends: go-zookeeper cannot remove
 // it; its notification is then dropped by the client.

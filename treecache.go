@@ -58,7 +58,8 @@ import (
 //
 // NewTreeCache does no I/O. A TreeCache is safe for concurrent use; it
 // runs from Start until Close, the Session's Close, or a read error that
-// cannot pass (see Err). No goroutine of it is left after Close returns.
+// cannot pass (see Err). No goroutine of it is left after Close returns,
+// but for the removal of its watch while cut off (see Close).
 type TreeCache struct {
 	s    *Session
 	path string
@@ -243,11 +244,13 @@ func (c *TreeCache) Err() error { return c.stopped() }
 // Close stops the cache and waits for its goroutines; the Events channel
 // is closed. Get, Children and Snapshot keep returning the last copy.
 // Close is idempotent. On a persistent watch it removes the watch from the
-// server, and waits for that as PersistentWatch.Close does: at most as
-// long as the Session takes to declare its connection lost, which takes
-// the watch with it; on one-shot watches it does no I/O (see TreeCache). A
-// read the cache sent before may still be answered afterwards (a request
-// cannot be called back), but no reply makes it send another.
+// server, waiting at most half a second for the server to confirm it; a
+// removal not confirmed by then (the connection is cut off) goes on in the
+// Session's background, which the Session's Close waits for, until the
+// Session declares the connection lost, which takes the watch with it. On
+// one-shot watches Close does no I/O (see TreeCache). A read the cache
+// sent before may still be answered afterwards (a request cannot be called
+// back), but no reply makes it send another.
 func (c *TreeCache) Close() error {
 	c.close()
 	return nil
