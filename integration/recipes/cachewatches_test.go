@@ -148,6 +148,9 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 			return total == total0 && own == own0
 		}, 5*time.Second, 10*time.Millisecond, "after Close the server holds the watches it held before: %s (was %d), the session's %s (was %d); %s",
 			lazy(func() string { return fmt.Sprint(total) }), total0, lazy(func() string { return fmt.Sprint(own) }), own0,
-			lazy(func() string { out, _ := zktest.FourLetterWord(context.Background(), c.Servers()[0], "wchp"); return out }))
+			lazy(func() string {
+				out, _ := zktest.FourLetterWord(context.Background(), c.Servers()[0], "wchp")
+				return out
+			}))
 	})
 }

@@ -322,8 +322,8 @@ type observer struct {
 	conn   *zk.Conn
 	s      *zr.Session
 	one    *zr.Session // without the wire layer: the caches on one-shot watches (robustness.OneShot)
-	data   string // the shared count's node
-	queue  string // the queue's node
+	data   string      // the shared count's node
+	queue  string      // the queue's node
 	once   sync.Once
 }
 
