@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // PersistentWatch follows the changes to a node, or to a whole subtree,
@@ -44,11 +46,17 @@ type PersistentWatch struct {
 	err       error // from construction: reported by Start
 
 	events chan WatchEvent
+	ww     *wire.Watch   // the watch on the wire layer, once started
+	wake   chan struct{} // the dispatcher has events to deliver
+	done   chan struct{} // closed once the dispatcher has ended (and closed events)
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	stopErr error
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	stopErr  error
+	cancel   context.CancelFunc // ends the dispatcher
+	queue    []WatchEvent       // events not yet delivered
+	overflow bool               // events were dropped: a WatchReset is owed
 }
 
 // WatchEventKind says what a WatchEvent reports.
@@ -159,7 +167,8 @@ const defaultWatchBacklog = 1 << 16
 // Session's namespace), which need not exist. It does no I/O; an invalid
 // path, option or a nil session is reported by Start.
 func NewPersistentWatch(s *Session, path string, opts ...PersistentWatchOption) *PersistentWatch {
-	w := &PersistentWatch{s: s, path: path, backlog: defaultWatchBacklog, events: make(chan WatchEvent)}
+	w := &PersistentWatch{s: s, path: path, backlog: defaultWatchBacklog, events: make(chan WatchEvent),
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, o := range opts {
 		if o == nil {
 			if w.err == nil {
@@ -185,12 +194,15 @@ func (w *PersistentWatch) Path() string { return w.path }
 func (w *PersistentWatch) Recursive() bool { return w.recursive }
 
 // Start sets the watch on the server and returns once it is set: every
-// change made after Start returns is delivered on Events. It fails with
+// change made after Start returns is delivered on Events. While the
+// connection is down, Start waits for it to come back. It fails with
 // ErrPersistentWatchUnsupported when the Session has no wire layer or the
-// server predates ZooKeeper 3.6, ErrCacheStarted when started before (and
-// ErrClosed too when closed), ErrInvalidPath or ErrInvalidArgument for
-// bad arguments, and ctx's error if ctx ends first; after a failure the
-// watch is closed (and nothing is left on the server).
+// server predates ZooKeeper 3.6 (a 3.5 server also drops the connection
+// on the request it does not know; the Session reconnects), with
+// ErrCacheStarted when started before (and ErrClosed too when closed),
+// ErrInvalidPath or ErrInvalidArgument for bad arguments, ErrClosed when
+// the Session is closed, and ctx's error if ctx ends first; after a
+// failure the watch is closed, and nothing of it is left on the server.
 func (w *PersistentWatch) Start(ctx context.Context) error {
 	if w.err != nil {
 		return w.err
@@ -208,13 +220,54 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 		return ErrCacheStarted
 	}
 	w.started = true
-	w.mu.Unlock()
-	if w.s.wire == nil {
-		w.Close()
+	s := w.s
+	if s.wire == nil {
+		w.closed = true
+		w.mu.Unlock()
+		close(w.events)
+		close(w.done)
 		return ErrPersistentWatchUnsupported
 	}
-	w.Close()
-	return ErrPersistentWatchUnsupported // the wire layer's own requests come next
+	run, cancel := ctxUntil(s.closedCh)
+	w.cancel = cancel
+	w.ww = &wire.Watch{Path: w.abs, Recursive: w.recursive, OnEvent: w.onEvent, OnReset: w.onReset, OnFail: w.onFail}
+	w.mu.Unlock()
+	if !s.spawn(func() { w.dispatch(run) }) {
+		cancel()
+		w.mu.Lock()
+		w.closed, w.ww = true, nil
+		w.mu.Unlock()
+		close(w.events)
+		close(w.done)
+		return ErrClosed
+	}
+	code, err := call(ctx, s, "addWatch", w.abs, func() (int32, error) {
+		code, err := s.wire.AddWatch(run, w.ww)
+		if err != nil && s.isClosed() {
+			err = ErrClosed
+		}
+		return code, err
+	}, nil)
+	if err == nil && code != wire.CodeOK {
+		err = watchCodeError("addWatch", code)
+	}
+	if err != nil {
+		if run.Err() != nil && ctx.Err() == nil {
+			err = ErrClosed // Close, or the Session's, cut Start short
+		}
+		w.Close()
+		return s.opError("addWatch", w.abs, err)
+	}
+	return nil
+}
+
+// watchCodeError is the error of a server's error code to addWatch or
+// removeWatches.
+func watchCodeError(op string, code int32) error {
+	if code == wire.CodeUnimplemented {
+		return ErrPersistentWatchUnsupported
+	}
+	return fmt.Errorf("zkrecipes: %s refused by the server: error code %d", op, code)
 }
 
 // Events delivers the watch's events in order. It is closed once the
@@ -235,18 +288,160 @@ func (w *PersistentWatch) Err() error {
 // removeWatches of the persistent kind, so that the Session's other
 // watches on the path stay), closes Events and waits for the watch's
 // goroutines. It does I/O yet takes no context: it waits for the server's
-// reply at most as long as the Session takes to declare its connection
-// lost (two thirds of the session timeout), and a watch whose connection
+// reply at most two thirds of the session timeout (the time the Session
+// takes to give up on a silent connection), and a watch whose connection
 // is lost is gone from the server with it. It returns nil once the watch
-// is gone from the server (or never was set); otherwise the error says
+// is gone from the server (or never was set), else an error that says
 // what may be left. Close is idempotent; later calls return nil.
+//
+// A server before ZooKeeper 3.9 cannot remove a persistent watch alone
+// (ZOOKEEPER-4472): there Close removes every watch of the Session on the
+// watch's path (not below it) and sets the Session's one-shot watches on
+// that path again at once, so they stay and still fire. Those servers keep
+// one watch per Session and path (ZOOKEEPER-4466): two persistent watches
+// of one Session on the same path, one recursive and one not, are one
+// watch there (the mode set last), and the Close of one sets the other
+// again.
 func (w *PersistentWatch) Close() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return nil
 	}
-	w.closed, w.started = true, true
-	close(w.events)
+	w.closed = true
+	if !w.started {
+		w.started = true
+		w.mu.Unlock()
+		close(w.events)
+		close(w.done)
+		return nil
+	}
+	cancel, ww := w.cancel, w.ww
+	w.mu.Unlock()
+	var err error
+	if ww != nil {
+		err = w.remove(ww)
+	}
+	if cancel != nil {
+		cancel()
+	}
+	<-w.done
+	return err
+}
+
+// remove takes ww off the wire layer and the server.
+func (w *PersistentWatch) remove(ww *wire.Watch) error {
+	s := w.s
+	if s.isClosed() {
+		s.wire.Forget(ww) // the connection is closing: the watch ends with it
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.grantedTimeout()*2/3)
+	defer cancel()
+	code, err := traced(s, "removeWatches", w.abs, func() (int32, error) { return s.wire.RemoveWatch(ctx, ww) })
+	if err == nil && code != wire.CodeOK {
+		err = watchCodeError("removeWatches", code)
+	}
+	if err != nil {
+		return fmt.Errorf("zkrecipes: persistent watch on %s: not confirmed removed; it stays on the server at most until the connection ends: %w", w.path, err)
+	}
 	return nil
+}
+
+// onEvent queues a notification (the connection's reading goroutine: it
+// must not block).
+func (w *PersistentWatch) onEvent(n wire.Notification) {
+	kind := WatchEventKind(n.Type) // wire types 1..4 are the kinds 1..4
+	zxid := max(n.Zxid, 0)
+	w.push(WatchEvent{Kind: kind, Path: w.s.rel(n.Path), Zxid: zxid}, false)
+}
+
+// onReset queues a WatchReset: the watch is set on a new connection.
+func (w *PersistentWatch) onReset(sid int64, newSession bool) {
+	r := ResetReconnected
+	if newSession {
+		r = ResetNewSession
+	}
+	w.push(WatchEvent{Kind: WatchReset, Path: w.path, Reset: r, SessionID: sid}, true)
+}
+
+// onFail stops the watch: a server refused to set it again.
+func (w *PersistentWatch) onFail(code int32) {
+	w.mu.Lock()
+	if !w.closed && w.stopErr == nil {
+		w.stopErr = watchCodeError("addWatch", code)
+	}
+	cancel := w.cancel
+	w.mu.Unlock()
+	cancel()
+}
+
+// push queues ev for the reader, beyond the backlog only if always.
+func (w *PersistentWatch) push(ev WatchEvent, always bool) {
+	w.mu.Lock()
+	switch {
+	case w.closed:
+	case !always && (w.overflow || len(w.queue) >= w.backlog):
+		w.overflow = true
+	default:
+		w.queue = append(w.queue, ev)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the next event to deliver: the queue's head, or the
+// WatchReset owed for an overflow once the queue is empty.
+func (w *PersistentWatch) next() (WatchEvent, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) > 0 {
+		ev := w.queue[0]
+		w.queue[0] = WatchEvent{}
+		w.queue = w.queue[1:]
+		if len(w.queue) == 0 {
+			w.queue = nil // let the array go
+		}
+		return ev, true
+	}
+	if w.overflow {
+		w.overflow = false
+		return WatchEvent{Kind: WatchReset, Path: w.path, Reset: ResetOverflow}, true
+	}
+	return WatchEvent{}, false
+}
+
+// dispatch delivers the events until run ends, then closes Events.
+func (w *PersistentWatch) dispatch(run context.Context) {
+	defer close(w.done)
+	defer close(w.events)
+	defer func() {
+		if w.s.isClosed() {
+			w.s.wire.Forget(w.ww)
+			w.mu.Lock()
+			if !w.closed && w.stopErr == nil {
+				w.stopErr = ErrClosed
+			}
+			w.mu.Unlock()
+		}
+	}()
+	for {
+		ev, ok := w.next()
+		if !ok {
+			select {
+			case <-w.wake:
+				continue
+			case <-run.Done():
+				return
+			}
+		}
+		select {
+		case w.events <- ev:
+		case <-run.Done():
+			return
+		}
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes"
 )
 
-const watchHelp = `usage: zkr watch PATH [-r] [--depth N] [flags]
+const watchHelp = `usage: zkr watch PATH [-r] [--depth N | --persistent] [flags]
 
 Prints the node at PATH as it is now, then every change to it as it
 happens, until Ctrl-C. With -r, the whole tree under PATH (a TreeCache):
@@ -26,6 +26,14 @@ event:
 A slow terminal may see changes coalesced, never a stale last state. Data
 is quoted, and cut after 200 bytes.
 
+With --persistent, one persistent watch (ZooKeeper 3.6+; recursive with
+-r) prints what the server notifies, no data read, nothing coalesced:
+
+  15:04:05.000 WATCHING /app/db (persistent, recursive)  (set: changes follow)
+  15:04:05.000 NODE_CREATED /app/db/x
+  15:04:05.010 DATA_CHANGED /app/db/x zxid=0x1f  (zxid: servers 3.9+)
+  15:04:06.000 RESET RECONNECTED session=0x1000a  (changes may be missed)
+
 flags:
 `
 
@@ -35,6 +43,7 @@ func cmdWatch(args []string) int {
 	c.register(fs)
 	tree := fs.Bool("r", false, "watch the tree under PATH, not only the node")
 	depth := fs.Int("depth", -1, "with -r: levels below PATH to watch (-1: all)")
+	persistent := fs.Bool("persistent", false, "print the notifications of one persistent watch (recursive with -r)")
 	pos, argv, code, ok := parseOrExit(fs, args)
 	if !ok {
 		return code
@@ -44,6 +53,8 @@ func cmdWatch(args []string) int {
 		return usageErr(fs.Name(), "want exactly one PATH")
 	case *depth < -1 || (*depth != -1 && !*tree):
 		return usageErr(fs.Name(), "--depth takes -r and a level >= 0")
+	case *depth != -1 && *persistent:
+		return usageErr(fs.Name(), "--depth does not go with --persistent")
 	case c.servers == "":
 		return usageErr(fs.Name(), "no servers: use --servers or set ZK_SERVERS")
 	}
@@ -51,6 +62,9 @@ func cmdWatch(args []string) int {
 	defer w.close()
 	if err != nil {
 		return zkErr(fs.Name(), err)
+	}
+	if *persistent {
+		return watchPersistent(fs.Name(), w, pos[0], *tree)
 	}
 	type cache interface {
 		Start(context.Context) error
@@ -105,4 +119,44 @@ func printEvent(ev zkrecipes.CacheEvent, single bool) {
 		line += " (no node)"
 	}
 	fmt.Fprintln(os.Stdout, line)
+}
+
+// watchPersistent prints the events of a persistent watch on path until
+// Ctrl-C (see watchHelp).
+func watchPersistent(name string, w *waiting, path string, recursive bool) int {
+	pw := zkrecipes.NewPersistentWatch(w.s, path, zkrecipes.WithRecursive(recursive))
+	if _, err := interruptible(w.ctx, w.cancel, w.sigs, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, pw.Start(ctx)
+	}); err != nil {
+		return zkErr(name, err)
+	}
+	defer pw.Close()
+	mode := "persistent"
+	if recursive {
+		mode += ", recursive"
+	}
+	fmt.Fprintf(os.Stdout, "%s WATCHING %s (%s)\n", time.Now().Format("15:04:05.000"), path, mode)
+	for {
+		select {
+		case ev, ok := <-pw.Events():
+			if !ok {
+				return zkErr(name, fmt.Errorf("stopped: %w", pw.Err()))
+			}
+			line := time.Now().Format("15:04:05.000") + " "
+			switch {
+			case ev.Kind == zkrecipes.WatchReset && ev.SessionID != 0:
+				line += fmt.Sprintf("RESET %s session=0x%x", ev.Reset, ev.SessionID)
+			case ev.Kind == zkrecipes.WatchReset:
+				line += "RESET " + ev.Reset.String()
+			default:
+				line += ev.Kind.String() + " " + ev.Path
+				if ev.Zxid > 0 {
+					line += fmt.Sprintf(" zxid=0x%x", ev.Zxid)
+				}
+			}
+			fmt.Fprintln(os.Stdout, line)
+		case <-w.sigs:
+			return 0
+		}
+	}
 }

@@ -38,6 +38,9 @@ type conn struct {
 	shook   bool // the handshake has been written
 	g       gatherer
 	resume  resumer
+	layer   *Layer   // nil in some unit tests
+	own     ownState // own requests (own.go)
+	dm      demux    // frame tracking on the read side (own.go)
 
 	dmu      sync.Mutex // guards the write deadline (see flushLate)
 	deadline time.Time  // the write deadline go-zookeeper set last
@@ -65,7 +68,7 @@ func (c *conn) Read(p []byte) (int, error) {
 		if c.resume.state != resumeDone {
 			return c.readResumed(p, c.sessionID(), c.timeout())
 		}
-		return c.r.Read(p)
+		return c.readFrames(p)
 	}
 	n, err := c.r.Read(p)
 	if n > 0 {
@@ -78,6 +81,9 @@ func (c *conn) Read(p []byte) (int, error) {
 			if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
 				c.granted.Store(int64(ms))
 			}
+		}
+		if c.n >= 4 && c.n >= c.handshakeLen() && c.n >= len(c.head) {
+			c.onSession() // the whole reply is read: go-zookeeper reads it in two reads, exactly
 		}
 	}
 	return n, err

@@ -2,12 +2,23 @@
 // go-zookeeper's TCP connection: reading the handshake (the granted session
 // timeout and the session id: conn.go), telling when a create's frame is
 // written (notice.go), gathering request frames into one write
-// (gather.go), and holding a resumed session's replies until its watches
-// are re-set (resume.go).
+// (gather.go), holding a resumed session's replies until its watches
+// are re-set (resume.go), and sending requests of its own that go-zookeeper
+// has no call for (own.go): ZooKeeper 3.6's persistent watches
+// (watches.go, shots.go).
 //
 // The seam is Layer: its Dialer wraps the connections of one go-zookeeper
-// client; Granted, Gather and Expect are all the recipes use. A nil
-// *Layer is the layer switched off (zkrecipes.WithWireLayer(false)).
+// client; Granted, Gather, Expect, and AddWatch, RemoveWatch and Forget
+// for the persistent watches, are all the recipes use. A nil *Layer is the
+// layer switched off (zkrecipes.WithWireLayer(false)).
+//
+// The layer's own frames carry xids go-zookeeper never uses (negative,
+// far from the protocol's special ones); they are written whole between
+// go-zookeeper's frames, and their replies are taken out of the read
+// stream at frame boundaries before go-zookeeper reads it. The reading
+// side relies on go-zookeeper reading each frame as its 4-byte length and
+// then its body, and on every frame after the handshake starting with a
+// reply header (length, xid, zxid, err).
 //
 // The layer relies on how go-zookeeper (v1.0.4, the version in go.mod)
 // writes to its connection. TestGoZookeeperWritesOneRequestFramePerWrite

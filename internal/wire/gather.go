@@ -54,6 +54,9 @@ func (c *conn) writeFrame(p []byte) (int, error) {
 	defer g.mu.Unlock()
 	c.resume.beforeFrame(p)
 	defer c.resume.afterFrame(p) // once written (or gathered)
+	if c.layer != nil {
+		defer c.layer.afterClientFrame(c, p) // runs before afterFrame
+	}
 	if g.want == 0 {
 		// Told before the write, not after: the reply may come back, and the
 		// create's caller stop waiting for the notice, before this goroutine
@@ -96,6 +99,7 @@ func (c *conn) flushLocked() error {
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.resume.close()
+	c.loseOwn()
 	c.g.mu.Lock()
 	if c.g.timer != nil {
 		c.g.timer.Stop()

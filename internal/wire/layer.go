@@ -19,6 +19,11 @@ type Layer struct {
 	granted atomic.Int64         // session timeout granted by the server, in ms
 	sent    *Notifier            // told of the creates written
 	cur     atomic.Pointer[conn] // the connection the client's requests go over now
+
+	xid   atomic.Uint32 // the own requests' sequence (own.go)
+	w     watches       // the persistent watches (watches.go)
+	wlist atomic.Pointer[[]*Watch]
+	shots shots // go-zookeeper's one-shot watches on their paths (shots.go)
 }
 
 // New returns a Layer with no connection yet.
@@ -36,6 +41,7 @@ func (l *Layer) Dialer(dial DialFunc) DialFunc {
 			return nil, err
 		}
 		wc := newConn(c, &l.granted, l.sent)
+		wc.layer = l
 		l.cur.Store(wc)
 		return wc, nil
 	}

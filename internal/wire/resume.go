@@ -135,7 +135,7 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 	if r.state == resumeUnknown {
 		r.state = resumeDone
 		if r.reset == nil || granted != r.asked {
-			return c.r.Read(p)
+			return c.readFrames(p)
 		}
 		r.state = resumeHolding
 		r.timer = time.NewTimer(min(time.Duration(resumeWait.Load()), timeout/6))
@@ -149,6 +149,13 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 	case <-r.timer.C:
 	case <-r.authed:
 		hdr, err := c.r.Peek(8) // length, xid
+		for err == nil && isOwn(int32(binary.BigEndian.Uint32(hdr[4:8]))) {
+			// The layer's own reply (own.go): not go-zookeeper's, taken out
+			// now, lest the credentials' reply behind it wait for the bound.
+			if err = c.takeOwn(4 + int(binary.BigEndian.Uint32(hdr[0:4]))); err == nil {
+				hdr, err = c.r.Peek(8)
+			}
+		}
 		if err != nil {
 			r.done()
 			return 0, err
@@ -164,7 +171,7 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 		}
 	}
 	r.done()
-	return c.r.Read(p)
+	return c.readFrames(p)
 }
 
 // pass reads on within a SetAuth reply, not beyond it.

@@ -58,10 +58,14 @@ func request(op uint32) []byte {
 	return binary.BigEndian.AppendUint32(f, op)
 }
 
-// firstReply reads one byte the server sends after the handshake, in the
-// background.
+// firstReply reads the first byte of a reply frame (length, xid 1, zxid,
+// err) the server sends after the handshake, in the background. (The
+// connection reads frame by frame: it peeks at each frame's header.)
 func firstReply(c, server net.Conn) <-chan error {
-	go func() { _, _ = server.Write([]byte{1}) }()
+	f := binary.BigEndian.AppendUint32(nil, 16)
+	f = binary.BigEndian.AppendUint32(f, 1)
+	f = append(f, make([]byte, 12)...)
+	go func() { _, _ = server.Write(f) }()
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Read(make([]byte, 1))

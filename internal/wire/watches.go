@@ -1,0 +1,412 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"strings"
+	"sync"
+)
+
+// Persistent watches (ZooKeeper 3.6's addWatch) on the layer's own
+// requests. A server keeps a connection's watches with the connection, so
+// the layer sets every registered watch again on each new connection, as
+// soon as its handshake reply is read (before go-zookeeper writes anything
+// on it): the reply to that addWatch, read in order with the rest, arms
+// the watch on that connection and tells its owner (OnReset) before any
+// notification that follows it.
+//
+// Notifications. A server sends a connection one notification per change,
+// however many of its watches the change fires. So every notification
+// still passes to go-zookeeper, which may hold a one-shot watch on the
+// same node (go-zookeeper hands one it holds no watch for to its event
+// callback, and drops it from its event channel when that is full), and a
+// copy goes to every watch armed on that connection that covers the path:
+// the node itself for a plain persistent watch (all event types), the
+// node and its subtree for a recursive one (NodeChildrenChanged excluded:
+// only a one-shot watch of go-zookeeper's can have caused it).
+//
+// Servers 3.6 to 3.8 keep one watch mode per connection and path
+// (ZOOKEEPER-4466, fixed in 3.9): a one-shot watch set on a node that has
+// a persistent one turns it back into a one-shot. So after every frame of
+// go-zookeeper's that sets a watch on the path of a persistent watch
+// (getData, exists, getChildren with the watch flag; SetWatches after a
+// reconnection), the layer writes that persistent watch's addWatch again,
+// right behind it. On 3.9 and later that addWatch changes nothing.
+//
+// Resumed sessions (resume.go). The replies of a resumed connection wait
+// until go-zookeeper has written SetWatches, so that go-zookeeper reads
+// no zxid before it builds that request. The replies to the layer's own
+// requests are not go-zookeeper's and leave its last zxid alone, so the
+// hold need not apply to them: a reply of the layer's that arrives while
+// the credentials' replies are let through is taken out at once (else
+// the credentials' reply behind it would wait for the hold's bound). Any
+// other own reply waits with the rest, at most the hold's bound; the
+// notifications after it wait too, so the order (OnReset first) stands.
+
+// Watch modes of addWatch.
+const (
+	modePersistent          = 0
+	modePersistentRecursive = 1
+)
+
+// watcher types of removeWatches.
+const (
+	watcherAny                 = 3
+	watcherPersistent          = 4
+	watcherPersistentRecursive = 5
+)
+
+// Notification is a watch notification a persistent watch covers.
+type Notification struct {
+	Type int32  // 1 NodeCreated, 2 NodeDeleted, 3 NodeDataChanged, 4 NodeChildrenChanged
+	Path string // absolute
+	Zxid int64  // the change's zxid (servers 3.9 and later; -1 before)
+}
+
+// Watch is a persistent watch of the layer. Set Path and Recursive, and
+// the hooks (called on the connection's reading goroutine: they must not
+// block), then AddWatch it.
+type Watch struct {
+	Path      string
+	Recursive bool
+	OnEvent   func(Notification)
+	// OnReset is told that the watch was set again on a new connection,
+	// of session sid (newSession: another session than the last one it
+	// was set in), before any of that connection's notifications.
+	OnReset func(sid int64, newSession bool)
+	// OnFail is told that the server refused to set the watch again on a
+	// new connection (code); the watch is then no longer registered.
+	OnFail func(code int32)
+
+	mu      sync.Mutex
+	armedOn *conn // the connection the watch is set on
+	sid     int64 // the session it was last set in
+	first   chan struct{}
+	firstOK bool
+	code    int32 // the first add's error code
+}
+
+func (w *Watch) mode() int32 {
+	if w.Recursive {
+		return modePersistentRecursive
+	}
+	return modePersistent
+}
+
+func (w *Watch) covers(path string, typ int32) bool {
+	if !w.Recursive {
+		return path == w.Path
+	}
+	if typ == 4 { // NodeChildrenChanged
+		return false
+	}
+	return path == w.Path || strings.HasPrefix(path, w.Path) && (w.Path == "/" || path[len(w.Path)] == '/')
+}
+
+func (w *Watch) isArmedOn(c *conn) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.armedOn == c
+}
+
+// watches guards the changes to the layer's registry (wlist): a
+// copy-on-write slice, read without a lock on every notification and on
+// every frame written.
+type watches struct {
+	mu sync.Mutex
+}
+
+func (l *Layer) watching() bool {
+	p := l.wlist.Load()
+	return p != nil && len(*p) > 0
+}
+
+// tapping tells whether notifications must be looked at: for the
+// persistent watches, or for go-zookeeper's one-shot watches on their
+// paths (shots.go).
+func (l *Layer) tapping() bool { return l.watching() || l.shots.n.Load() > 0 }
+
+func (l *Layer) registered() []*Watch {
+	if p := l.wlist.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *Layer) register(w *Watch) {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	list := append(append([]*Watch(nil), l.registered()...), w)
+	l.wlist.Store(&list)
+}
+
+// unregister drops w and reports whether another registered watch has
+// its path and mode (the server keeps one for both).
+func (l *Layer) unregister(w *Watch) (shared bool) {
+	shared, _ = l.unregistered(w)
+	return shared
+}
+
+// unregistered is unregister, also telling whether w was registered.
+func (l *Layer) unregistered(w *Watch) (shared, found bool) {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	var list []*Watch
+	for _, x := range l.registered() {
+		if x == w {
+			found = true
+			continue
+		}
+		list = append(list, x)
+		if x.Path == w.Path && x.Recursive == w.Recursive {
+			shared = true
+		}
+	}
+	l.wlist.Store(&list)
+	return shared, found
+}
+
+func addBody(path string, mode int32) []byte {
+	b := make([]byte, 4+len(path)+4)
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(path)))
+	copy(b[4:], path)
+	binary.BigEndian.PutUint32(b[4+len(path):], uint32(mode))
+	return b
+}
+
+// AddWatch registers w and sets it on the server: now on the current
+// connection if it has a session, else on the next one. It returns once
+// the watch is set (nil), the server refused it (the error code; w is then
+// no longer registered), or ctx ends (ctx's error: call RemoveWatch). From
+// then on, the layer sets w again on every new connection.
+func (l *Layer) AddWatch(ctx context.Context, w *Watch) (code int32, err error) {
+	w.first = make(chan struct{})
+	l.register(w)
+	if c := l.cur.Load(); c != nil {
+		c.g.mu.Lock()
+		l.track(c, w.Path) // probes first (shots.go)
+		if c.own.ready {
+			_, _ = c.sendLocked(l.nextXid(), OpAddWatch, addBody(w.Path, w.mode()), l.onAdded(w))
+		}
+		c.g.mu.Unlock()
+	} else {
+		l.track(nil, w.Path)
+	}
+	select {
+	case <-w.first:
+		if !w.firstOK {
+			return w.code, nil
+		}
+		return CodeOK, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// onAdded is the reply handler of an addWatch of w.
+func (l *Layer) onAdded(w *Watch) func(*conn, Reply) {
+	return func(c *conn, r Reply) {
+		w.mu.Lock()
+		if r.Code != CodeOK {
+			first := !w.firstOK
+			if first {
+				w.code = r.Code
+			}
+			w.mu.Unlock()
+			l.unregister(w)
+			if first {
+				closeOnce(w.first)
+			} else if w.OnFail != nil {
+				w.OnFail(r.Code)
+			}
+			return
+		}
+		if w.armedOn == c {
+			w.mu.Unlock()
+			return // set again behind a one-shot watch's frame: nothing new
+		}
+		sid := c.sessionID()
+		w.armedOn = c
+		first := !w.firstOK
+		newSession := w.sid != sid
+		w.sid, w.firstOK = sid, true
+		w.mu.Unlock()
+		if first {
+			closeOnce(w.first)
+		} else if w.OnReset != nil {
+			w.OnReset(sid, newSession)
+		}
+	}
+}
+
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// RemoveWatch unregisters w and removes it from the server, unless
+// another registered watch has its path and mode. It waits for the reply
+// until ctx ends. A connection without a session, or lost before the
+// reply, holds no watch: that is success. A server that does not know the
+// persistent watcher types of removeWatches (3.6 to 3.8 answer
+// CodeMarshalling) is asked to remove the path's watches of every type
+// (watcherAny) instead: the connection's one-shot watches on that very
+// path go too (on those servers they were one watch with the persistent
+// one anyway). It returns the server's error code for anything else.
+func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err error) {
+	defer l.untrack(w.Path)
+	if l.unregister(w) {
+		return CodeOK, nil
+	}
+	typ := int32(watcherPersistent)
+	if w.Recursive {
+		typ = watcherPersistentRecursive
+	}
+	for {
+		r, err := l.Call(ctx, OpRemoveWatches, removeBody(w.Path, typ))
+		switch {
+		case err == ErrConnLost:
+			return CodeOK, nil // the watch went with the connection
+		case err != nil:
+			return 0, err
+		case (r.Code == CodeOK || r.Code == CodeNoWatcher) && typ == watcherAny:
+			return l.putBack(ctx, w.Path, r.Zxid)
+		case r.Code == CodeOK, r.Code == CodeNoWatcher:
+			return CodeOK, nil
+		case r.Code == CodeMarshalling && typ != watcherAny:
+			typ = watcherAny // a server before 3.9: see shots.go
+		default:
+			return r.Code, nil
+		}
+	}
+}
+
+// putBack sets again, after a removal of every watch on path whose reply
+// carried zxid, go-zookeeper's one-shot watches there, and the other
+// persistent watches registered on path (see shots.go).
+func (l *Layer) putBack(ctx context.Context, path string, zxid int64) (int32, error) {
+	if k := l.kinds(path); k != 0 {
+		r, err := l.Call(ctx, opSetWatches, setWatchesBody(zxid, path, k))
+		switch {
+		case err == ErrConnLost:
+			return CodeOK, nil // go-zookeeper sets them again on the next connection
+		case err != nil:
+			return 0, err
+		case r.Code != CodeOK:
+			return r.Code, nil
+		}
+	}
+	if c := l.cur.Load(); c != nil {
+		c.g.mu.Lock()
+		if c.own.ready {
+			l.addAllLocked(c, []byte(path))
+		}
+		c.g.mu.Unlock()
+	}
+	return CodeOK, nil
+}
+
+func removeBody(path string, typ int32) []byte {
+	return addBody(path, typ) // path, int: the same record shape
+}
+
+// Forget unregisters w without asking the server (its connection is
+// closing, or ends with the session). Unlike RemoveWatch, it may be called
+// more than once.
+func (l *Layer) Forget(w *Watch) {
+	if _, found := l.unregistered(w); found {
+		l.untrack(w.Path)
+	}
+}
+
+// onSession is called on the reading goroutine once a connection's
+// handshake reply is read: if it granted a session, own requests may go
+// over c from now on, and every registered watch is set on it.
+func (c *conn) onSession() {
+	if c.sessionID() == 0 || c.timeout() <= 0 {
+		return // expired: go-zookeeper reconnects
+	}
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	c.own.ready = true
+	if c.layer != nil {
+		c.layer.shotsOnSession(c.sessionID())
+		c.layer.addAllLocked(c, nil)
+	}
+}
+
+// addAllLocked writes an addWatch for every registered watch (on path
+// only, when path is not nil) on c, with c.g.mu held.
+func (l *Layer) addAllLocked(c *conn, path []byte) {
+	for _, w := range l.registered() {
+		if path != nil && w.Path != string(path) {
+			continue
+		}
+		_, _ = c.sendLocked(l.nextXid(), OpAddWatch, addBody(w.Path, w.mode()), l.onAdded(w))
+	}
+}
+
+// Opcodes of go-zookeeper's requests that may set a watch.
+const (
+	opExists       = 3
+	opGetData      = 4
+	opGetChildren  = 8
+	opGetChildren2 = 12
+)
+
+// afterClientFrame is called, c.g.mu held, once a frame of go-zookeeper's
+// is written (or gathered): behind one that sets a watch on the path of a
+// persistent watch (or a SetWatches), the persistent watch is set again
+// (see above).
+func (l *Layer) afterClientFrame(c *conn, p []byte) {
+	if !l.watching() || len(p) < 12 || !c.own.ready {
+		return
+	}
+	switch binary.BigEndian.Uint32(p[8:12]) {
+	case opSetWatches:
+		l.addAllLocked(c, nil)
+	case opExists, opGetData, opGetChildren, opGetChildren2:
+		// path (int length, bytes), then the watch flag: the last byte
+		if len(p) < 17 || p[len(p)-1] != 1 {
+			return
+		}
+		n := int(int32(binary.BigEndian.Uint32(p[12:16])))
+		if n < 0 || 16+n+1 != len(p) {
+			return
+		}
+		l.wroteWatching(int32(binary.BigEndian.Uint32(p[4:8])), int32(binary.BigEndian.Uint32(p[8:12])), p[16:16+n])
+		l.addAllLocked(c, p[16:16+n])
+	}
+}
+
+// notified is called on the reading goroutine with a whole notification
+// frame (length, xid -1, zxid, err, type, state, path) that passed to
+// go-zookeeper: it goes to every watch armed on c that covers it.
+func (l *Layer) notified(c *conn, b []byte) {
+	if len(b) < 32 {
+		return
+	}
+	zxid := int64(binary.BigEndian.Uint64(b[8:16]))
+	typ := int32(binary.BigEndian.Uint32(b[20:24]))
+	n := int(int32(binary.BigEndian.Uint32(b[28:32])))
+	if n < 0 || 32+n > len(b) || typ < 1 || typ > 4 {
+		return
+	}
+	path := b[32 : 32+n]
+	if l.shots.n.Load() > 0 {
+		l.fired(string(path), typ)
+	}
+	var ev *Notification
+	for _, w := range l.registered() {
+		if !w.covers(string(path), typ) || !w.isArmedOn(c) || w.OnEvent == nil {
+			continue
+		}
+		if ev == nil {
+			ev = &Notification{Type: typ, Path: string(path), Zxid: zxid}
+		}
+		w.OnEvent(*ev)
+	}
+}
