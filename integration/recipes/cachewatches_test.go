@@ -98,6 +98,21 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 			return func() { require.NoError(t, cache.Close()) }
 		})
 	})
+	t.Run("TreeCache beside another session's", func(t *testing.T) {
+		// ZooKeeper 3.6 to 3.8 answer checkWatches "set" when any session
+		// watches the path (fixed in 3.9 by ZOOKEEPER-4466): a removal must
+		// not take another session's watch for this one's.
+		root := testPath(t)
+		mk(root, root+"/a")
+		theirs := zr.NewTreeCache(other.Session, root)
+		require.NoError(t, theirs.Start(ctx))
+		defer theirs.Close()
+		check(t, func(t *testing.T) func() {
+			cache := zr.NewTreeCache(cl.Session, root)
+			require.NoError(t, cache.Start(ctx))
+			return func() { require.NoError(t, cache.Close()) }
+		})
+	})
 	t.Run("NodeCache", func(t *testing.T) {
 		p := testPath(t)
 		mk(p)
