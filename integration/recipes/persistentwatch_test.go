@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 	"go.uber.org/goleak"
 )
 
@@ -461,4 +462,31 @@ func TestPersistentWatchBeyondItsBacklogDropsEventsAndSaysSo(t *testing.T) {
 	_, err := other.Set(p, []byte("x"), -1)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"DATA_CHANGED " + p}, nextEvents(t, w, 1, 10*time.Second))
+}
+
+// A server before 3.6 answers addWatch, an opcode it does not know, with
+// UNIMPLEMENTED and drops the connection (played here by sending an
+// opcode no server knows): Start says so with the typed error, and the
+// Session reconnects and goes on without trying again.
+func TestPersistentWatchOnAServerWithoutAddWatchSaysUnsupportedAndTheSessionGoesOn(t *testing.T) {
+	if wireOff() {
+		t.Skip("persistent watches need the wire layer")
+	}
+	c := server(t)
+	s := connect(t, c, nil)
+	sid := s.Conn().SessionID()
+	states := watchStates(t, s.Session)
+	t.Cleanup(wire.SetAddWatchOp(999))
+	w := zr.NewPersistentWatch(s.Session, testPath(t), zr.WithRecursive(true))
+	require.ErrorIs(t, w.Start(ctxT(t, 10*time.Second)), zr.ErrPersistentWatchUnsupported)
+	states.next(t, 10*time.Second, zr.StateReconnected)
+	assert.Equal(t, sid, s.Conn().SessionID(), "the same session")
+	_, _, err := s.Conn().Get("/")
+	require.NoError(t, err)
+	select {
+	case sc := <-states.ch:
+		t.Fatalf("the Session's state changed again (%v): the watch was tried again", sc.State)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, w.Close())
 }

@@ -70,7 +70,13 @@ func (c *conn) Read(p []byte) (int, error) {
 		}
 		return c.readFrames(p)
 	}
-	n, err := c.r.Read(p)
+	// No read crosses the end of the handshake's reply: the frames after it
+	// are read frame by frame (own.go). go-zookeeper reads it exactly anyway.
+	lim := 4 - c.n
+	if c.n >= 4 {
+		lim = c.handshakeLen() - c.n
+	}
+	n, err := c.r.Read(p[:min(len(p), lim)])
 	if n > 0 {
 		if c.n < len(c.head) {
 			copy(c.head[c.n:], p[:n])

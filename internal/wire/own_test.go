@@ -150,3 +150,34 @@ func TestFramesPassingThroughCostNoAllocation(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// However the client reads, no read crosses the end of the handshake's
+// reply, so an own reply right behind it is still taken out.
+func TestReadsStopAtTheHandshakeSoTheFramesBehindItAreDemultiplexed(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	l := New()
+	c, err := l.Dialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil })("tcp", "127.0.0.1:2181", time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	req := make([]byte, 4+44)
+	binary.BigEndian.PutUint32(req, 44)
+	go func() { _, _ = io.ReadFull(server, make([]byte, len(req))) }()
+	_, err = c.Write(req)
+	require.NoError(t, err)
+	resp := binary.BigEndian.AppendUint32(nil, 36)
+	resp = binary.BigEndian.AppendUint32(resp, 0)
+	resp = binary.BigEndian.AppendUint32(resp, 4000)
+	resp = binary.BigEndian.AppendUint64(resp, 0x55)
+	resp = binary.BigEndian.AppendUint32(resp, 16)
+	resp = append(resp, make([]byte, 16)...)
+	own := ownTestReply(ownXidMax, 3, 0, nil) // no waiter: dropped
+	next := ownTestReply(1, 4, 0, []byte("go-zookeeper's"))
+	go func() { _, _ = server.Write(append(append(append([]byte(nil), resp...), own...), next...)) }()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second))) // a failure, not a hang
+	buf := make([]byte, 1<<10)
+	n, err := io.ReadAtLeast(c, buf, len(resp))
+	require.NoError(t, err)
+	assert.Equal(t, resp, buf[:n], "the handshake's reply alone")
+	assert.Equal(t, next[4:], readOne(t, c), "the own reply taken out")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Persistent watches (ZooKeeper 3.6's addWatch) on the layer's own
@@ -42,6 +43,20 @@ import (
 // the credentials' reply behind it would wait for the hold's bound). Any
 // other own reply waits with the rest, at most the hold's bound; the
 // notifications after it wait too, so the order (OnReset first) stands.
+
+// addWatchOp is the opcode AddWatch sends: OpAddWatch but in tests that
+// play a server without it (SetAddWatchOp).
+var addWatchOp atomic.Int32
+
+func init() { addWatchOp.Store(OpAddWatch) }
+
+// SetAddWatchOp makes AddWatch send opcode op instead of addWatch (tests
+// only: an opcode the server does not know plays a 3.5 server) and returns
+// the function that restores it.
+func SetAddWatchOp(op int32) (restore func()) {
+	old := addWatchOp.Swap(op)
+	return func() { addWatchOp.Store(old) }
+}
 
 // Watch modes of addWatch.
 const (
@@ -186,7 +201,7 @@ func (l *Layer) AddWatch(ctx context.Context, w *Watch) (code int32, err error) 
 		c.g.mu.Lock()
 		l.track(c, w.Path) // probes first (shots.go)
 		if c.own.ready {
-			_, _ = c.sendLocked(l.nextXid(), OpAddWatch, addBody(w.Path, w.mode()), l.onAdded(w))
+			_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
 		}
 		c.g.mu.Unlock()
 	} else {
@@ -345,7 +360,7 @@ func (l *Layer) addAllLocked(c *conn, path []byte) {
 		if path != nil && w.Path != string(path) {
 			continue
 		}
-		_, _ = c.sendLocked(l.nextXid(), OpAddWatch, addBody(w.Path, w.mode()), l.onAdded(w))
+		_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
 	}
 }
 
