@@ -199,10 +199,10 @@ func (c *NodeCache) Err() error { return c.stopped() }
 // persistent watch it removes the watch from the server as TreeCache's
 // Close does (waiting at most half a second; a removal not confirmed then
 // goes on in the Session's background). On one-shot watches it does no
-// I/O, and the cache's last watch stays on
-// the server until the node changes (or, for a node that does not exist,
-// is created) or the ZooKeeper session ends: go-zookeeper cannot remove
-// it; its notification is then dropped by the client.
+// I/O, and the cache's last watch stays on the server until the node
+// changes (or, for a node that does not exist, is created) or the
+// ZooKeeper session ends: go-zookeeper cannot remove it; its notification
+// is then dropped by the client.
 func (c *NodeCache) Close() error {
 	c.close()
 	return nil

@@ -530,9 +530,13 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 	if err != nil {
 		return loadedNode{}, nil, c.s.opError("getData", abs, err)
 	}
-	armed = armData
-	if list {
-		armed |= armKids
+	switch {
+	case persistent:
+		armed = 0 // no one-shot watch is set (should the cache fall back to them, it sets them all)
+	case list:
+		armed = armData | armKids
+	default:
+		armed = armData
 	}
 	return loadedNode{path: p, data: g.data, stat: g.st, armed: armed}, g.kids, nil
 }

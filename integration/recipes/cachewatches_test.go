@@ -14,6 +14,7 @@ import (
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // serverWatches counts the watches a server holds: all of them (mntr's
@@ -168,4 +169,41 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 				return out
 			}))
 	})
+}
+
+// On a server without addWatch (before 3.6; played by an opcode no server
+// knows), the caches fall back to one-shot watches: they load, and follow
+// creations, changes and deletions.
+func TestCaches_FallBackToOneShotWatchesOnAServerWithoutAddWatch(t *testing.T) {
+	if wireOff() {
+		t.Skip("ZKRECIPES_WIRE=off: the caches run on one-shot watches anyway")
+	}
+	c := server(t)
+	cl := connect(t, c, nil)
+	conn := raw(t, c)
+	root := testPath(t)
+	mkdirs(t, conn, root+"/a")
+	t.Cleanup(func() { (&treeWriter{t: t, conn: conn}).deleteTree(root) })
+	t.Cleanup(wire.SetAddWatchOp(999))
+	ctx := ctxT(t, 30*time.Second)
+	tree := zr.NewTreeCache(cl.Session, root)
+	defer tree.Close()
+	require.NoError(t, tree.Start(ctx))
+	node := zr.NewNodeCache(cl.Session, root+"/a")
+	defer node.Close()
+	require.NoError(t, node.Start(ctx))
+	require.Equal(t, 2, tree.Len())
+
+	_, err := conn.Create(root+"/a/b", []byte("1"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	_, err = conn.Set(root+"/a", []byte("2"), -1)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		b, okb := tree.Get(root + "/a/b")
+		a, oka := node.Get()
+		return okb && string(b.Data) == "1" && oka && string(a.Data) == "2"
+	}, 10*time.Second, 5*time.Millisecond, "the caches follow a creation and a change")
+	require.NoError(t, conn.Delete(root+"/a/b", -1))
+	require.Eventually(t, func() bool { _, ok := tree.Get(root + "/a/b"); return !ok }, 10*time.Second, 5*time.Millisecond,
+		"and a deletion")
 }
