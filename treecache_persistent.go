@@ -31,8 +31,12 @@ import (
 // notifications come after its own, and the batch is applied parents
 // first: a node is always inserted under a parent the cache holds.
 
-// maxBatch bounds the notifications a TreeCache takes in one batch.
-const maxBatch = 4096
+// maxBatch bounds the notifications a TreeCache takes in one batch, and
+// maxBatchReads the reads of a batch in flight at once.
+const (
+	maxBatch      = 4096
+	maxBatchReads = 256
+)
 
 // followPersistent loads the tree, then handles the watch's notes and
 // connection changes until ctx ends or a read fails for good. The whole
@@ -191,7 +195,8 @@ func (c *TreeCache) inScope(p string) bool {
 }
 
 // readAll reads the data of the nodes at paths, without watches, up to
-// maxTreeReads at a time; a node not found is returned with a nil stat.
+// maxBatchReads at a time, the first of them written together (see
+// Session.gather); a node not found is returned with a nil stat.
 func (c *TreeCache) readAll(ctx context.Context, paths []string) ([]loadedNode, error) {
 	out := make([]loadedNode, len(paths))
 	type result struct {
@@ -199,9 +204,10 @@ func (c *TreeCache) readAll(ctx context.Context, paths []string) ([]loadedNode, 
 		n   loadedNode
 		err error
 	}
-	results := make(chan result, maxTreeReads) // room for every read in flight: none blocks after an early return
+	results := make(chan result, maxBatchReads) // room for every read in flight: none blocks after an early return
+	c.s.gather(min(len(paths), maxBatchReads))
 	for next, running := 0, 0; next < len(paths) || running > 0; {
-		for ; next < len(paths) && running < maxTreeReads; next++ {
+		for ; next < len(paths) && running < maxBatchReads; next++ {
 			if err := ctx.Err(); err != nil {
 				return nil, err // closed: start no read
 			}

@@ -37,7 +37,7 @@ import (
 // persistent watch, and on one-shot watches) and a raw go-zookeeper client
 // doing the least work hold the final children: raw holds their data too
 // (a children watch, a listing each time it fires, a getData of each new
-// child), raw-names-only only their names (median of 3;
+// child), raw-names-only only their names (median of 5;
 // treecache_burst_test.go). burst-converge-x-raw is the TreeCache's over
 // raw's.
 func BenchmarkTreeCache10k(b *testing.B) {

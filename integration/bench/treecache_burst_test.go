@@ -21,7 +21,7 @@ import (
 const (
 	burstSize    = 1000
 	burstWriters = 32
-	burstRounds  = 3
+	burstRounds  = 5
 )
 
 // burstObserver starts following root's children and returns once it
