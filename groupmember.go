@@ -16,12 +16,13 @@ import (
 // Members reads the local view; Changed tells when it changes. The view
 // may be stale while the connection is down and converges once it is
 // back. The view runs on a TreeCache of the group's node and its
-// children: no goroutine per member, and, as for a TreeCache, use a
-// Session made by Connect (on one adopted with NewSession, a burst of
-// changes can be missed until the next reconnection). NewGroupMember does
-// no I/O. A
-// GroupMember is safe for concurrent use; no goroutine of it is left
-// after Close or the Session's Close.
+// children: no goroutine per member; on ZooKeeper 3.6 or later it costs
+// the server one persistent recursive watch (see TreeCache for the
+// fallback elsewhere). As for a TreeCache, use a Session made by Connect
+// (on one adopted with NewSession, a burst of changes can be missed until
+// the next reconnection). NewGroupMember does no I/O. A GroupMember is
+// safe for concurrent use; no goroutine of it is left after Close or the
+// Session's Close.
 type GroupMember struct {
 	s    *Session
 	path string
@@ -208,8 +209,9 @@ func (g *GroupMember) Err() error {
 	return g.stopErr
 }
 
-// Close leaves the group: it stops the view, waits for its goroutines,
-// and deletes this member's node (see PersistentNode.Close for what it
+// Close leaves the group: it stops the view (removing its watch from the
+// server as TreeCache's Close does), waits for its goroutines, and
+// deletes this member's node (see PersistentNode.Close for what it
 // returns). Members keeps returning the last view. Close is idempotent.
 func (g *GroupMember) Close(ctx context.Context) error {
 	if g.err != nil {

@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -29,9 +30,16 @@ import (
 // values, never the last one, and the stats it sees never go back (each
 // node event has a larger Mzxid than the one before, or is a deletion).
 //
+// What it costs the server: one persistent watch on the node (a
+// PersistentWatch), set before the first read and removed by Close, and
+// one getData per change, where the Session has its wire layer and the
+// server is ZooKeeper 3.6 or later; elsewhere a one-shot watch set again
+// after every change (an exists watch while the node does not exist).
+//
 // NewNodeCache does no I/O. A NodeCache is safe for concurrent use; it
 // runs from Start until Close, the Session's Close, or a read error that
-// cannot pass (see Err). No goroutine of it is left after Close returns.
+// cannot pass (see Err). No goroutine of it is left after Close returns,
+// but for the removal of its watch while cut off (see Close).
 type NodeCache struct {
 	s    *Session
 	path string
@@ -148,11 +156,21 @@ func (c *NodeCache) Start(ctx context.Context) error {
 }
 
 // run keeps the copy up to date until ctx ends or a read fails for
-// good.
+// good: on one persistent watch where the Session and the server can set
+// one (nodecache_persistent.go), else on one-shot watches.
 func (c *NodeCache) run(ctx context.Context) {
-	err := follow(ctx, c.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
-		return c.s.readData(ctx, c.abs)
-	}, newerData, c.onState, c.onNode)
+	states, unsub := c.s.Subscribe()
+	w, err := openCacheWatch(ctx, c.s, c.path, false)
+	if err == nil {
+		err = c.followPersistent(ctx, w, states)
+		c.s.closeCacheWatch(w)
+	}
+	unsub()
+	if errors.Is(err, ErrPersistentWatchUnsupported) {
+		err = follow(ctx, c.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
+			return c.s.readData(ctx, c.abs)
+		}, newerData, c.onState, c.onNode)
+	}
 	c.end(c.s, err)
 }
 
@@ -177,11 +195,14 @@ func (c *NodeCache) Events() <-chan CacheEvent { return c.events }
 func (c *NodeCache) Err() error { return c.stopped() }
 
 // Close stops the cache and waits for its goroutines; the Events channel
-// is closed. Get keeps returning the last copy. Close is idempotent and
-// does no I/O. The cache's last watch stays on the server until the node
+// is closed. Get keeps returning the last copy. Close is idempotent. On a
+// persistent watch it removes the watch from the server as TreeCache's
+// Close does (waiting at most half a second; a removal not confirmed then
+// goes on in the Session's background). On one-shot watches it does no
+// I/O, and the cache's last watch stays on the server until the node
 // changes (or, for a node that does not exist, is created) or the
-// ZooKeeper session ends: go-zookeeper cannot remove a watch. Its
-// notification is then dropped by the client.
+// ZooKeeper session ends: go-zookeeper cannot remove it; its notification
+// is then dropped by the client.
 func (c *NodeCache) Close() error {
 	c.close()
 	return nil

@@ -1,6 +1,8 @@
 package zkrecipes
 
 import (
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,4 +118,44 @@ func TestZKNodeCacheStopsWithErrClosedWhenTheSessionCloses(t *testing.T) {
 	assert.ErrorIs(t, c.Err(), ErrClosed)
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, NewNodeCache(s, "/x").Start(ctx), ErrClosed)
+}
+
+// On its persistent watch, a NodeCache sets no watch with a read: one
+// getData to load, one per change (creation, data change, deletion), and
+// none for a change to the node's children.
+func TestZKNodeCacheOnAPersistentWatchReadsOncePerChangeAndSetsNoWatch(t *testing.T) {
+	raw := zkRaw(t)
+	path := "/zkt/nodecache-" + newUUID()
+	acl := zk.WorldACL(zk.PermAll)
+	_, _ = raw.Create("/zkt", nil, 0, acl)
+	var watching, plain atomic.Int32
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &watchCountingConn{Conn: c, prefix: path, watching: &watching, plain: &plain}, nil
+	}
+	log := &treeOps{}
+	ctx, s := zkSession(t, 30*time.Second, WithTracer(log), WithDialer(dial))
+	c := NewNodeCache(s, path)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	require.Equal(t, CacheInitialized, nextEvent(t, c).Kind)
+	assert.Equal(t, []string{"addWatch " + path, "getData " + path}, log.take(), "the watch, then the load")
+
+	_, err := raw.Create(path, []byte("one"), 0, acl)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = raw.Delete(path+"/kid", -1); _ = raw.Delete(path, -1) })
+	require.Equal(t, NodeCreated, nextEvent(t, c).Kind)
+	_, err = raw.Create(path+"/kid", nil, 0, acl) // no read: the node's data is as it was
+	require.NoError(t, err)
+	_, err = raw.Set(path, []byte("two"), -1)
+	require.NoError(t, err)
+	require.Equal(t, NodeChanged, nextEvent(t, c).Kind)
+	require.NoError(t, raw.Delete(path+"/kid", -1))
+	require.NoError(t, raw.Delete(path, -1))
+	require.Equal(t, NodeDeleted, nextEvent(t, c).Kind)
+	assert.Equal(t, []string{"getData " + path, "getData " + path, "getData " + path}, log.take(), "one read per change")
+	assert.Zero(t, watching.Load(), "no read sets a watch")
 }

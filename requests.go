@@ -293,7 +293,7 @@ func (s *Session) exists(ctx context.Context, path string) (*zk.Stat, error) {
 
 // existsW tells whether path exists and sets a watch on it: a data watch
 // when it exists, else one that fires when it is created (which stays on
-// the server until then: ZooKeeper cannot remove a watch).
+// the server until then: go-zookeeper cannot remove a watch).
 func (s *Session) existsW(ctx context.Context, path string) (bool, <-chan zk.Event, error) {
 	type res struct {
 		ok bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -36,15 +37,20 @@ import (
 // node the reader holds (a deletion), plus the connection events; a slow
 // reader may miss intermediate values, never the last one.
 //
-// The cache issues one getData and one getChildren per node to load the
-// tree (several at a time), and per change only what it needs: a data
-// change is one getData, a new child one getChildren of its parent plus
-// the child's two reads, a deleted child one getChildren of its parent.
-// After a reconnection the whole tree is read again, without setting a
-// second watch where one is still set. No goroutine runs per node.
-// ZooKeeper cannot remove a watch: after Close the cache's watches stay
-// on the server until their node changes or the session ends, and their
-// notifications are dropped by the client.
+// What it costs the server: where the Session has its wire layer and the
+// server is ZooKeeper 3.6 or later, one persistent recursive watch on the
+// root (a PersistentWatch), set before the tree is read and removed by
+// Close; the tree is loaded with one getData per node and one
+// getChildren per node that has children, and a change costs only the
+// reads it needs: a node created or changed one getData, a node deleted
+// none; the reads a burst of changes needs are sent together. Elsewhere
+// (WithWireLayer(false), a Session made by NewSession, an older server)
+// the cache falls back to one-shot watches: a data and a children watch
+// per node, set again as they fire; a change costs a getData, a listing of
+// the parent, or both; and the watches set last stay on the server after
+// Close, until their node changes or the session ends (go-zookeeper cannot
+// remove them). In both modes the whole tree is read again after every
+// reconnection, and no goroutine runs per node.
 //
 // On a Session made by NewSession, go-zookeeper hands notifications over
 // a channel that drops them when a burst outgrows its buffer; the cache
@@ -52,7 +58,8 @@ import (
 //
 // NewTreeCache does no I/O. A TreeCache is safe for concurrent use; it
 // runs from Start until Close, the Session's Close, or a read error that
-// cannot pass (see Err). No goroutine of it is left after Close returns.
+// cannot pass (see Err). No goroutine of it is left after Close returns,
+// but for the removal of its watch while cut off (see Close).
 type TreeCache struct {
 	s    *Session
 	path string
@@ -65,7 +72,9 @@ type TreeCache struct {
 	noted    chan struct{} // notifications wait in queue
 
 	nmu   sync.Mutex
-	queue []zk.Event // notifications not yet handled
+	queue []zk.Event // notifications not yet handled (one-shot watches)
+
+	persistent atomic.Bool // the cache runs on a persistent recursive watch, not on one-shot watches
 
 	mu      sync.Mutex
 	loaded  bool
@@ -168,14 +177,11 @@ func (c *TreeCache) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Routes and states are taken before the first read, so that no
-	// change after it goes unnoticed.
-	unroute := c.s.watchTree(c.abs, c.note)
+	// States are taken before the first read, so that no change after it
+	// goes unnoticed; the watch (persistent, or the notification route
+	// of the one-shot watches) is set by run, before its first read.
 	states, unsub := c.s.Subscribe()
-	return c.launch(ctx, run, c.s, func(ctx context.Context) { c.run(ctx, states) }, c.dispatch, func() {
-		unroute()
-		unsub()
-	})
+	return c.launch(ctx, run, c.s, func(ctx context.Context) { c.run(ctx, states) }, c.dispatch, unsub)
 }
 
 // Get returns the node at path (as given to the cache, or below it) as
@@ -237,9 +243,17 @@ func (c *TreeCache) Err() error { return c.stopped() }
 
 // Close stops the cache and waits for its goroutines; the Events channel
 // is closed. Get, Children and Snapshot keep returning the last copy.
-// Close is idempotent and does no I/O. A read the cache sent before may
-// still be answered afterwards (a request cannot be called back), but no
-// reply makes it send another.
+// Close is idempotent. On a persistent watch it removes the watch from the
+// server, waiting at most half a second for the server to confirm it; a
+// removal not confirmed by then (the connection is cut off) goes on in the
+// Session's background, which the Session's Close waits for, until the
+// Session declares the connection lost, which takes the watch with it.
+// (On ZooKeeper 3.6 to 3.8, where another session watches the root too,
+// one-shot watches may be left there instead, until the root's data or
+// children next change: docs/design.md, "Caches".) On one-shot watches
+// Close does no I/O (see TreeCache). A read the cache
+// sent before may still be answered afterwards (a request cannot be called
+// back), but no reply makes it send another.
 func (c *TreeCache) Close() error {
 	c.close()
 	return nil

@@ -42,9 +42,25 @@ func (c *TreeCache) takeNotes() []zk.Event {
 	return q
 }
 
-// run keeps the copy up to date until ctx ends or a read fails for good.
+// run keeps the copy up to date until ctx ends or a read fails for good:
+// on one persistent recursive watch where the Session and the server can
+// set one (treecache_persistent.go), else on one-shot watches.
 func (c *TreeCache) run(ctx context.Context, states <-chan StateChange) {
-	c.end(c.s, c.follow(ctx, states))
+	w, err := openCacheWatch(ctx, c.s, c.path, true)
+	if err == nil {
+		c.persistent.Store(true)
+		err = c.followPersistent(ctx, w, states)
+		c.s.closeCacheWatch(w)
+		c.persistent.Store(false) // on a server that predates it after a reconnection: one-shot watches
+	}
+	if errors.Is(err, ErrPersistentWatchUnsupported) {
+		// The route is taken before the first read, so that no change
+		// after it goes unnoticed.
+		unroute := c.s.watchTree(c.abs, c.note)
+		err = c.follow(ctx, states)
+		unroute()
+	}
+	c.end(c.s, err)
 }
 
 // follow loads the tree, then handles notifications and connection
@@ -374,8 +390,8 @@ func (c *TreeCache) reloadRoot(ctx context.Context) error {
 func (c *TreeCache) loadRoot(ctx context.Context) ([]loadedNode, error) {
 	for {
 		loaded, err := c.load(ctx, c.path)
-		if err != nil || len(loaded) > 0 {
-			return loaded, err
+		if err != nil || len(loaded) > 0 || c.persistent.Load() {
+			return loaded, err // the persistent watch reports the root's creation
 		}
 		ok, _, err := c.s.existsW(ctx, c.abs)
 		if err != nil || !ok {
@@ -471,7 +487,14 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 		return loadedNode{}, nil, err
 	}
 	abs := c.s.abs(p)
+	persistent := c.persistent.Load()
+	if persistent {
+		armed = armData | armKids // the persistent watch watches it: no watch is set
+	}
 	g, err := traced(c.s, "getData", abs, c.s.getReq(abs, armed&armData == 0))
+	if err == nil && persistent && g.stat.NumChildren == 0 {
+		list = false // nothing to list: a child created after the read is reported by the watch
+	}
 	var kids []string
 	if err == nil && list {
 		if err := ctx.Err(); err != nil {
@@ -490,9 +513,13 @@ func (c *TreeCache) read(ctx context.Context, p string, list bool, armed watchBi
 	if err != nil {
 		return loadedNode{}, nil, c.s.opError("getData", abs, err)
 	}
-	armed = armData
-	if list {
-		armed |= armKids
+	switch {
+	case persistent:
+		armed = 0 // no one-shot watch is set (should the cache fall back to them, it sets them all)
+	case list:
+		armed = armData | armKids
+	default:
+		armed = armData
 	}
 	return loadedNode{path: p, data: g.data, stat: g.stat, armed: armed}, kids, nil
 }

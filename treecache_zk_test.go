@@ -179,8 +179,9 @@ func (c *watchCountingConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// After a lost connection under the same session, the cache reads the
-// tree again without setting a second watch on every node (go-zookeeper
+// On one-shot watches (no wire layer), after a lost connection under the
+// same session, the cache reads the tree again without setting a second
+// watch on every node (go-zookeeper
 // would keep a channel for each), and the watches it had still report
 // the changes that follow.
 func TestZKTreeCacheResyncUnderTheSameSessionSetsNoSecondWatch(t *testing.T) {
@@ -212,7 +213,7 @@ func TestZKTreeCacheResyncUnderTheSameSessionSetsNoSecondWatch(t *testing.T) {
 		mu.Unlock()
 		return &watchCountingConn{Conn: c, prefix: root, watching: &watching, plain: &plain}, nil
 	}
-	ctx, s := zkSession(t, 30*time.Second, WithDialer(dial))
+	ctx, s := zkSession(t, 30*time.Second, WithDialer(dial), WithWireLayer(false)) // one-shot watches
 	c := NewTreeCache(s, root)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Start(ctx))
@@ -269,12 +270,12 @@ func (l *treeOps) take() []string {
 	return ops
 }
 
-// A change costs what it needs: a data change one getData of the node (no
-// listing of its siblings), a new leaf one listing of its parent and its
-// own two reads, a deletion one listing of its parent (and at most one
-// getData of the node, when its notification comes apart from its
-// parent's).
-func TestZKTreeCacheReadsOnlyWhatAChangeNeeds(t *testing.T) {
+// On one-shot watches (no wire layer), a change costs what it needs: a
+// data change one getData of the node (no listing of its siblings), a new
+// leaf one listing of its parent and its own two reads, a deletion one
+// listing of its parent (and at most one getData of the node, when its
+// notification comes apart from its parent's).
+func TestZKTreeCacheOnOneShotWatchesReadsOnlyWhatAChangeNeeds(t *testing.T) {
 	raw := zkRaw(t)
 	root := "/zkt/treecache-" + newUUID()
 	acl := zk.WorldACL(zk.PermAll)
@@ -289,7 +290,7 @@ func TestZKTreeCacheReadsOnlyWhatAChangeNeeds(t *testing.T) {
 		}
 	})
 	log := &treeOps{}
-	ctx, s := zkSession(t, 30*time.Second, WithTracer(log))
+	ctx, s := zkSession(t, 30*time.Second, WithTracer(log), WithWireLayer(false))
 	c := NewTreeCache(s, root)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Start(ctx))
@@ -347,4 +348,65 @@ func TestZKTreeCacheWorksUnderANamespace(t *testing.T) {
 		_, okB := c.Get("/cfg/b")
 		return okA && okB && string(a.Data) == "changed"
 	}, 10*time.Second, time.Millisecond)
+}
+
+// On its persistent recursive watch, the cache sets no watch with a read,
+// loads the tree with a getData per node and a getChildren only of the
+// nodes that have children, and then a change costs what it needs: a data
+// change or a new node one getData of the node, a deletion nothing.
+func TestZKTreeCacheOnAPersistentWatchSetsNoWatchAndReadsOnlyWhatAChangeNeeds(t *testing.T) {
+	raw := zkRaw(t)
+	root := "/zkt/treecache-" + newUUID()
+	acl := zk.WorldACL(zk.PermAll)
+	_, _ = raw.Create("/zkt", nil, 0, acl)
+	for _, p := range []string{root, root + "/a", root + "/b", root + "/c", root + "/a/x"} {
+		_, err := raw.Create(p, nil, 0, acl)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for _, p := range []string{root + "/a/new", root + "/a/x", root + "/a", root + "/b", root + "/c", root} {
+			_ = raw.Delete(p, -1)
+		}
+	})
+	var watching, plain atomic.Int32
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &watchCountingConn{Conn: c, prefix: root, watching: &watching, plain: &plain}, nil
+	}
+	log := &treeOps{}
+	ctx, s := zkSession(t, 30*time.Second, WithTracer(log), WithDialer(dial))
+	c := NewTreeCache(s, root)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	require.True(t, c.persistent.Load(), "the cache runs on a persistent watch")
+	ops := log.take()
+	require.NotEmpty(t, ops)
+	assert.Equal(t, "addWatch "+root, ops[0], "the watch first")
+	assert.ElementsMatch(t, []string{"getData " + root, "getData " + root + "/a", "getData " + root + "/b", "getData " + root + "/c",
+		"getData " + root + "/a/x", "getChildren " + root, "getChildren " + root + "/a"}, ops[1:],
+		"then the load: a getData per node, a getChildren of the nodes with children")
+	for ev := nextTreeEvent(t, c); ev.Kind != CacheInitialized; ev = nextTreeEvent(t, c) {
+	}
+
+	_, err := raw.Set(root+"/b", []byte("x"), -1)
+	require.NoError(t, err)
+	require.Equal(t, NodeChanged, nextTreeEvent(t, c).Kind)
+	assert.Equal(t, []string{"getData " + root + "/b"}, log.take(), "a data change")
+
+	_, err = raw.Create(root+"/a/new", nil, 0, acl)
+	require.NoError(t, err)
+	require.Equal(t, NodeCreated, nextTreeEvent(t, c).Kind)
+	assert.Equal(t, []string{"getData " + root + "/a/new"}, log.take(), "a new node")
+
+	require.NoError(t, raw.Delete(root+"/c", -1))
+	require.Equal(t, NodeDeleted, nextTreeEvent(t, c).Kind)
+	_, err = raw.Set(root+"/b", []byte("y"), -1) // a change after it, to see what the deletion cost
+	require.NoError(t, err)
+	require.Equal(t, NodeChanged, nextTreeEvent(t, c).Kind)
+	assert.Equal(t, []string{"getData " + root + "/b"}, log.take(), "a deletion costs no read")
+	assert.Zero(t, watching.Load(), "no read sets a watch")
+	assert.Positive(t, plain.Load())
 }

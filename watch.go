@@ -45,7 +45,8 @@ func newNodeStat(st *zk.Stat) *NodeStat {
 // A node that does not exist is reported with nil data and a nil stat,
 // and its creation is watched for. Such a watch stays registered on the
 // server until the node is created or the ZooKeeper session ends, even
-// after WatchData returns: ZooKeeper cannot remove it.
+// after WatchData returns: go-zookeeper cannot remove it (a cache on a
+// persistent watch, NodeCache, removes its watch on Close).
 //
 // fn runs on the caller's goroutine, one call at a time, and never blocks
 // the Session: changes made while fn runs, or while the connection is

@@ -12,17 +12,18 @@ import (
 )
 
 // ServiceCache keeps the current instances of one service, as Curator's
-// ServiceCache: it watches the service's node and each instance's node,
-// and reads them again after every change, reconnection and session
-// expiry. A node that does not hold an instance is left out.
+// ServiceCache: it watches the service's node and the instances' nodes,
+// and reads again what changes, and everything after every reconnection
+// and session expiry. A node that does not hold an instance is left out.
 //
 // Instances reads the local copy; Changed tells when it changes. The copy
 // may be stale while the connection is down, and converges once it is
 // back. It runs on a zkrecipes.TreeCache of the service's node and its
-// children: no goroutine per instance, and, as for a TreeCache, use a
-// Session made by zkrecipes.Connect (on one adopted with NewSession, a
-// burst of changes can be missed until the next reconnection). NewCache
-// does no I/O. A
+// children: no goroutine per instance; on ZooKeeper 3.6 or later it costs
+// the server one persistent recursive watch (see zkrecipes.TreeCache for
+// the fallback elsewhere). As for a TreeCache, use a Session made by
+// zkrecipes.Connect (on one adopted with NewSession, a burst of changes
+// can be missed until the next reconnection). NewCache does no I/O. A
 // ServiceCache is safe for concurrent use; no goroutine of it is left
 // after Close or the Session's Close.
 type ServiceCache struct {
@@ -219,9 +220,10 @@ func (c *ServiceCache) Err() error {
 }
 
 // Close stops the cache and waits for its goroutines. Instances keeps
-// returning the last copy. Close does no I/O and is idempotent. The
-// cache's last watches stay on the server until their nodes change or
-// the ZooKeeper session ends: go-zookeeper cannot remove a watch.
+// returning the last copy. Close is idempotent. It removes the cache's
+// watch from the server as zkrecipes.TreeCache's Close does (and, like
+// it, leaves the last one-shot watches there where the cache falls back
+// to them).
 func (c *ServiceCache) Close() error {
 	c.mu.Lock()
 	c.closed = true

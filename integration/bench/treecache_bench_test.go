@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -29,7 +30,16 @@ import (
 // scale, zk-watch-B/node is what a data and a children watch per node cost
 // in go-zookeeper alone (its watch registry), on a plain connection, and
 // raw-load-ms the time those 20,000 reads take there from 32 goroutines:
-// the floor of the load.
+// the floor of the load. server-watches is what the cache adds to the
+// server's watch count (mntr; the peers': the peak over their run);
+// burst-converge-* how long after the writer's last reply of a burst of
+// 1,000 creates and 1,000 deletes under one node a TreeCache (on its
+// persistent watch, and on one-shot watches) and a raw go-zookeeper client
+// doing the least work hold the final children: raw holds their data too
+// (a children watch, a listing each time it fires, a getData of each new
+// child), raw-names-only only their names (median of 5;
+// treecache_burst_test.go). burst-converge-x-raw is the TreeCache's over
+// raw's.
 func BenchmarkTreeCache10k(b *testing.B) {
 	e := env(b)
 	ctx := ctxFor(b, 10*time.Minute)
@@ -61,6 +71,7 @@ func BenchmarkTreeCache10k(b *testing.B) {
 	}
 	s := openSessions(b, e, 1)[0]
 
+	watches0 := serverWatches(b, e)
 	var before, queued, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -70,6 +81,7 @@ func BenchmarkTreeCache10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	load := time.Since(t0)
+	watches := serverWatches(b, e) - watches0
 	n := c.Len()
 	if n != len(paths)+1 {
 		b.Fatalf("cached %d nodes, want %d", n, len(paths)+1)
@@ -111,9 +123,78 @@ func BenchmarkTreeCache10k(b *testing.B) {
 	b.ReportMetric(float64(rawLoad.Milliseconds()), "raw-load-ms")
 	b.ReportMetric(float64(Percentile(lat, 0.5)), "write-event-p50-ns")
 	b.ReportMetric(float64(Percentile(lat, 0.99)), "write-event-p99-ns")
+	b.ReportMetric(float64(watches), "server-watches")
 	b.ReportMetric(0, "ns/op")
 	curatorCache(b, e, root)
 	kazooCache(b, e, root)
+
+	reportBurst(b, e)
+}
+
+// BenchmarkTreeCacheBurst: the burst part of BenchmarkTreeCache10k alone
+// (see there), once whatever b.N is.
+func BenchmarkTreeCacheBurst(b *testing.B) {
+	e := env(b)
+	b.ReportMetric(0, "ns/op")
+	reportBurst(b, e)
+}
+
+// reportBurst measures and reports the burst convergence of a TreeCache in
+// both modes and of a raw client.
+func reportBurst(b *testing.B, e Env) {
+	burst := burstConvergence(b, e, map[string]burstObserver{
+		"zkrecipes":          treeCacheObserver(e),
+		"zkrecipes-one-shot": treeCacheObserver(e, zr.WithWireLayer(false)),
+		"raw":                rawDataObserver(e),
+		"raw-names-only":     rawChildrenObserver(e),
+	})
+	b.ReportMetric(float64(burst["zkrecipes"].Microseconds())/1000, "burst-converge-ms")
+	b.ReportMetric(float64(burst["zkrecipes-one-shot"].Microseconds())/1000, "burst-converge-one-shot-ms")
+	b.ReportMetric(float64(burst["raw"].Microseconds())/1000, "burst-converge-raw-ms")
+	b.ReportMetric(float64(burst["raw-names-only"].Microseconds())/1000, "burst-converge-raw-names-only-ms")
+	if burst["raw"] > 0 {
+		b.ReportMetric(float64(burst["zkrecipes"])/float64(burst["raw"]), "burst-converge-x-raw")
+	}
+}
+
+// serverWatches reads the watches the shared server holds (mntr's
+// zk_watch_count: data and child watches of every session; a persistent
+// recursive watch counts as two on ZooKeeper 3.6 to 3.8).
+func serverWatches(b *testing.B, e Env) int64 {
+	ctx := ctxFor(b, 10*time.Second)
+	c, err := ReadCounters(ctx, e.Servers[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c.Watches
+}
+
+// peakWatches samples the server's watch count every 100 ms until the
+// returned function is called, which returns the highest count seen above
+// the one at the start: what a peer's cache costs the server.
+func peakWatches(b *testing.B, e Env) (stop func() int64) {
+	base := serverWatches(b, e)
+	done := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var top int64
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if c, err := ReadCounters(ctx, e.Servers[0]); err == nil {
+					top = max(top, c.Watches-base)
+				}
+				cancel()
+			case <-done:
+				peak <- top
+				return
+			}
+		}
+	}()
+	return func() int64 { close(done); return <-peak }
 }
 
 // kazooScript measures kazoo's TreeCache as the Go side measures its own:
@@ -183,7 +264,9 @@ func kazooCache(b *testing.B, e Env, root string) {
 	if err := os.WriteFile(script, []byte(kazooScript), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	stop := peakWatches(b, e)
 	r := runPeerBench(b, "kazoo", python, script, strings.Join(e.Servers, ","), root, "1000")
+	b.ReportMetric(float64(stop()), "kazoo-server-watches")
 	b.ReportMetric(r.LoadMS, "kazoo-load-ms")
 	b.ReportMetric(r.HeapPerNode, "kazoo-heap-B/node")
 	b.ReportMetric(r.P50NS, "kazoo-write-event-p50-ns")
@@ -234,8 +317,10 @@ func curatorCache(b *testing.B, e Env, root string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	stop := peakWatches(b, e)
 	r := runPeerBench(b, "curator", "java", "-XX:+UseSerialGC", "-Xmx1g", "-cp", cp, "zkrecipes.peers.CuratorCacheBench",
 		strings.Join(e.Servers, ","), root, "1000")
+	b.ReportMetric(float64(stop()), "curator-server-watches")
 	b.ReportMetric(r.LoadMS, "curator-load-ms")
 	b.ReportMetric(r.HeapPerNode, "curator-heap-B/node")
 	b.ReportMetric(r.P50NS, "curator-write-event-p50-ns")

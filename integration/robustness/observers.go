@@ -19,10 +19,19 @@ const (
 	NodeCache = "nodecache"
 	TreeCache = "treecache"
 	Children  = "watchchildren"
+	// NodeCacheOneShot and TreeCacheOneShot are the caches on a Session
+	// without the wire layer (zkrecipes.WithWireLayer(false)), where they
+	// fall back from their persistent watch to one-shot watches.
+	NodeCacheOneShot = "nodecache-oneshot"
+	TreeCacheOneShot = "treecache-oneshot"
 )
 
 // DataRecipes are the recipes that observe one node's data.
-var DataRecipes = []string{WatchData, NodeCache, TreeCache}
+var DataRecipes = []string{WatchData, NodeCache, TreeCache, NodeCacheOneShot, TreeCacheOneShot}
+
+// OneShot tells whether an observer of recipe runs on a Session without
+// the wire layer (see NodeCacheOneShot).
+func OneShot(recipe string) bool { return recipe == NodeCacheOneShot || recipe == TreeCacheOneShot }
 
 // ObserverActor names observer i of recipe in process proc:
 // "<proc>#<recipe><i>/watch", for example "p2#nodecache3/watch".
@@ -42,7 +51,8 @@ func Recipe(actor string) string {
 }
 
 // ObserveData follows the node at path with recipe (one of DataRecipes)
-// until ctx ends or the recipe stops on an error, which it returns. seen
+// until ctx ends or the recipe stops on an error, which it returns; s is
+// a Session without the wire layer for the recipes OneShot names. seen
 // is called with every state of the node the recipe reports, in order,
 // when the node exists and holds a 4-byte count; the states a recipe
 // reports for the node missing are not passed on.
@@ -58,14 +68,14 @@ func ObserveData(ctx context.Context, s *zr.Session, recipe, path string, seen f
 			report(data, st)
 			return nil
 		})
-	case NodeCache:
+	case NodeCache, NodeCacheOneShot:
 		c := zr.NewNodeCache(s, path)
 		return drain(ctx, c.Start, c.Events(), c.Close, c.Err, func(ev zr.CacheEvent) {
 			if ev.Kind == zr.CacheInitialized || ev.Kind == zr.NodeCreated || ev.Kind == zr.NodeChanged {
 				report(ev.Node.Data, &ev.Node.Stat)
 			}
 		})
-	case TreeCache:
+	case TreeCache, TreeCacheOneShot:
 		c := zr.NewTreeCache(s, path)
 		return drain(ctx, c.Start, c.Events(), c.Close, c.Err, func(ev zr.CacheEvent) {
 			if (ev.Kind == zr.NodeCreated || ev.Kind == zr.NodeChanged) && ev.Node.Path == path {

@@ -321,8 +321,9 @@ type observer struct {
 	done   sync.WaitGroup
 	conn   *zk.Conn
 	s      *zr.Session
-	data   string // the shared count's node
-	queue  string // the queue's node
+	one    *zr.Session // without the wire layer: the caches on one-shot watches (robustness.OneShot)
+	data   string      // the shared count's node
+	queue  string      // the queue's node
 	once   sync.Once
 }
 
@@ -333,6 +334,8 @@ func (r *run) observe(t *testing.T, data, queue string) *observer {
 	defer ccancel()
 	var err error
 	o.s, err = zr.Connect(cctx, r.Ens.Servers(), zr.WithSessionTimeout(20*time.Second))
+	require.NoError(t, err)
+	o.one, err = zr.Connect(cctx, r.Ens.Servers(), zr.WithSessionTimeout(20*time.Second), zr.WithWireLayer(false))
 	require.NoError(t, err)
 	o.conn, _, err = zk.Connect(r.Ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(fleet.Quiet{}))
 	require.NoError(t, err)
@@ -353,8 +356,12 @@ func (r *run) observe(t *testing.T, data, queue string) *observer {
 		}()
 	}
 	for _, recipe := range robustness.DataRecipes {
+		on := o.s
+		if robustness.OneShot(recipe) {
+			on = o.one
+		}
 		run(recipe, func(actor string, last *atomic.Int64) error {
-			return robustness.ObserveData(ctx, o.s, recipe, data, func(b []byte, st *zr.NodeStat) {
+			return robustness.ObserveData(ctx, on, recipe, data, func(b []byte, st *zr.NodeStat) {
 				robustness.LogSeen(r.Log, actor, b, st)
 				last.Store(int64(st.Version))
 			})
@@ -440,6 +447,7 @@ func (o *observer) stop() {
 		o.cancel()
 		o.done.Wait()
 		_ = o.s.Close()
+		_ = o.one.Close()
 		o.conn.Close()
 	})
 }

@@ -144,7 +144,17 @@ func (w *worker) run(ctx context.Context, servers []string, timeout time.Duratio
 	case "queue":
 		w.queue(ctx, zr.NewQueue(s, w.path))
 	case "watch":
-		w.watch(ctx, s)
+		// The caches run on their persistent watch on s, and on one-shot
+		// watches on a second Session without the wire layer.
+		one, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(timeout), zr.WithWireLayer(false))
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, nil
+			}
+			return 0, err
+		}
+		defer one.Close()
+		w.watch(ctx, s, one)
 	case "counter":
 		w.counter(ctx, zr.NewAtomicCounter(s, w.path))
 	case "sharedcount":
@@ -277,8 +287,10 @@ func (w *worker) counter(ctx context.Context, c *zr.AtomicCounter) {
 
 // watch follows the sharedcount workload's node with WatchData, a
 // NodeCache and a TreeCache (SEEN lines), and the queue workload's node
-// with WatchChildren (LISTED lines), all on the workload's Session.
-func (w *worker) watch(ctx context.Context, s *zr.Session) {
+// with WatchChildren (LISTED lines), all on the workload's Session; and
+// with a NodeCache and a TreeCache on one-shot watches, on one (a Session
+// without the wire layer).
+func (w *worker) watch(ctx context.Context, s, one *zr.Session) {
 	base := strings.TrimSuffix(w.path, "/watch")
 	proc := strings.SplitN(w.actor, "/", 2)[0]
 	var wg sync.WaitGroup
@@ -301,8 +313,12 @@ func (w *worker) watch(ctx context.Context, s *zr.Session) {
 		mu.Unlock()
 	}
 	for _, recipe := range robustness.DataRecipes {
+		on := s
+		if robustness.OneShot(recipe) {
+			on = one
+		}
 		observe(recipe, func(actor string) error {
-			return robustness.ObserveData(ctx, s, recipe, base+"/sharedcount", func(data []byte, st *zr.NodeStat) {
+			return robustness.ObserveData(ctx, on, recipe, base+"/sharedcount", func(data []byte, st *zr.NodeStat) {
 				count()
 				robustness.LogSeen(w.log, actor, data, st)
 			})

@@ -1,0 +1,67 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// followPersistent keeps a NodeCache's copy on one persistent watch of
+// the node (docs/design.md, "Caches"): the watch is set first, then the
+// node read, without a watch; every notification of a creation, data
+// change or deletion costs one read (those that wait together, one), and
+// no watch is set again. After every WatchReset (the watch set again on a
+// new connection or session) the node is read again. A read that fails
+// with the connection is done again after the reset that follows.
+func (c *NodeCache) followPersistent(ctx context.Context, w *PersistentWatch, states <-chan StateChange) error {
+	events := w.Events()
+	read, first := true, true
+	var last nodeData
+	for {
+		if read && c.s.State().connected() {
+			drainNotes(events) // the read below covers what they report
+			cur, err := c.readNoWatch(ctx)
+			switch {
+			case err == nil:
+				read = false
+				if first || newerData(last, cur) {
+					first, last = false, cur
+					if err := c.onNode(cur); err != nil {
+						return err
+					}
+				}
+			case !lostConnection(err):
+				return c.s.opError("getData", c.abs, err)
+			}
+		}
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return firstErr(w.Err(), ErrClosed)
+			}
+			for batch := takeNotes(events, []WatchEvent{ev}); len(batch) > 0; batch = batch[1:] {
+				if batch[0].Kind != WatchChildrenChanged {
+					read = true
+				}
+			}
+		case sc, ok := <-states:
+			if !ok || sc.State == StateClosed {
+				return ErrClosed
+			}
+			c.onState(sc)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// readNoWatch reads the node without a watch: nil stat when it does not
+// exist.
+func (c *NodeCache) readNoWatch(ctx context.Context) (nodeData, error) {
+	data, st, err := c.s.get(ctx, c.abs)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nodeData{}, nil
+	}
+	return nodeData{data: data, stat: st}, err
+}
