@@ -40,9 +40,10 @@ type Impl struct {
 // Impls are the in-process implementations: zkrecipes' Mutex and
 // go-zookeeper's zk.Lock.
 var Impls = []Impl{
-	// Each waiter watches its predecessor and its own node; the holder
-	// watches its own node.
-	{Name: "zkrecipes", Open: openZkrecipes, Watches: func(n int) int { return 2*n + 1 }},
+	// The first waiter watches the holder's node, each other waiter the
+	// data and the deletion of its predecessor (it does not watch its own
+	// node while it waits); the holder, holding long, watches its own node.
+	{Name: "zkrecipes", Open: openZkrecipes, Watches: func(n int) int { return 2 * n }},
 	// Each waiter watches its predecessor.
 	{Name: "gozk", Open: openGozk, Watches: func(n int) int { return n }},
 }
