@@ -257,3 +257,37 @@ func TestZKWaiterWhoseNodeWasDeletedWhileItWaitedLosesTheLeaseItIsGranted(t *tes
 		t.Fatal("a lease granted on a deleted node did not end")
 	}
 }
+
+// A waiter first in line has nothing cached ahead of the node it watches,
+// so it needs only that node's deletion: a marked release ahead (its
+// holder had waited) must cost it no read. Its acquisition and release
+// are four requests: create ‖ listing, the watch on the holder's node, the
+// release (go-zookeeper's lock makes five).
+func TestZKWaiterFirstInLineBehindAMarkedReleaseMakesFourRequests(t *testing.T) {
+	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	dir := "/zkt/fresh-first-" + newUUID()
+	ctx, l0, _, secondGot := holdAndQueue(t, dir)
+	held := passDown(t, ctx, l0, secondGot)[1] // it waited: its release is marked
+
+	var log opLog
+	_, third := zkSession(t, 30*time.Second, WithTracer(log.tracer(true)))
+	own, thirdGot := queueBehind(t, third, dir, 2)
+	require.Eventually(t, func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return slices.Contains(log.ops, "getData "+held.Path()) || slices.Contains(log.ops, "getChildren "+held.Path())
+	}, 10*time.Second, time.Millisecond, "the waiter watches the holder's node")
+	require.NoError(t, held.Release(ctx))
+	q := <-thirdGot
+	require.NoError(t, q.err)
+	require.Equal(t, own, q.l.Path())
+	require.NoError(t, q.l.Release(ctx))
+
+	assert.ElementsMatch(t, []string{
+		"create " + dir + "/" + protectedPrefix,
+		"getChildren " + dir,
+		"getChildren " + held.Path(),
+		"multi " + own,
+	}, prefixOps(log.take(), dir+"/"+protectedPrefix))
+}
