@@ -122,6 +122,16 @@ type Target struct {
 	Met    bool      `json:"met"`
 }
 
+// format renders a ratio of t with two decimals, or three when two would
+// round it onto its bound (1.002 would read as a "1.00" that misses "≤ 1.0").
+func (t Target) format(v float64) string {
+	if bound, err := strconv.ParseFloat(strings.Fields(t.Want + " x x")[1], 64); err == nil &&
+		fmt.Sprintf("%.2f", v) == fmt.Sprintf("%.2f", bound) && v != bound {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
 func newResults(c config, m Machine) *Results {
 	return &Results{Machine: m, Config: c, Impls: map[string]*ImplRuns{}, order: c.Impls}
 }
@@ -461,9 +471,9 @@ func (r *Results) markdown() string {
 			}
 			reps := make([]string, len(t.PerRep))
 			for i, v := range t.PerRep {
-				reps[i] = fmt.Sprintf("%.2f", v)
+				reps[i] = t.format(v)
 			}
-			fmt.Fprintf(&b, "| %s | %.2f | %s | %s | %s |\n", t.What, t.Ratio, cmp.Or(strings.Join(reps, ", "), "–"), t.Want, met)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", t.What, t.format(t.Ratio), cmp.Or(strings.Join(reps, ", "), "–"), t.Want, met)
 		}
 		b.WriteString("\nEach repetition's ratio is taken from that repetition's own runs; whether a target is met is judged on the medians.\n\n")
 	}

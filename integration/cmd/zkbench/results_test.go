@@ -215,3 +215,14 @@ func TestResults_ReportEachTargetRepetitionByRepetition(t *testing.T) {
 	assert.Empty(t, r.Targets[0].PerRep)
 	assert.Contains(t, r.markdown(), "| contended: throughput / go-zookeeper's | 1.00 | – | ≥ 1.0 | yes |")
 }
+
+// A ratio that two decimals would round onto its bound gets a third, so
+// that a missed "≤ 1.0" never reads "1.00".
+func TestTarget_ARatioRoundedOntoItsBoundShowsAThirdDecimal(t *testing.T) {
+	tg := Target{Want: "≤ 1.0"}
+	assert.Equal(t, "1.002", tg.format(5.03/5.02))
+	assert.Equal(t, "1.00", tg.format(1.0))
+	assert.Equal(t, "0.91", tg.format(0.91))
+	assert.Equal(t, "1.20", Target{Want: "≤ 1.2 (flat)"}.format(1.2))
+	assert.Equal(t, "1.204", Target{Want: "≤ 1.2 (flat)"}.format(1.204))
+}
