@@ -133,11 +133,13 @@ func prefixOps(ops []string, prefix string) []string {
 }
 
 // A waiter that took its token from its listing has no watch on its own
-// node at first. Once it has waited selfWatchGrace, it sets one, so a
-// deletion of its node while it waits (an operator's, say) makes it queue
-// again at once, as a waiter that read its node does, instead of holding
-// a lock without a node when the node ahead goes.
+// node at first. Once it has waited its session's timeout (shortened
+// here), it sets one, so a deletion of its node while it waits (an
+// operator's, say) makes it queue again, as a waiter that read its node
+// does, instead of holding a lock without a node when the node ahead goes.
 func TestZKWaiterWithAFreshListingLearnsOfItsNodeDeletedWhileItWaits(t *testing.T) {
+	defer func(d time.Duration) { waiterReadAfter = d }(waiterReadAfter)
+	waiterReadAfter = 20 * time.Millisecond
 	dir := "/zkt/fresh-deleted-" + newUUID()
 	ctx, l0, waiting, secondGot := holdAndQueue(t, dir)
 
@@ -226,4 +228,66 @@ func TestZKSemaphoreLeaseTakesItsTokenFromTheListingBehindItsCreate(t *testing.T
 	assert.Greater(t, l.Token(), first[0].Token())
 	require.NoError(t, l.Release(ctx))
 	require.NoError(t, first[0].Release(ctx))
+}
+
+// A waiter that does not read its own node while it waits can be granted
+// after its node was deleted under it (an operator's delete, say), by a
+// marked release ahead, which it takes without listing again. Its lease
+// must then end, from the watch its hold sets after selfWatchGrace, as a
+// hold whose node is deleted does: never a lease on a node that is gone.
+func TestZKWaiterWhoseNodeWasDeletedWhileItWaitedLosesTheLeaseItIsGranted(t *testing.T) {
+	dir := "/zkt/fresh-deleted-granted-" + newUUID()
+	ctx, l0, _, firstGot := holdAndQueue(t, dir)
+	_, third := zkSession(t, 30*time.Second)
+	waiting, got := queueBehind(t, third, dir, 3)
+
+	require.NoError(t, zkRaw(t).Delete(waiting, -1))
+	leases := passDown(t, ctx, l0, firstGot)
+	require.NoError(t, leases[1].Release(ctx))
+	q := <-got
+	require.NoError(t, q.err)
+	if q.l.Path() != waiting {
+		return // it found out while it waited and queued again
+	}
+	select {
+	case <-q.l.Done():
+		assert.ErrorIs(t, q.l.Err(), ErrNodeDeleted)
+		assert.ErrorIs(t, q.l.Err(), ErrLockLost)
+	case <-time.After(3 * time.Second): // selfWatchGrace and a round trip, on a loaded machine
+		t.Fatal("a lease granted on a deleted node did not end")
+	}
+}
+
+// A waiter first in line has nothing cached ahead of the node it watches,
+// so it needs only that node's deletion: a marked release ahead (its
+// holder had waited) must cost it no read. Its acquisition and release
+// are four requests: create ‖ listing, the watch on the holder's node, the
+// release (go-zookeeper's lock makes five).
+func TestZKWaiterFirstInLineBehindAMarkedReleaseMakesFourRequests(t *testing.T) {
+	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
+	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	dir := "/zkt/fresh-first-" + newUUID()
+	ctx, l0, _, secondGot := holdAndQueue(t, dir)
+	held := passDown(t, ctx, l0, secondGot)[1] // it waited: its release is marked
+
+	var log opLog
+	_, third := zkSession(t, 30*time.Second, WithTracer(log.tracer(true)))
+	own, thirdGot := queueBehind(t, third, dir, 2)
+	require.Eventually(t, func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return slices.Contains(log.ops, "getData "+held.Path()) || slices.Contains(log.ops, "getChildren "+held.Path())
+	}, 10*time.Second, time.Millisecond, "the waiter watches the holder's node")
+	require.NoError(t, held.Release(ctx))
+	q := <-thirdGot
+	require.NoError(t, q.err)
+	require.Equal(t, own, q.l.Path())
+	require.NoError(t, q.l.Release(ctx))
+
+	assert.ElementsMatch(t, []string{
+		"create " + dir + "/" + protectedPrefix,
+		"getChildren " + dir,
+		"getChildren " + held.Path(),
+		"multi " + own,
+	}, prefixOps(log.take(), dir+"/"+protectedPrefix))
 }

@@ -25,7 +25,9 @@ package zkrecipes
 // notifications alone that the node went in its holder's release: every
 // node ahead had gone already, and it holds the lock without another
 // request, while the release costs the server one write, as a plain delete
-// does.
+// does. A waiter with nothing cached ahead of the node it watches sets
+// only the deletion watch: it needs nothing else, and a data watch would
+// fire on the mark and cost it a read.
 //
 // A data change may also be someone else's (Curator's Revoker writes
 // "__REVOKE__" into the node it revokes, and a holder that ignores it
@@ -46,7 +48,7 @@ package zkrecipes
 // never set data on a queued lock node. Turn the fast handoff off
 // (WithFastHandoff(false)) where that cannot be promised. (Telling the two
 // notifications of one transaction from two transactions without a timer
-// would close this for good: see docs/performance.md.)
+// would close this for good: see docs/performance-history.md.)
 
 import (
 	"context"
@@ -99,7 +101,11 @@ func (f fastHandoff) watch(ctx context.Context, s *Session, target string, nodes
 	if f.wantMark(nodes, i) {
 		return s.watchMarked(ctx, target)
 	}
-	return plainHandoff{}.watch(ctx, s, target, nodes, i)
+	// Nothing cached ahead of target to tell apart: its deletion is all
+	// the waiter needs. A deletion watch (a children watch) is not fired
+	// by the data change of a marked release, which would cost a read.
+	d, err := await(ctx, s.watchDeletionAsync(target))
+	return targetWatch{data: d.w, stop: func() {}}, err
 }
 
 // next trusts the cached listing when every node in it is sequential.

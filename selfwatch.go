@@ -3,23 +3,35 @@ package zkrecipes
 // The late self-watch. A queued node needs its Stat (the fencing token,
 // the owner check) and a watch on its deletion; without this file it reads
 // its node beside its first watch. When the listing sent right behind the
-// create gives the token (listingToken), the node is not read at once: it
-// sets its deletion watch only once it has waited selfWatchGrace, as a
-// hold does once it has lasted that long, so a short wait costs no read.
+// create gives the token (listingToken), the node is not read while it
+// waits, unless it waits longer than its session's timeout: a waiter's
+// acquisition then costs the server no more requests than go-zookeeper's
+// lock, however slow its handoffs. A node deleted under it meanwhile is
+// found by a listing (after a plain deletion ahead), by that late read,
+// or, once it holds, by the watch its hold sets after selfWatchGrace.
 
 import "time"
 
+// waiterReadAfter, when set, replaces the session's timeout as the time a
+// waiter whose token its listing gave waits before it reads its own node.
+// A var for tests only.
+var waiterReadAfter time.Duration
+
 // deferRead defers the read of the own node of a waiter whose token the
 // listing gave (false when the token is unknown: the node must be read
-// now). The read is sent once the waiter has waited selfWatchGrace, and
-// its reply arrives on sw.pending; sw.cancel withdraws it before then.
+// now). The read is sent once the waiter has waited its session's timeout,
+// and its reply arrives on sw.pending; sw.cancel withdraws it before then.
 func (sw *selfWatch) deferRead(s *Session, node ownNode) bool {
 	if !sw.tokenKnown() {
 		return false
 	}
 	if sw.w == nil && sw.pending == nil {
+		after := waiterReadAfter
+		if after <= 0 {
+			after = max(selfWatchGrace, s.grantedTimeout())
+		}
 		c := make(chan reply[watched], 1)
-		t := time.AfterFunc(selfWatchGrace, func() {
+		t := time.AfterFunc(after, func() {
 			if !s.spawn(func() { c <- <-s.watchDeletionAsync(node.path) }) {
 				c <- reply[watched]{err: ErrClosed}
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -40,16 +41,34 @@ type Impl struct {
 // Impls are the in-process implementations: zkrecipes' Mutex and
 // go-zookeeper's zk.Lock.
 var Impls = []Impl{
-	// Each waiter watches its predecessor and its own node; the holder
-	// watches its own node.
-	{Name: "zkrecipes", Open: openZkrecipes, Watches: func(n int) int { return 2*n + 1 }},
+	// The first waiter watches the holder's node, each other waiter the
+	// data and the deletion of its predecessor (it does not watch its own
+	// node while it waits); the holder, holding long, watches its own node.
+	{Name: "zkrecipes", Open: openZkrecipes, Watches: func(n int) int { return 2 * n }},
 	// Each waiter watches its predecessor.
 	{Name: "gozk", Open: openGozk, Watches: func(n int) int { return n }},
 }
 
-// ImplByName returns the in-process implementation called name.
+// Variants are zkrecipes' Mutex with one of its optimisations off, so that
+// one run shows what each saves and what it costs (zkbench measures them
+// beside the others; the Go benchmarks do not).
+var Variants = []Impl{
+	// The fast handoff and its marked release off: a waiter watches its
+	// predecessor's data and lists again after every deletion; releases
+	// are plain deletes. The first waiter watches the holder, each other
+	// waiter its predecessor; the holder, holding long, its own node.
+	{Name: "zkrecipes-plain", Open: openZkrecipesWith(nil, zr.WithFastHandoff(false)), Watches: func(n int) int { return n + 1 }},
+	// The wire layer off: no listing behind the create (so no token from
+	// it: every waiter reads its own node beside its first watch), no
+	// gathered writes. Each waiter watches its own node, the first the
+	// holder's, each other its predecessor's data and deletion; the
+	// holder its own node.
+	{Name: "zkrecipes-nowire", Open: openZkrecipesWith([]zr.SessionOption{zr.WithWireLayer(false)}), Watches: func(n int) int { return 3 * n }},
+}
+
+// ImplByName returns the in-process implementation or variant called name.
 func ImplByName(name string) (Impl, bool) {
-	for _, i := range Impls {
+	for _, i := range append(slices.Clone(Impls), Variants...) {
 		if i.Name == name {
 			return i, true
 		}
@@ -64,11 +83,20 @@ type zkrLocker struct {
 }
 
 func openZkrecipes(ctx context.Context, servers []string, path string) (Locker, error) {
-	s, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(SessionTimeout), zr.WithDialer(LoopbackDialer))
-	if err != nil {
-		return nil, err
+	return openZkrecipesWith(nil)(ctx, servers, path)
+}
+
+// openZkrecipesWith opens zkrecipes' Mutex with session options sopts and
+// lock options lopts added to the benchmark's.
+func openZkrecipesWith(sopts []zr.SessionOption, lopts ...zr.LockOption) func(context.Context, []string, string) (Locker, error) {
+	return func(ctx context.Context, servers []string, path string) (Locker, error) {
+		opts := append([]zr.SessionOption{zr.WithSessionTimeout(SessionTimeout), zr.WithDialer(LoopbackDialer)}, sopts...)
+		s, err := zr.Connect(ctx, servers, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &zkrLocker{s: s, m: zr.NewMutex(s, path, lopts...)}, nil
 	}
-	return &zkrLocker{s: s, m: zr.NewMutex(s, path)}, nil
 }
 
 func (l *zkrLocker) Lock(ctx context.Context) error {

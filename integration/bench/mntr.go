@@ -14,6 +14,10 @@ type Counters struct {
 	// PacketsReceived is zk_packets_received: every packet read from a
 	// client, requests and pings alike, and each mntr command itself.
 	PacketsReceived int64
+	// PacketsSent is zk_packets_sent: every packet sent to a client,
+	// replies (to requests and pings) and watch notifications alike. Less
+	// PacketsReceived, it counts the notifications.
+	PacketsSent int64
 	// ResponseBytes is zk_response_bytes: the bytes of the replies to
 	// requests; watch notifications and pings are not counted.
 	ResponseBytes int64
@@ -30,6 +34,7 @@ type Counters struct {
 func (c Counters) Sub(before Counters) Counters {
 	return Counters{
 		PacketsReceived: c.PacketsReceived - before.PacketsReceived,
+		PacketsSent:     c.PacketsSent - before.PacketsSent,
 		ResponseBytes:   c.ResponseBytes - before.ResponseBytes,
 		BytesReceived:   c.BytesReceived - before.BytesReceived,
 		Watches:         c.Watches,
@@ -53,6 +58,7 @@ func parseCounters(m map[string]string) (Counters, error) {
 		dst *int64
 	}{
 		{"zk_packets_received", &c.PacketsReceived},
+		{"zk_packets_sent", &c.PacketsSent},
 		{"zk_response_bytes", &c.ResponseBytes},
 		{"zk_bytes_received_count", &c.BytesReceived},
 		{"zk_watch_count", &c.Watches},
@@ -72,7 +78,8 @@ func parseCounters(m map[string]string) (Counters, error) {
 // time, two back-to-back reads differ by while nothing else runs.
 type Meter struct {
 	servers  []meteredServer
-	overhead int64
+	overhead int64         // packets received per reading
+	sentCost int64         // packets sent per reading
 	cpuCost  time.Duration // the server CPU one reading costs (mntr on every server)
 }
 
@@ -104,6 +111,7 @@ func NewMeter(ctx context.Context, addrs ...string) (*Meter, error) {
 		return nil, err
 	}
 	m.overhead = b.PacketsReceived - a.PacketsReceived
+	m.sentCost = b.PacketsSent - a.PacketsSent
 	if m.measuresCPU() {
 		// The CPU a reading costs the servers (about 2 ms for mntr on a
 		// 2-core machine): the median of a few back-to-back pairs.
@@ -143,6 +151,7 @@ func (m *Meter) Read(ctx context.Context) (Counters, error) {
 			return Counters{}, err
 		}
 		sum.PacketsReceived += c.PacketsReceived
+		sum.PacketsSent += c.PacketsSent
 		sum.ResponseBytes += c.ResponseBytes
 		sum.BytesReceived += c.BytesReceived
 		sum.Watches += c.Watches
@@ -160,6 +169,7 @@ func (m *Meter) Delta(ctx context.Context, before Counters) (Counters, error) {
 	}
 	d := now.Sub(before)
 	d.PacketsReceived -= m.overhead
+	d.PacketsSent -= m.sentCost
 	d.ServerCPU = max(d.ServerCPU-m.cpuCost, 0)
 	return d, nil
 }

@@ -125,6 +125,25 @@ type ContendedResult struct {
 	// benchmark's own log writes included).
 	ServerCPUPerAcq time.Duration `json:"server_cpu_per_acquisition_ns"`
 	ClientCPUPerAcq time.Duration `json:"client_cpu_per_acquisition_ns"`
+	// The server's work per acquisition beside the requests, summed over
+	// the servers: the bytes of its replies (zk_response_bytes), the
+	// packets it sent (zk_packets_sent: replies, pings' replies and
+	// notifications) and of those the watch notifications (packets sent
+	// less packets received: every request and ping gets one reply).
+	ResponseBytesPerAcq float64 `json:"response_bytes_per_acquisition"`
+	PacketsSentPerAcq   float64 `json:"packets_sent_per_acquisition"`
+	NotificationsPerAcq float64 `json:"notifications_per_acquisition"`
+}
+
+// SetServerWork fills k's per-acquisition server counts from d, the
+// servers' counters over its measured phase.
+func (k *ContendedResult) SetServerWork(d Counters) {
+	n := float64(k.Acquisitions)
+	k.ReqPerAcq = Ratio(float64(d.PacketsReceived), n)
+	k.ResponseBytesPerAcq = Ratio(float64(d.ResponseBytes), n)
+	k.PacketsSentPerAcq = Ratio(float64(d.PacketsSent), n)
+	k.NotificationsPerAcq = Ratio(float64(d.PacketsSent-d.PacketsReceived), n)
+	k.ServerCPUPerAcq = PerOp(d.ServerCPU, k.Acquisitions)
 }
 
 // Contended opens load.Sessions sessions and has each, on its own
@@ -155,15 +174,15 @@ func Contended(ctx context.Context, impl Impl, env Env, path string, load Load) 
 	if err != nil {
 		return ContendedResult{}, err
 	}
-	return ContendedResult{
+	k := ContendedResult{
 		Sessions: load.Sessions, Duration: elapsed, Hold: load.Hold, Acquisitions: n,
 		Throughput: float64(n) / elapsed.Seconds(),
 		HandoffP50: Percentile(rep.Handoffs, 0.5), HandoffP99: Percentile(rep.Handoffs, 0.99),
 		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
-		ReqPerAcq:       Ratio(float64(delta.PacketsReceived), float64(n)),
-		ServerCPUPerAcq: PerOp(delta.ServerCPU, n),
 		ClientCPUPerAcq: PerOp(clientCPU(cpu1-cpu0, cpuErr), n),
-	}, nil
+	}
+	k.SetServerWork(delta)
+	return k, nil
 }
 
 // runContenders has each of ls contend until deadline, holding hold each

@@ -62,7 +62,8 @@ func main() {
 	var impls, drains string
 	flag.StringVar(&c.Out, "out", "bench", "directory for results.json, results.md and chart.png")
 	flag.IntVar(&c.Reps, "reps", 3, "repetitions (medians are reported)")
-	flag.StringVar(&impls, "impls", "zkrecipes,gozk,curator,kazoo", "implementations, comma-separated")
+	flag.StringVar(&impls, "impls", "zkrecipes,gozk,curator,kazoo,zkrecipes-plain,zkrecipes-nowire",
+		"implementations, comma-separated (zkrecipes-plain: the fast handoff off; zkrecipes-nowire: the wire layer off, so no listing behind the create)")
 	flag.IntVar(&c.Cycles, "cycles", 1000, "uncontended: measured cycles")
 	flag.IntVar(&c.Warmup, "warmup", 200, "uncontended: unmeasured cycles first")
 	flag.IntVar(&c.Sessions, "sessions", 8, "contended: sessions")

@@ -31,7 +31,7 @@ func newRunner(name string, c config) (runner, error) {
 		}
 		return peerRunner{kind: name, c: c}, nil
 	}
-	return nil, fmt.Errorf("unknown implementation %q (want zkrecipes, gozk, curator or kazoo)", name)
+	return nil, fmt.Errorf("unknown implementation %q (want zkrecipes, gozk, curator, kazoo, zkrecipes-plain or zkrecipes-nowire)", name)
 }
 
 // inProcess runs an implementation in this process.
@@ -158,15 +158,15 @@ func (r peerRunner) contended(ctx context.Context, env bench.Env, path string, l
 		return bench.ContendedResult{}, err
 	}
 	n := sum.Acquisitions
-	return bench.ContendedResult{
+	k := bench.ContendedResult{
 		Sessions: load.Sessions, Duration: load.Duration, Hold: load.Hold, Acquisitions: n,
 		Throughput: float64(n) / load.Duration.Seconds(),
 		HandoffP50: bench.Percentile(rep.Handoffs, 0.5), HandoffP99: bench.Percentile(rep.Handoffs, 0.99),
 		Handoffs: len(rep.Handoffs), Violations: len(rep.Violations),
-		ReqPerAcq:       bench.Ratio(float64(d.PacketsReceived), float64(n)),
-		ServerCPUPerAcq: bench.PerOp(d.ServerCPU, n),
 		ClientCPUPerAcq: bench.PerOp(cpu, n),
-	}, nil
+	}
+	k.SetServerWork(d)
+	return k, nil
 }
 
 func (r peerRunner) drain(ctx context.Context, env bench.Env, path string, n int) (bench.DrainResult, error) {

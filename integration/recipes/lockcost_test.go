@@ -1,0 +1,144 @@
+package recipes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// costLock is one contender of the request-count comparison: a zkrecipes
+// Mutex or go-zookeeper's zk.Lock, on a session of its own.
+type costLock interface {
+	lock(ctx context.Context) error
+	unlock(ctx context.Context) error
+}
+
+type zkrCostLock struct {
+	m *zr.Mutex
+	l *zr.Lease
+}
+
+func (c *zkrCostLock) lock(ctx context.Context) (err error) {
+	c.l, err = c.m.Acquire(ctx)
+	return err
+}
+
+func (c *zkrCostLock) unlock(ctx context.Context) error { return c.l.Release(ctx) }
+
+type gozkCostLock struct{ l *zk.Lock }
+
+func (c gozkCostLock) lock(context.Context) error   { return c.l.Lock() }
+func (c gozkCostLock) unlock(context.Context) error { return c.l.Unlock() }
+
+// A waiter whose handoff is slow (its holder holds long, and its own link
+// to the server is slow) sends the server no more requests for its
+// acquisition and release than go-zookeeper's zk.Lock sends for the same
+// acquisition, queued at the same place: the server is shared by every
+// client on it, so a lock must not buy its speed with the server's work.
+// Each waiter's requests are counted at a proxy of its own (the replies
+// to client requests it delivers; pings and the handshake are not
+// requests).
+func TestMutex_SlowHandoffCostsTheServerNoMoreRequestsThanGoZookeepersLock(t *testing.T) {
+	c := server(t)
+	ctx := ctxT(t, time.Minute)
+	base := testPath(t)
+	// The wire layer is what lets the listing behind the create give a
+	// waiter its token; a waiter without it reads its own node.
+	onWire := zr.WithWireLayer(true)
+	impls := []struct {
+		name string
+		open func(t *testing.T, addrs []string, path string) costLock
+	}{
+		{"gozk", func(t *testing.T, addrs []string, path string) costLock {
+			conn := rawAt(t, addrs)
+			return gozkCostLock{zk.NewLock(conn, path, worldACL())}
+		}},
+		{"zkrecipes", func(t *testing.T, addrs []string, path string) costLock {
+			return &zkrCostLock{m: zr.NewMutex(connect(t, c, addrs, onWire).Session, path)}
+		}},
+	}
+	const hold = 200 * time.Millisecond // the holder's critical section
+	requests := map[string]int{}
+	for _, impl := range impls {
+		t.Run(impl.name, func(t *testing.T) {
+			path := base + "/" + impl.name
+			conn := raw(t, c)
+			holder := impl.open(t, nil, path)
+			require.NoError(t, holder.lock(ctx))
+
+			// The first waiter, then the one measured, second in line (so
+			// that a zkrecipes waiter watches the node ahead for a marked
+			// release), behind a slow link.
+			first := impl.open(t, nil, path)
+			firstDone := make(chan error, 1)
+			go func() {
+				err := first.lock(ctx)
+				if err == nil {
+					err = first.unlock(ctx)
+				}
+				firstDone <- err
+			}()
+			require.Eventually(t, func() bool { return len(children(t, conn, path)) == 2 },
+				10*time.Second, time.Millisecond, "the first waiter queues")
+
+			p := zktest.NewProxy(t, c.Servers()[0])
+			p.SetDelay(2 * time.Millisecond)
+			measured := impl.open(t, []string{p.Addr()}, path)
+			before := p.RequestReplies()
+			measuredDone := make(chan error, 1)
+			go func() {
+				err := measured.lock(ctx)
+				if err == nil {
+					err = measured.unlock(ctx)
+				}
+				measuredDone <- err
+			}()
+			// Queued and watching: its create, its listing and its watch
+			// are answered.
+			require.Eventually(t, func() bool { return p.RequestReplies()-before >= 3 },
+				10*time.Second, time.Millisecond, "the measured waiter queues and watches")
+			time.Sleep(hold) // the holder holds long: the waiters wait
+			require.NoError(t, holder.unlock(ctx))
+			require.NoError(t, <-firstDone)
+			require.NoError(t, <-measuredDone)
+			requests[impl.name] = p.RequestReplies() - before
+			t.Logf("%s: %d requests for the measured acquisition and its release", impl.name, requests[impl.name])
+		})
+	}
+	require.Contains(t, requests, "gozk")
+	require.Contains(t, requests, "zkrecipes")
+	assert.LessOrEqual(t, requests["zkrecipes"], requests["gozk"],
+		"zkrecipes' waiter made more requests than go-zookeeper's lock for the same acquisition")
+}
+
+// rawAt opens a plain go-zookeeper session through addrs (a proxy, say),
+// waits until it has a session, and closes it when the test ends.
+func rawAt(t *testing.T, addrs []string) *zk.Conn {
+	t.Helper()
+	if addrs == nil {
+		addrs = server(t).Servers()
+	}
+	conn, events, err := zk.Connect(addrs, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	require.NoError(t, err)
+	t.Cleanup(conn.Close)
+	deadline := time.After(20 * time.Second)
+	for has := false; !has; {
+		select {
+		case ev := <-events:
+			has = ev.State == zk.StateHasSession
+		case <-deadline:
+			t.Fatalf("no session through %v within 20s", addrs)
+		}
+	}
+	go func() {
+		for range events { // drained until the connection closes
+		}
+	}()
+	return conn
+}
