@@ -57,12 +57,12 @@ func TestMedianRatio(t *testing.T) {
 }
 
 func TestParseCounters(t *testing.T) {
-	m := map[string]string{"zk_packets_received": "120", "zk_response_bytes": "4096", "zk_watch_count": "7", "zk_bytes_received_count": "999"}
+	m := map[string]string{"zk_packets_received": "120", "zk_packets_sent": "130", "zk_response_bytes": "4096", "zk_watch_count": "7", "zk_bytes_received_count": "999"}
 	c, err := parseCounters(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.PacketsReceived != 120 || c.ResponseBytes != 4096 || c.Watches != 7 || c.BytesReceived != 999 {
+	if c.PacketsReceived != 120 || c.PacketsSent != 130 || c.ResponseBytes != 4096 || c.Watches != 7 || c.BytesReceived != 999 {
 		t.Errorf("parseCounters = %+v", c)
 	}
 	d := Counters{PacketsReceived: 150, ResponseBytes: 5000, BytesReceived: 1999}.Sub(c)
