@@ -292,6 +292,12 @@ func TestWaiterIsCountedWhileWaitingAndItsPositionAndWaitRecorded(t *testing.T) 
 		got <- err
 	}()
 	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.lock.waiters", kindMutex) == 1 }, 10*time.Second, 5*time.Millisecond)
+	// The waiter is counted from its start; release only once its node is
+	// queued behind the holder's, or it may find the lock free.
+	require.Eventually(t, func() bool {
+		kids, _, err := other.Session.Conn().Children(path)
+		return err == nil && len(kids) == 2
+	}, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, held.Release(ctxT(t, 10*time.Second)))
 	require.NoError(t, <-got)
 	defer func() { _ = lease.Release(context.Background()) }()
