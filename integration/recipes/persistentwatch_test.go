@@ -285,9 +285,14 @@ func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
 	return paths
 }
 
+// Beside another session that watches the same path (its data and its
+// children), Close puts back the Session's own one-shot watches there and
+// no other: on ZooKeeper 3.6 to 3.8 a probe of the server cannot tell them
+// apart (ZOOKEEPER-4466), so the wire layer follows go-zookeeper's.
 func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.T) {
-	for _, recursive := range []bool{false, true} {
-		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+	for _, tc := range []struct{ recursive, beside bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		t.Run(fmt.Sprintf("recursive=%v,beside another session's=%v", tc.recursive, tc.beside), func(t *testing.T) {
+			recursive := tc.recursive
 			c := server(t)
 			s := connect(t, c, nil)
 			other := raw(t, c)
@@ -295,6 +300,13 @@ func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.
 			freshPath(t, other, p)
 			mkdirs(t, other, p+"/kid")
 			sid := s.Conn().SessionID()
+			if tc.beside {
+				theirs := raw(t, c)
+				_, _, _, err := theirs.GetW(p)
+				require.NoError(t, err)
+				_, _, _, err = theirs.ChildrenW(p)
+				require.NoError(t, err)
+			}
 			// One-shot watches of the same Session: on the very path, and below it.
 			_, _, same, err := s.Conn().GetW(p)
 			require.NoError(t, err)
