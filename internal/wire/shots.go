@@ -41,9 +41,9 @@ import (
 
 // The kinds of go-zookeeper's one-shot watches.
 const (
-	shotData  = 1 << iota // getData, or exists on a node that exists
-	shotExist             // exists on a missing node
-	shotChild             // getChildren
+	shotData  uint8 = 1 << iota // getData, or exists on a node that exists
+	shotExist                   // exists on a missing node
+	shotChild                   // getChildren
 )
 
 const codeNoNode = -101
