@@ -358,6 +358,49 @@ func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.
 	}
 }
 
+// After go-zookeeper resumed the session on a new connection (and set its
+// one-shot watches again there), Close still puts back the Session's
+// one-shot watch on the path, and no other, beside another session that
+// watches the path too.
+func TestPersistentWatchCloseAfterAResumedSessionLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	s := connect(t, c, []string{proxy.Addr()})
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	mkdirs(t, other, p)
+	theirs := raw(t, c)
+	_, _, _, err := theirs.GetW(p)
+	require.NoError(t, err)
+	_, _, _, err = theirs.ChildrenW(p)
+	require.NoError(t, err)
+	sid := s.Conn().SessionID()
+	_, _, same, err := s.Conn().GetW(p)
+	require.NoError(t, err)
+	before := sessionWatches(t, c, sid)
+	require.Equal(t, []string{p}, before)
+	count := mntrInt(t, c, "zk_watch_count")
+
+	w := startWatch(t, s.Session, p)
+	proxy.ResetAll() // go-zookeeper resumes the session, its watch set again by SetWatches
+	r := nextReset(t, w, 15*time.Second)
+	require.Equal(t, zr.ResetReconnected, r.Reset)
+	require.Equal(t, sid, r.SessionID)
+
+	require.NoError(t, w.Close())
+	assert.Equal(t, before, sessionWatches(t, c, sid), "the server holds the Session's watches as before")
+	assert.Equal(t, count, mntrInt(t, c, "zk_watch_count"), "as many watches on the server as before")
+	_, err = other.Set(p, []byte("x"), -1)
+	require.NoError(t, err)
+	select {
+	case e := <-same:
+		assert.Equal(t, zk.EventNodeDataChanged, e.Type)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the one-shot watch on the path did not fire after Close")
+	}
+}
+
 // ZooKeeper 3.6 to 3.8 keep one watch per connection and path: a one-shot
 // watch set there turns a persistent watch into a one-shot one
 // (ZOOKEEPER-4466), unless the persistent watch is set again behind it.
