@@ -248,10 +248,11 @@ func (c *TreeCache) Err() error { return c.stopped() }
 // removal not confirmed by then (the connection is cut off) goes on in the
 // Session's background, which the Session's Close waits for, until the
 // Session declares the connection lost, which takes the watch with it.
-// (On ZooKeeper 3.6 to 3.8, where another session watches the root too,
-// one-shot watches may be left there instead, until the root's data or
-// children next change: docs/design.md, "Caches".) On one-shot watches
-// Close does no I/O (see TreeCache). A read the cache
+// Once the removal is confirmed, the Session holds on the server the
+// watches it held before Start, on ZooKeeper 3.6 to 3.8 too, where the
+// removal takes every watch of the Session on the root and sets its own
+// one-shot watches there again (docs/design.md, "Caches"). On one-shot
+// watches Close does no I/O (see TreeCache). A read the cache
 // sent before may still be answered afterwards (a request cannot be called
 // back), but no reply makes it send another.
 func (c *TreeCache) Close() error {

@@ -3,7 +3,6 @@ package recipes_test
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,23 +72,18 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 	other := connect(t, c, nil)
 	ctx := ctxT(t, 30*time.Second)
 
-	// ZooKeeper 3.6 to 3.8 answer checkWatches "set" when any session
-	// watches the path (WatchManager.containsWatcher; fixed in 3.9 by
-	// ZOOKEEPER-4466), and cannot remove a persistent watch alone
+	// ZooKeeper 3.6 to 3.8 cannot remove a persistent watch alone
 	// (ZOOKEEPER-4472): the wire layer then removes every watch of the
 	// connection on the path and puts back the one-shot watches go-zookeeper
-	// may hold there, which its probe cannot tell apart from another
-	// session's. So on those servers, beside another session watching the
-	// same path, Close leaves a one-shot data and child watch, which the next
-	// change there fires (issue 30: not met in that case).
+	// holds there, and only those: not another session's watches on the same
+	// path (the subtests beside another session).
 	srvr, err := zktest.Srvr(ctx, c.Servers()[0])
 	require.NoError(t, err)
-	before39 := regexp.MustCompile(`^3\.[678]\.`).MatchString(srvr["Zookeeper version"])
 	t.Logf("server %s", srvr["Zookeeper version"])
 
 	// check runs a cache from start to close, and looks at the server's
-	// watches before, while and after; after touch, if not nil.
-	check := func(t *testing.T, run func(t *testing.T) (closeFn func()), touch func()) {
+	// watches before, while and after.
+	check := func(t *testing.T, run func(t *testing.T) (closeFn func())) {
 		total0, own0 := serverWatches(t, c, cl.SessionID())
 		closeFn := run(t)
 		total, own := serverWatches(t, c, cl.SessionID())
@@ -97,31 +91,12 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		assert.Positive(t, total-total0, "the cache watches")
 		assert.LessOrEqual(t, total-total0, 2, "one persistent watch for the whole tree (ZooKeeper 3.6 to 3.8 count it twice: data and child)")
 		closeFn()
-		if touch != nil {
-			touch()
-		}
 		require.Eventually(t, func() bool {
 			total, own = serverWatches(t, c, cl.SessionID())
 			return total == total0 && own == own0
 		}, 5*time.Second, 10*time.Millisecond, "after Close the server holds the watches it held before: %s (was %d), the session's %s (was %d)",
 			lazy(func() string { return fmt.Sprint(total) }), total0, lazy(func() string { return fmt.Sprint(own) }), own0)
 	}
-	// touchOn39 changes the node at p's data and children on a server
-	// before 3.9 (see before39), firing one-shot watches left there.
-	touchOn39 := func(t *testing.T, p string) func() {
-		if !before39 {
-			return nil
-		}
-		return func() {
-			t.Log("ZooKeeper before 3.9, another session watching the path: counted after the next change there")
-			_, err := conn.Set(p, []byte("touched"), -1)
-			require.NoError(t, err)
-			_, err = conn.Create(p+"/touch", nil, 0, acl)
-			require.NoError(t, err)
-			require.NoError(t, conn.Delete(p+"/touch", -1))
-		}
-	}
-
 	t.Run("TreeCache", func(t *testing.T) {
 		root := testPath(t)
 		mk(root, root+"/a", root+"/b", root+"/a/x", root+"/a/y")
@@ -130,11 +105,11 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 			require.NoError(t, cache.Start(ctx))
 			require.Equal(t, 5, cache.Len())
 			return func() { require.NoError(t, cache.Close()) }
-		}, nil)
+		})
 	})
 	t.Run("TreeCache beside another session's", func(t *testing.T) {
-		// A removal must not take another session's watch for this one's
-		// (see before39).
+		// A removal must not take another session's watch for this one's,
+		// nor put back one the Session does not hold.
 		root := testPath(t)
 		mk(root, root+"/a")
 		theirs := zr.NewTreeCache(other.Session, root)
@@ -144,7 +119,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 			cache := zr.NewTreeCache(cl.Session, root)
 			require.NoError(t, cache.Start(ctx))
 			return func() { require.NoError(t, cache.Close()) }
-		}, touchOn39(t, root))
+		})
 	})
 	t.Run("NodeCache", func(t *testing.T) {
 		p := testPath(t)
@@ -153,14 +128,14 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 			cache := zr.NewNodeCache(cl.Session, p)
 			require.NoError(t, cache.Start(ctx))
 			return func() { require.NoError(t, cache.Close()) }
-		}, nil)
+		})
 	})
 	t.Run("NodeCache of a missing node", func(t *testing.T) {
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewNodeCache(cl.Session, testPath(t))
 			require.NoError(t, cache.Start(ctx))
 			return func() { require.NoError(t, cache.Close()) }
-		}, nil)
+		})
 	})
 	t.Run("ServiceCache", func(t *testing.T) {
 		base := testPath(t)
@@ -173,7 +148,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 			require.NoError(t, cache.Start(ctx))
 			awaitCache(t, cache, 5*time.Second, "a", "b", "c")
 			return func() { require.NoError(t, cache.Close()) }
-		}, nil)
+		})
 	})
 	t.Run("GroupMember", func(t *testing.T) {
 		path := testPath(t)
@@ -190,10 +165,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1", "b": "2"})
 		total, own := serverWatches(t, c, cl.SessionID())
 		t.Logf("watches on the server while the member runs: %d more (%d of the session's data watches)", total-total0, own-own0)
-		require.NoError(t, a.Close(ctx))
-		if touch := touchOn39(t, path); touch != nil { // b watches the group too
-			touch()
-		}
+		require.NoError(t, a.Close(ctx)) // b watches the group too
 		require.Eventually(t, func() bool {
 			total, own = serverWatches(t, c, cl.SessionID())
 			return total == total0 && own == own0

@@ -285,9 +285,14 @@ func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
 	return paths
 }
 
+// Beside another session that watches the same path (its data and its
+// children), Close puts back the Session's own one-shot watches there and
+// no other: on ZooKeeper 3.6 to 3.8 a probe of the server cannot tell them
+// apart (ZOOKEEPER-4466), so the wire layer follows go-zookeeper's.
 func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.T) {
-	for _, recursive := range []bool{false, true} {
-		t.Run(fmt.Sprintf("recursive=%v", recursive), func(t *testing.T) {
+	for _, tc := range []struct{ recursive, beside bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		t.Run(fmt.Sprintf("recursive=%v,beside another session's=%v", tc.recursive, tc.beside), func(t *testing.T) {
+			recursive := tc.recursive
 			c := server(t)
 			s := connect(t, c, nil)
 			other := raw(t, c)
@@ -295,6 +300,13 @@ func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.
 			freshPath(t, other, p)
 			mkdirs(t, other, p+"/kid")
 			sid := s.Conn().SessionID()
+			if tc.beside {
+				theirs := raw(t, c)
+				_, _, _, err := theirs.GetW(p)
+				require.NoError(t, err)
+				_, _, _, err = theirs.ChildrenW(p)
+				require.NoError(t, err)
+			}
 			// One-shot watches of the same Session: on the very path, and below it.
 			_, _, same, err := s.Conn().GetW(p)
 			require.NoError(t, err)
@@ -343,6 +355,49 @@ func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.
 			}
 			assert.Empty(t, sessionWatches(t, c, sid), "nothing left once they fired")
 		})
+	}
+}
+
+// After go-zookeeper resumed the session on a new connection (and set its
+// one-shot watches again there), Close still puts back the Session's
+// one-shot watch on the path, and no other, beside another session that
+// watches the path too.
+func TestPersistentWatchCloseAfterAResumedSessionLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	s := connect(t, c, []string{proxy.Addr()})
+	other := raw(t, c)
+	p := testPath(t)
+	freshPath(t, other, p)
+	mkdirs(t, other, p)
+	theirs := raw(t, c)
+	_, _, _, err := theirs.GetW(p)
+	require.NoError(t, err)
+	_, _, _, err = theirs.ChildrenW(p)
+	require.NoError(t, err)
+	sid := s.Conn().SessionID()
+	_, _, same, err := s.Conn().GetW(p)
+	require.NoError(t, err)
+	before := sessionWatches(t, c, sid)
+	require.Equal(t, []string{p}, before)
+	count := mntrInt(t, c, "zk_watch_count")
+
+	w := startWatch(t, s.Session, p)
+	proxy.ResetAll() // go-zookeeper resumes the session, its watch set again by SetWatches
+	r := nextReset(t, w, 15*time.Second)
+	require.Equal(t, zr.ResetReconnected, r.Reset)
+	require.Equal(t, sid, r.SessionID)
+
+	require.NoError(t, w.Close())
+	assert.Equal(t, before, sessionWatches(t, c, sid), "the server holds the Session's watches as before")
+	assert.Equal(t, count, mntrInt(t, c, "zk_watch_count"), "as many watches on the server as before")
+	_, err = other.Set(p, []byte("x"), -1)
+	require.NoError(t, err)
+	select {
+	case e := <-same:
+		assert.Equal(t, zk.EventNodeDataChanged, e.Type)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the one-shot watch on the path did not fire after Close")
 	}
 }
 

@@ -5,7 +5,9 @@
 // (gather.go), holding a resumed session's replies until its watches
 // are re-set (resume.go), and sending requests of its own that go-zookeeper
 // has no call for (own.go): ZooKeeper 3.6's persistent watches
-// (watches.go, shots.go).
+// (watches.go), whose removal on servers before 3.9 puts back the
+// one-shot watches go-zookeeper holds, which the layer follows on every
+// path (shots.go).
 //
 // The seam is Layer: its Dialer wraps the connections of one go-zookeeper
 // client; Granted, Gather, Expect, and AddWatch, RemoveWatch and Forget

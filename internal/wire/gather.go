@@ -55,6 +55,9 @@ func (c *conn) writeFrame(p []byte) (int, error) {
 	c.resume.beforeFrame(p)
 	defer c.resume.afterFrame(p) // once written (or gathered)
 	if c.layer != nil {
+		// Noted before the write: its reply may be read before this
+		// goroutine runs again (shots.go).
+		c.layer.shots.wrote(p)
 		defer c.layer.afterClientFrame(c, p) // runs before afterFrame
 	}
 	if g.want == 0 {

@@ -245,12 +245,12 @@ func (c *conn) readFrames(p []byte) (int, error) {
 			continue
 		}
 		if xid > 0 && n >= 20 && c.layer != nil && c.layer.shots.npend.Load() > 0 {
-			// a reply to a request of go-zookeeper's that may set a watch
-			// on a persistent watch's path (shots.go)
+			// a reply to a request of go-zookeeper's that may set a
+			// one-shot watch (shots.go)
 			if hdr, err = c.r.Peek(20); err != nil {
 				return 0, err
 			}
-			c.layer.replied(xid, int32(binary.BigEndian.Uint32(hdr[16:20])))
+			c.layer.shots.replied(xid, int32(binary.BigEndian.Uint32(hdr[16:20])))
 		}
 		d.left = n
 		d.tap = xid == -1 && c.layer != nil && c.layer.tapping()

@@ -12,20 +12,27 @@ import (
 // and path (ZOOKEEPER-4466). So RemoveWatch falls back to removing every
 // watch of the connection on the path, go-zookeeper's one-shot watches on
 // that very path included, and puts those back at once with a SetWatches
-// of its own. To know which, the layer follows go-zookeeper's one-shot
-// watches on the paths of its persistent watches (and on those only):
+// of its own. To know which, the layer follows every one-shot watch
+// go-zookeeper sets, on every path, from the connection's start; a probe
+// cannot tell them (those servers answer checkWatches "set" when any
+// session watches the path). It follows them as the server keeps them:
 //
-//   - when a persistent watch's path is first registered, three requests
-//     go out ahead of its addWatch: checkWatches of the data and children
-//     types (does the connection hold such a watch there?) and an exists
-//     (a data watch of go-zookeeper's is an exists watch when the node is
-//     missing);
-//   - from then on, go-zookeeper's requests that set a watch on the path
-//     are noted as written and counted once their reply says the watch is
-//     set, the way go-zookeeper counts them (getData or exists: data;
-//     exists on a missing node: exist; getChildren: child);
-//   - a notification on the path clears the kinds go-zookeeper fires on it,
-//     and a new session clears them all, as go-zookeeper does.
+//   - a getData, exists or getChildren(2) request with the watch flag is
+//     noted as it is written (before: its reply may be read before the
+//     writing goroutine runs again), and the watch counted once its reply
+//     says it is set: getData or exists answered OK, a data watch;
+//     exists answered NONODE, an exist watch; getChildren OK, a child
+//     watch. No other answer sets one. A request without the watch flag
+//     costs an opcode test and no allocation;
+//   - a notification clears what it fires: NodeCreated the exist watch,
+//     NodeDataChanged the data and exist watches, NodeChildrenChanged the
+//     child watch, NodeDeleted all three (the server's rule, and
+//     go-zookeeper's);
+//   - a new connection starts with none: the server keeps watches with the
+//     connection. On a resumed session go-zookeeper's SetWatches sets its
+//     watches again, and its lists are taken as they are (a watch whose
+//     node changed meanwhile fires at once, and its notification clears
+//     it as above). A new session's go-zookeeper holds none.
 //
 // The SetWatches that puts them back carries the zxid of the removal's
 // reply: every change up to it was notified to the connection (the
@@ -34,143 +41,103 @@ import (
 
 // The kinds of go-zookeeper's one-shot watches.
 const (
-	shotData  = 1 << iota // getData, or exists on a node that exists
-	shotExist             // exists on a missing node
-	shotChild             // getChildren
+	shotData  uint8 = 1 << iota // getData, or exists on a node that exists
+	shotExist                   // exists on a missing node
+	shotChild                   // getChildren
 )
 
-// Opcodes and watcher types of the probes.
-const (
-	opCheckWatches = 17
-	watcherChild   = 1
-	watcherData    = 2
-	codeNoNode     = -101
-)
+const codeNoNode = -101
 
-// shots follows go-zookeeper's one-shot watches on the paths of the
-// persistent watches.
+// shots follows go-zookeeper's one-shot watches on the current
+// connection.
 type shots struct {
 	mu    sync.Mutex
-	paths map[string]*shotPath
-	pend  map[int32]pendShot // go-zookeeper's watching requests written, by xid
-	npend atomic.Int32       // len(pend), read without the lock on every reply
-	n     atomic.Int32       // len(paths), read without the lock on every notification
-	sid   int64              // the session they were counted in
+	paths map[string]*shotPath // paths with a watch set or asked for
+	pend  map[int32]pendShot   // go-zookeeper's watching requests written, by xid
+	npend atomic.Int32         // len(pend), read without the lock on every reply
+	n     atomic.Int32         // len(paths), read without the lock on every notification
 }
 
 type shotPath struct {
-	refs  int   // persistent watches registered on the path
-	kinds uint8 // go-zookeeper's one-shot watches there
-	data  bool  // the probe found a data or exists watch there
+	path    string
+	kinds   uint8 // go-zookeeper's one-shot watches there
+	pending int   // watching requests on the path not answered yet
 }
 
 type pendShot struct {
-	path string
-	op   int32
+	sp *shotPath
+	op int32
 }
 
-// track starts following path (one more persistent watch on it), on c
-// with c.g.mu held: the first time, the probes are written now.
-func (l *Layer) track(c *conn, path string) {
-	s := &l.shots
-	s.mu.Lock()
-	if s.paths == nil {
-		s.paths = make(map[string]*shotPath)
-	}
-	sp := s.paths[path]
-	first := sp == nil
-	if first {
-		sp = &shotPath{}
-		s.paths[path] = sp
-		s.n.Store(int32(len(s.paths)))
-	}
-	sp.refs++
-	s.mu.Unlock()
-	if !first || c == nil || !c.own.ready {
-		return // without probes: go-zookeeper's earlier watches there are not known
-	}
-	_, _ = c.sendLocked(l.nextXid(), opCheckWatches, addBody(path, watcherData), func(_ *conn, r Reply) {
-		l.probed(path, func(sp *shotPath) { sp.data = r.Code == CodeOK })
-	})
-	_, _ = c.sendLocked(l.nextXid(), opCheckWatches, addBody(path, watcherChild), func(_ *conn, r Reply) {
-		l.probed(path, func(sp *shotPath) {
-			if r.Code == CodeOK {
-				sp.kinds |= shotChild
-			}
-		})
-	})
-	body := binary.BigEndian.AppendUint32(nil, uint32(len(path)))
-	body = append(append(body, path...), 0) // exists, no watch
-	_, _ = c.sendLocked(l.nextXid(), opExists, body, func(_ *conn, r Reply) {
-		l.probed(path, func(sp *shotPath) {
-			switch {
-			case !sp.data:
-			case r.Code == CodeOK:
-				sp.kinds |= shotData
-			case r.Code == codeNoNode:
-				sp.kinds |= shotExist
-			}
-		})
-	})
-}
-
-func (l *Layer) probed(path string, fn func(*shotPath)) {
-	s := &l.shots
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sp := s.paths[path]; sp != nil {
-		fn(sp)
-	}
-}
-
-// untrack stops following path for one persistent watch, and returns
-// go-zookeeper's one-shot watches there.
-func (l *Layer) untrack(path string) uint8 {
-	s := &l.shots
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sp := s.paths[path]
-	if sp == nil {
-		return 0
-	}
-	if sp.refs--; sp.refs <= 0 {
-		delete(s.paths, path)
-		s.n.Store(int32(len(s.paths)))
-	}
-	return sp.kinds
-}
-
-// kinds returns go-zookeeper's one-shot watches on path.
-func (l *Layer) kinds(path string) uint8 {
-	s := &l.shots
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sp := s.paths[path]; sp != nil {
-		return sp.kinds
-	}
-	return 0
-}
-
-// wroteWatching notes go-zookeeper's request xid (op) that sets a watch on
-// path, if a persistent watch is on path.
-func (l *Layer) wroteWatching(xid, op int32, path []byte) {
-	s := &l.shots
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.paths[string(path)] == nil {
+// wrote notes a request frame of go-zookeeper's (length, xid, opcode,
+// request) about to be written: a watching request, or a SetWatches.
+func (s *shots) wrote(p []byte) {
+	if len(p) < 12 {
 		return
 	}
+	switch op := int32(binary.BigEndian.Uint32(p[8:12])); op {
+	case opExists, opGetData, opGetChildren, opGetChildren2:
+		if path, ok := watchingPath(p); ok {
+			s.asked(int32(binary.BigEndian.Uint32(p[4:8])), op, path)
+		}
+	case opSetWatches:
+		s.setWatches(p[12:])
+	}
+}
+
+// watchingPath returns the path of a getData, exists or getChildren(2)
+// frame that has the watch flag set: path (int length, bytes), then the
+// flag, the last byte.
+func watchingPath(p []byte) ([]byte, bool) {
+	if len(p) < 17 || p[len(p)-1] != 1 {
+		return nil, false
+	}
+	n := int(int32(binary.BigEndian.Uint32(p[12:16])))
+	if n < 0 || 16+n+1 != len(p) {
+		return nil, false
+	}
+	return p[16 : 16+n], true
+}
+
+// asked notes go-zookeeper's request xid (op) that sets a watch on path
+// once answered.
+func (s *shots) asked(xid, op int32, path []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp := s.at(path)
+	sp.pending++
 	if s.pend == nil {
 		s.pend = make(map[int32]pendShot)
 	}
-	s.pend[xid] = pendShot{path: string(path), op: op}
+	s.pend[xid] = pendShot{sp: sp, op: op}
 	s.npend.Store(int32(len(s.pend)))
 }
 
+// at returns path's entry, made if missing (s.mu held).
+func (s *shots) at(path []byte) *shotPath {
+	if sp := s.paths[string(path)]; sp != nil {
+		return sp
+	}
+	if s.paths == nil {
+		s.paths = make(map[string]*shotPath)
+	}
+	sp := &shotPath{path: string(path)}
+	s.paths[sp.path] = sp
+	s.n.Store(int32(len(s.paths)))
+	return sp
+}
+
+// drop forgets sp once it holds nothing (s.mu held).
+func (s *shots) drop(sp *shotPath) {
+	if sp.kinds == 0 && sp.pending == 0 && s.paths[sp.path] == sp {
+		delete(s.paths, sp.path)
+		s.n.Store(int32(len(s.paths)))
+	}
+}
+
 // replied counts the watch a reply (xid, error code) of go-zookeeper's
-// sets, if it answers a request wroteWatching noted.
-func (l *Layer) replied(xid, code int32) {
-	s := &l.shots
+// sets, if it answers a request asked noted.
+func (s *shots) replied(xid, code int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.pend[xid]
@@ -179,27 +146,25 @@ func (l *Layer) replied(xid, code int32) {
 	}
 	delete(s.pend, xid)
 	s.npend.Store(int32(len(s.pend)))
-	sp := s.paths[p.path]
-	if sp == nil {
-		return
-	}
+	sp := p.sp
+	sp.pending--
 	switch {
 	case code == CodeOK && (p.op == opGetData || p.op == opExists):
 		sp.kinds |= shotData
 	case code == codeNoNode && p.op == opExists:
 		sp.kinds |= shotExist
-	case code == CodeOK:
+	case code == CodeOK && (p.op == opGetChildren || p.op == opGetChildren2):
 		sp.kinds |= shotChild
 	}
+	s.drop(sp)
 }
 
-// fired clears the one-shot watches go-zookeeper fires on a notification
-// of type typ on path.
-func (l *Layer) fired(path string, typ int32) {
-	s := &l.shots
+// fired clears the one-shot watches a notification of type typ on path
+// fires.
+func (s *shots) fired(path []byte, typ int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sp := s.paths[path]
+	sp := s.paths[string(path)]
 	if sp == nil {
 		return
 	}
@@ -213,22 +178,57 @@ func (l *Layer) fired(path string, typ int32) {
 	case 2: // NodeDeleted
 		sp.kinds = 0
 	}
+	s.drop(sp)
 }
 
-// shotsOnSession forgets the requests noted on the last connection (go-zookeeper
-// fails them), and every one-shot watch when the session is new.
-func (l *Layer) shotsOnSession(sid int64) {
-	s := &l.shots
+// reset forgets everything: a new connection holds no watch, and the
+// requests written on the last one are failed by go-zookeeper.
+func (s *shots) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.pend)
 	s.npend.Store(0)
-	if sid != s.sid {
-		for _, sp := range s.paths {
-			sp.kinds = 0
-		}
-		s.sid = sid
+	clear(s.paths)
+	s.n.Store(0)
+}
+
+// setWatches counts the watches of go-zookeeper's SetWatches request
+// (relativeZxid, then the data, exist and child watches' paths).
+func (s *shots) setWatches(b []byte) {
+	if len(b) < 8 {
+		return
 	}
+	b = b[8:]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range []uint8{shotData, shotExist, shotChild} {
+		if len(b) < 4 {
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		for range max(n, 0) {
+			if len(b) < 4 {
+				return
+			}
+			m := int(int32(binary.BigEndian.Uint32(b)))
+			if m < 0 || 4+m > len(b) {
+				return
+			}
+			s.at(b[4 : 4+m]).kinds |= k
+			b = b[4+m:]
+		}
+	}
+}
+
+// kinds returns go-zookeeper's one-shot watches on path.
+func (s *shots) kinds(path string) uint8 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sp := s.paths[path]; sp != nil {
+		return sp.kinds
+	}
+	return 0
 }
 
 // setWatchesBody is a SetWatches request putting go-zookeeper's one-shot

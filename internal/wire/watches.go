@@ -199,13 +199,10 @@ func (l *Layer) AddWatch(ctx context.Context, w *Watch) (code int32, err error) 
 	l.register(w)
 	if c := l.cur.Load(); c != nil {
 		c.g.mu.Lock()
-		l.track(c, w.Path) // probes first (shots.go)
 		if c.own.ready {
 			_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
 		}
 		c.g.mu.Unlock()
-	} else {
-		l.track(nil, w.Path)
 	}
 	select {
 	case <-w.first:
@@ -272,7 +269,6 @@ func closeOnce(ch chan struct{}) {
 // path go too (on those servers they were one watch with the persistent
 // one anyway). It returns the server's error code for anything else.
 func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err error) {
-	defer l.untrack(w.Path)
 	if l.unregister(w) {
 		return CodeOK, nil
 	}
@@ -303,7 +299,7 @@ func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err erro
 // carried zxid, go-zookeeper's one-shot watches there, and the other
 // persistent watches registered on path (see shots.go).
 func (l *Layer) putBack(ctx context.Context, path string, zxid int64) (int32, error) {
-	if k := l.kinds(path); k != 0 {
+	if k := l.shots.kinds(path); k != 0 {
 		r, err := l.Call(ctx, opSetWatches, setWatchesBody(zxid, path, k))
 		switch {
 		case err == ErrConnLost:
@@ -332,9 +328,7 @@ func removeBody(path string, typ int32) []byte {
 // closing, or ends with the session). Unlike RemoveWatch, it may be called
 // more than once.
 func (l *Layer) Forget(w *Watch) {
-	if _, found := l.unregistered(w); found {
-		l.untrack(w.Path)
-	}
+	l.unregistered(w)
 }
 
 // onSession is called on the reading goroutine once a connection's
@@ -348,7 +342,7 @@ func (c *conn) onSession() {
 	defer c.g.mu.Unlock()
 	c.own.ready = true
 	if c.layer != nil {
-		c.layer.shotsOnSession(c.sessionID())
+		c.layer.shots.reset() // a new connection holds no watch (shots.go)
 		c.layer.addAllLocked(c, nil)
 	}
 }
@@ -384,16 +378,9 @@ func (l *Layer) afterClientFrame(c *conn, p []byte) {
 	case opSetWatches:
 		l.addAllLocked(c, nil)
 	case opExists, opGetData, opGetChildren, opGetChildren2:
-		// path (int length, bytes), then the watch flag: the last byte
-		if len(p) < 17 || p[len(p)-1] != 1 {
-			return
+		if path, ok := watchingPath(p); ok {
+			l.addAllLocked(c, path)
 		}
-		n := int(int32(binary.BigEndian.Uint32(p[12:16])))
-		if n < 0 || 16+n+1 != len(p) {
-			return
-		}
-		l.wroteWatching(int32(binary.BigEndian.Uint32(p[4:8])), int32(binary.BigEndian.Uint32(p[8:12])), p[16:16+n])
-		l.addAllLocked(c, p[16:16+n])
 	}
 }
 
@@ -412,7 +399,7 @@ func (l *Layer) notified(c *conn, b []byte) {
 	}
 	path := b[32 : 32+n]
 	if l.shots.n.Load() > 0 {
-		l.fired(string(path), typ)
+		l.shots.fired(path, typ)
 	}
 	var ev *Notification
 	for _, w := range l.registered() {
