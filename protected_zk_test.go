@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -43,12 +44,16 @@ func zkSession(t *testing.T, d time.Duration, opts ...SessionOption) (context.Co
 }
 
 // zkRaw returns a plain go-zookeeper connection to the ZK_SERVERS server,
-// closed with the test.
+// closed with the test. It makes /zkt, the tests' common parent, so that a
+// test run alone finds it as one run after others does.
 func zkRaw(t *testing.T) *zk.Conn {
 	t.Helper()
 	c, _, err := zk.Connect(zkServers(t), 10*time.Second, zk.WithLogInfo(false))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
+	if _, err := c.Create("/zkt", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		require.NoError(t, err)
+	}
 	return c
 }
 
