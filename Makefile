@@ -1,5 +1,5 @@
 # zkrecipes build entry points. `make test` is what CI runs (.ci/run).
-.PHONY: all deps lint test unit integration docker demo bench bench-ensemble
+.PHONY: all deps lint test unit integration zk39 docker demo bench bench-ensemble
 
 all: test
 
@@ -13,6 +13,10 @@ lint:
 # with the wire layer off, Docker backend tests, then a summary.
 test:
 	scripts/test.sh
+
+# the persistent watch and cache tests against ZooKeeper 3.9 (deps.sh fetches its jars)
+zk39:
+	scripts/test-zk39.sh -race
 
 unit:
 	go test -race -count=1 -skip '^TestZK' ./...

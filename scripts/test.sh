@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole check: dependencies, lint, unit tests, short fuzz runs, integration tests against real
-# ZooKeeper (Java backend), the contract suite again with the wire layer off, the Kerberos
+# ZooKeeper (Java backend; Debian's 3.8, then the persistent watch and cache tests on 3.9), the contract suite again with the wire layer off, the Kerberos
 # module against a real MIT KDC, then the Docker
 # backend tests (a Docker daemon started for them is stopped after them). Every stage runs even after a failure (except deps), and
 # a summary with times closes the output. Exit status is non-zero when any stage failed.
@@ -52,6 +52,9 @@ stage fuzz scripts/fuzz.sh
 stage otelzk bash -c 'cd otelzk && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
 stage example-prom bash -c 'cd examples/prometheus-metrics && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
 stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./...'
+# The persistent watch and cache tests again against ZooKeeper 3.9 (Debian 13's jars,
+# fetched by deps.sh): the typed removal of persistent watches runs there only.
+stage zk39 scripts/test-zk39.sh -race
 # The contract suite again with the wire layer off (zkrecipes.WithWireLayer(false)).
 stage contract-nowire bash -c 'cd integration && ZKRECIPES_WIRE=off ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Contract ./recipes/'
 stage chaos-leasetime bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Chaos ./chaos/ -chaos.lease-time=300ms -chaos.duration=15s -chaos.clients=3'

@@ -40,6 +40,16 @@ type member interface {
 // selectBackend resolves the configured backend name to a backend, or returns an
 // error wrapping ErrNoBackend that explains what to install.
 func selectBackend(ctx context.Context, cfg config) (backend, error) {
+	v, err := cfg.serverVersion()
+	if err != nil {
+		return nil, err
+	}
+	if v == Version39 {
+		if b := strings.ToLower(strings.TrimSpace(cfg.backend)); b != "" && b != "auto" && b != BackendJava {
+			return nil, fmt.Errorf("zktest: ZooKeeper %s runs on the %s backend only, not %q", v, BackendJava, cfg.backend)
+		}
+		return newJavaBackendVersion(v)
+	}
 	if cfg.secure != nil {
 		return newJavaBackend() // only servers we start can be secured
 	}
@@ -85,3 +95,15 @@ func unavailable(format string, args ...any) error {
 
 // isNoBackend reports whether err means "no backend", as opposed to a broken one.
 func isNoBackend(err error) bool { return errors.Is(err, ErrNoBackend) }
+
+// serverVersion returns the version asked for, normalised: Version38 or Version39.
+func (c config) serverVersion() (string, error) {
+	switch v := strings.TrimSpace(c.version); v {
+	case "", Version38, "3.8.0":
+		return Version38, nil
+	case Version39:
+		return Version39, nil
+	default:
+		return "", fmt.Errorf("zktest: unknown ZooKeeper version %q (want %s or %s)", c.version, Version38, Version39)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ const debianZooKeeperJar = "/usr/share/java/zookeeper.jar"
 type javaBackend struct {
 	java      string
 	classpath string
+	version   string // "" (Debian's 3.8, or the jars of ZK_CLASSPATH / ZOOKEEPER_HOME) or Version39
 }
 
 func (b *javaBackend) name() string { return BackendJava }
@@ -37,6 +39,73 @@ func newJavaBackend() (*javaBackend, error) {
 		return nil, err
 	}
 	return &javaBackend{java: java, classpath: cp}, nil
+}
+
+// newJavaBackendVersion is newJavaBackend for ZooKeeper version v (Version39):
+// its jars from ZK39_HOME or the repository's .deps/zookeeper-3.9, ahead of
+// Debian's zookeeper.jar's dependencies.
+func newJavaBackendVersion(v string) (*javaBackend, error) {
+	java, err := findJava()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := findVersionDir(v)
+	if err != nil {
+		return nil, err
+	}
+	// zookeeper-jute.jar first: zookeeper.jar's manifest names Debian's
+	// /usr/share/java/zookeeper-jute.jar (3.8 on Debian 12), which the JVM puts
+	// right behind zookeeper.jar, and 3.8's wire records would shadow 3.9's
+	// (the server then fails every handshake: NoSuchMethodError on
+	// ConnectRequest.setReadOnly).
+	cp := []string{filepath.Join(dir, "zookeeper-jute.jar"), filepath.Join(dir, "zookeeper.jar")}
+	for _, b := range []string{"/usr/share/java/slf4j-simple.jar", "/usr/share/java/slf4j-nop.jar"} {
+		if _, err := os.Stat(b); err == nil {
+			cp = append(cp, b)
+			break
+		}
+	}
+	return &javaBackend{java: java, classpath: strings.Join(cp, string(os.PathListSeparator)), version: v}, nil
+}
+
+// findVersionDir finds the directory of ZooKeeper v's jars: ZK39_HOME, else
+// .deps/zookeeper-<v> in the repository this package's source is in, or in
+// the working directory or one of its parents.
+func findVersionDir(v string) (string, error) {
+	has := func(d string) bool {
+		for _, j := range []string{"zookeeper.jar", "zookeeper-jute.jar"} {
+			if _, err := os.Stat(filepath.Join(d, j)); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if d := os.Getenv("ZK39_HOME"); d != "" {
+		if !has(d) {
+			return "", fmt.Errorf("zktest: ZK39_HOME=%s holds no zookeeper.jar and zookeeper-jute.jar", d)
+		}
+		return d, nil
+	}
+	var starts []string
+	if _, file, _, ok := runtime.Caller(0); ok {
+		starts = append(starts, filepath.Dir(file))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	for _, d := range starts {
+		for {
+			if c := filepath.Join(d, ".deps", "zookeeper-"+v); has(c) {
+				return c, nil
+			}
+			up := filepath.Dir(d)
+			if up == d {
+				break
+			}
+			d = up
+		}
+	}
+	return "", unavailable("java backend: no ZooKeeper %s jars (ZK39_HOME unset, no .deps/zookeeper-%s in the repository); run scripts/deps.sh", v, v)
 }
 
 func findJava() (string, error) {

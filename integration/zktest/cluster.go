@@ -118,6 +118,9 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 			}
 		}
 		err = c.waitAll(ctx)
+		if err == nil && pki == nil {
+			err = c.checkVersion(ctx, cfg)
+		}
 		if err == nil {
 			c.started = time.Since(t0)
 			return c, nil
@@ -365,4 +368,23 @@ func (c *Cluster) closeMembers() error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// checkVersion fails when a server is not of the ZooKeeper version asked for
+// (WithServerVersion): a test meant for that version must not pass on another.
+func (c *Cluster) checkVersion(ctx context.Context, cfg config) error {
+	v, err := cfg.serverVersion()
+	if err != nil || cfg.version == "" {
+		return err
+	}
+	for _, addr := range c.Servers() {
+		m, err := Srvr(ctx, addr)
+		if err != nil {
+			return fmt.Errorf("zktest: asking %s its version: %w", addr, err)
+		}
+		if got := m["Zookeeper version"]; !strings.HasPrefix(got, v+".") {
+			return fmt.Errorf("zktest: server %s runs ZooKeeper %q, not %s", addr, got, v)
+		}
+	}
+	return nil
 }

@@ -8,7 +8,9 @@
 //   - "servers": an existing ensemble listed in ZK_SERVERS (loopback addresses only);
 //     lifecycle faults (Kill, Restart, Stop, Cont) return [ErrUnsupported];
 //   - "java": a local JVM per server (java from ZK_JAVA, JAVA_HOME or PATH; jars from
-//     ZK_CLASSPATH, ZOOKEEPER_HOME or Debian's /usr/share/java/zookeeper.jar);
+//     ZK_CLASSPATH, ZOOKEEPER_HOME or Debian's /usr/share/java/zookeeper.jar; with
+//     [WithServerVersion] or ZK_TEST_VERSION=3.9, ZooKeeper 3.9 from the jars
+//     scripts/deps.sh keeps in .deps/zookeeper-3.9);
 //   - "docker": one container per server through testcontainers-go on the host
 //     network (image from ZK_TEST_IMAGE, default "zookeeper").
 //

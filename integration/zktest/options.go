@@ -18,6 +18,7 @@ type config struct {
 	startTimeout time.Duration
 	jvmFlags     []string      // nil: testJVMFlags
 	secure       *secureConfig // WithSecurity; nil: plain servers
+	version      string        // WithServerVersion: "" (Version38) or Version39
 }
 
 // testJVMFlags are the "java" backend's JVM flags unless WithJVMFlags says
@@ -30,6 +31,7 @@ func newConfig(opts []Option) config {
 	c := config{
 		size:         1,
 		backend:      os.Getenv("ZK_TEST_BACKEND"),
+		version:      os.Getenv("ZK_TEST_VERSION"),
 		tickTime:     defaultTickTime,
 		startTimeout: 90 * time.Second,
 	}
@@ -93,4 +95,26 @@ func WithStartTimeout(d time.Duration) Option {
 // Ignored by the "servers" backend (it starts no server).
 func WithJVMFlags(flags ...string) Option {
 	return func(c *config) { c.jvmFlags = append([]string{}, flags...) }
+}
+
+// ZooKeeper versions accepted by [WithServerVersion] and ZK_TEST_VERSION.
+const (
+	// Version38 is Debian 12's zookeeper package (3.8.0), the default.
+	Version38 = "3.8"
+	// Version39 is Debian 13's ZooKeeper 3.9 jars, which scripts/deps.sh downloads
+	// into the repository's .deps/zookeeper-3.9 (or ZK39_HOME, a directory holding
+	// zookeeper.jar and zookeeper-jute.jar); their dependencies are Debian 12's jars
+	// in /usr/share/java.
+	Version39 = "3.9"
+)
+
+// WithServerVersion selects the ZooKeeper version the "java" backend starts:
+// [Version38] or [Version39]. Optional, defaults to the environment variable
+// ZK_TEST_VERSION, else Version38. Asking for Version39 selects the "java" backend
+// (the others cannot choose a version: asking for another backend fails the start);
+// when its jars are missing the start fails with an error wrapping ErrNoBackend that
+// says to run scripts/deps.sh. Once the server serves, the harness checks that its
+// version (the four-letter word srvr) is the one asked for.
+func WithServerVersion(v string) Option {
+	return func(c *config) { c.version = v }
 }

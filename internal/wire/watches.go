@@ -199,6 +199,7 @@ func (l *Layer) AddWatch(ctx context.Context, w *Watch) (code int32, err error) 
 	l.register(w)
 	if c := l.cur.Load(); c != nil {
 		c.g.mu.Lock()
+		l.probeTypedLocked(c)
 		if c.own.ready {
 			_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
 		}
@@ -284,8 +285,10 @@ func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err erro
 		case err != nil:
 			return 0, err
 		case (r.Code == CodeOK || r.Code == CodeNoWatcher) && typ == watcherAny:
+			counts.anyRemovals.Add(1)
 			return l.putBack(ctx, w.Path, r.Zxid)
 		case r.Code == CodeOK, r.Code == CodeNoWatcher:
+			counts.typedRemovals.Add(1)
 			return CodeOK, nil
 		case r.Code == CodeMarshalling && typ != watcherAny:
 			typ = watcherAny // a server before 3.9: see shots.go
@@ -343,19 +346,26 @@ func (c *conn) onSession() {
 	c.own.ready = true
 	if c.layer != nil {
 		c.layer.shots.reset() // a new connection holds no watch (shots.go)
+		if c.layer.watching() {
+			c.layer.probeTypedLocked(c)
+		}
 		c.layer.addAllLocked(c, nil)
 	}
 }
 
 // addAllLocked writes an addWatch for every registered watch (on path
-// only, when path is not nil) on c, with c.g.mu held.
-func (l *Layer) addAllLocked(c *conn, path []byte) {
+// only, when path is not nil) on c, with c.g.mu held, and returns how many
+// it wrote.
+func (l *Layer) addAllLocked(c *conn, path []byte) (n int64) {
 	for _, w := range l.registered() {
 		if path != nil && w.Path != string(path) {
 			continue
 		}
-		_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
+		if _, err := c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w)); err == nil {
+			n++
+		}
 	}
+	return n
 }
 
 // Opcodes of go-zookeeper's requests that may set a watch.
@@ -374,12 +384,22 @@ func (l *Layer) afterClientFrame(c *conn, p []byte) {
 	if !l.watching() || len(p) < 12 || !c.own.ready {
 		return
 	}
+	// A server that keeps a watch per mode on a path (3.9 and later) needs
+	// none of this: the persistent watch stays what it is. Until the probe
+	// has answered, the layer does as for an older server (harmless there).
+	typed := c.own.typed.Load() == 1
 	switch binary.BigEndian.Uint32(p[8:12]) {
 	case opSetWatches:
-		l.addAllLocked(c, nil)
+		if typed {
+			return
+		}
+		counts.reArms.Add(l.addAllLocked(c, nil))
 	case opExists, opGetData, opGetChildren, opGetChildren2:
+		if typed {
+			return
+		}
 		if path, ok := watchingPath(p); ok {
-			l.addAllLocked(c, path)
+			counts.reArms.Add(l.addAllLocked(c, path))
 		}
 	}
 }
@@ -410,5 +430,62 @@ func (l *Layer) notified(c *conn, b []byte) {
 			ev = &Notification{Type: typ, Path: string(path), Zxid: zxid}
 		}
 		w.OnEvent(*ev)
+	}
+}
+
+// probeTypedLocked asks c's server, once per connection and with c.g.mu
+// held, whether it knows the persistent watcher types (ZOOKEEPER-4472, 3.9):
+// a checkWatches of type watcherPersistent on "/" changes nothing; a server
+// that knows the type answers whether the connection holds such a watch
+// there (CodeOK or CodeNoWatcher), one before 3.9 answers CodeMarshalling.
+// The same release keeps one watch per mode on a path (ZOOKEEPER-4466), so
+// the answer also says whether persistent watches must be set again behind
+// one-shot watches on their paths. Replies come in order: the answer is in
+// before the reply of any addWatch written after the probe.
+func (l *Layer) probeTypedLocked(c *conn) {
+	const opCheckWatches = 17
+	if c.own.probed || !c.own.ready {
+		return
+	}
+	c.own.probed = true
+	_, _ = c.sendLocked(l.nextXid(), opCheckWatches, addBody("/", watcherPersistent), func(c *conn, r Reply) {
+		switch r.Code {
+		case CodeOK, CodeNoWatcher:
+			c.own.typed.Store(1)
+		default:
+			c.own.typed.Store(-1)
+		}
+	})
+}
+
+// counts are the process's counts of the persistent watches' requests by
+// the way they went: tests read them (Counts) to tell which way ran
+// against which server.
+var counts struct {
+	typedRemovals, anyRemovals, reArms atomic.Int64
+}
+
+// Counts is a snapshot of the persistent watches' requests of every Layer
+// of the process, by the way they went.
+type Counts struct {
+	// TypedRemovals: persistent watches removed by their watcher type
+	// (servers 3.9 and later).
+	TypedRemovals int64
+	// AnyRemovals: persistent watches removed with every watch of the
+	// connection on their path, then the others put back (servers 3.6 to
+	// 3.8, which answer the typed removal with CodeMarshalling).
+	AnyRemovals int64
+	// ReArms: persistent watches set again behind a request of
+	// go-zookeeper's that sets a watch on their path, or its SetWatches
+	// (servers 3.6 to 3.8, and any server until the probe answered).
+	ReArms int64
+}
+
+// ReadCounts returns the process's counts so far.
+func ReadCounts() Counts {
+	return Counts{
+		TypedRemovals: counts.typedRemovals.Load(),
+		AnyRemovals:   counts.anyRemovals.Load(),
+		ReArms:        counts.reArms.Load(),
 	}
 }
