@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"time"
 )
 
@@ -44,9 +45,14 @@ type Observer interface {
 	// StateChanged is called on each transition of the Session's
 	// ConnState, with the Session's state lock held.
 	StateChanged(ev StateChange)
-	// CacheSynced is called when a cache has read its whole tree: first
-	// loaded, or resynced after a reconnection.
+	// CacheSynced is called when a cache has read its whole tree (a
+	// NodeCache: its node): first loaded, or resynced after a
+	// reconnection or a watch reset.
 	CacheSynced(ev CacheSyncEvent)
+	// CacheBacklog is called when the events a cache holds for its reader
+	// cross a power of two from 32 up, either way, and with 0 once they
+	// are all delivered after such a report.
+	CacheBacklog(ev CacheBacklogEvent)
 	// InstancesSeen is called when a service discovery cache's view of a
 	// service's instances changes.
 	InstancesSeen(ev InstancesEvent)
@@ -79,6 +85,9 @@ func (BaseObserver) CacheSynced(CacheSyncEvent) {}
 // InstancesSeen does nothing.
 func (BaseObserver) InstancesSeen(InstancesEvent) {}
 
+// CacheBacklog does nothing.
+func (BaseObserver) CacheBacklog(CacheBacklogEvent) {}
+
 // Recipe kinds an Observer sees in RecipeInfo.Kind.
 const (
 	KindMutex     = "mutex"
@@ -89,7 +98,11 @@ const (
 	// LeaseEnd leadership lost.
 	KindElection  = "election"
 	KindTreeCache = "treecache"
-	KindDiscovery = "discovery"
+	// KindDiscovery: a discovery ServiceCache (its cache reports this
+	// kind too, see WithCacheKind).
+	KindDiscovery   = "discovery"
+	KindNodeCache   = "nodecache"
+	KindGroupMember = "groupmember" // GroupMember's view of the group
 )
 
 // RecipeInfo names the recipe an event is about.
@@ -175,6 +188,12 @@ type CacheSyncEvent struct {
 	Initial bool // the first load; false for a resync after a reconnection
 	Nodes   int  // nodes the cache holds
 	Backlog int  // events queued and not yet delivered to the reader
+}
+
+// CacheBacklogEvent reports the events a cache holds for its reader.
+type CacheBacklogEvent struct {
+	Recipe  RecipeInfo
+	Backlog int // events queued and not yet delivered to the reader
 }
 
 // InstancesEvent reports the instances a discovery cache sees.
@@ -410,11 +429,36 @@ func (s *Session) reportState(ch StateChange) {
 	}
 }
 
-// reportCacheSync reports a TreeCache on path (relative to the namespace)
-// that has read its whole tree.
-func (s *Session) reportCacheSync(path string, initial bool, nodes, backlog int) {
+// reportCacheSync reports a cache of the given kind and name on path
+// (relative to the namespace) that has read its whole tree.
+func (s *Session) reportCacheSync(kind, name, path string, initial bool, nodes, backlog int) {
 	if s.cfg.obs != nil {
-		s.cfg.obs.CacheSynced(CacheSyncEvent{Recipe: s.RecipeInfo(KindTreeCache, "", path),
+		s.cfg.obs.CacheSynced(CacheSyncEvent{Recipe: s.RecipeInfo(kind, name, path),
 			Initial: initial, Nodes: nodes, Backlog: backlog})
 	}
+}
+
+// backlogMark is what a cache last reported of its backlog.
+type backlogMark struct {
+	level int  // backlogLevel of the last report
+	shown bool // the last report was not 0
+}
+
+// backlogLevel groups backlogs by power of two from 32 up: 0 below 32.
+func backlogLevel(n int) int { return bits.Len(uint(n >> 5)) }
+
+// noteBacklog reports the backlog n of a cache of the given kind and name
+// on path when its level changed since the last report, or 0 once it is
+// drained after a report (the cache's lock held). Without an Observer it
+// costs a nil check.
+func (s *Session) noteBacklog(m *backlogMark, kind, name, path string, n int) {
+	if s.cfg.obs == nil {
+		return
+	}
+	lvl := backlogLevel(n)
+	if lvl == m.level && (n != 0 || !m.shown) {
+		return
+	}
+	m.level, m.shown = lvl, n != 0
+	s.cfg.obs.CacheBacklog(CacheBacklogEvent{Recipe: s.RecipeInfo(kind, name, path), Backlog: n})
 }

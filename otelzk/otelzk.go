@@ -199,8 +199,8 @@ func New(opts ...Option) (*Observer, error) {
 	o.changes = counter("zookeeper.session.state.changes", "{change}", "Session state transitions, by the state entered.")
 	o.reconnects = counter("zookeeper.session.reconnects", "{reconnect}", "Session reconnections (RECONNECTED).")
 	o.syncs = counter("zookeeper.cache.syncs", "{sync}", "Whole-tree reads of a cache: initial loads and resyncs after a reconnection.")
-	o.backlog = gauge("zookeeper.cache.backlog", "{event}", "Cache events not yet delivered to the reader, at the last sync.")
-	o.cacheNodes = gauge("zookeeper.cache.nodes", "{node}", "Nodes a cache holds, at the last sync.")
+	o.backlog = gauge("zookeeper.cache.backlog", "{event}", "Cache events not yet delivered to the reader: at each sync, and when it crosses a power of two from 32 up (0 once drained).")
+	o.cacheNodes = gauge("zookeeper.cache.nodes", "{node}", "Nodes a cache holds, at the last load or resync.")
 	o.leader = counter("zookeeper.leader.changes", "{change}", "Leadership gained or lost by this process.")
 	o.instances = gauge("zookeeper.discovery.instances", "{instance}", "Instances a discovery cache sees, by service.")
 	if err := errors.Join(errs...); err != nil {
@@ -401,6 +401,11 @@ func (o *Observer) CacheSynced(ev zr.CacheSyncEvent) {
 	base := metric.WithAttributes(o.recipeAttrs(ev.Recipe)...)
 	o.backlog.Record(ctx, int64(ev.Backlog), base)
 	o.cacheNodes.Record(ctx, int64(ev.Nodes), base)
+}
+
+// CacheBacklog records a cache's backlog as it crosses a threshold.
+func (o *Observer) CacheBacklog(ev zr.CacheBacklogEvent) {
+	o.backlog.Record(context.Background(), int64(ev.Backlog), metric.WithAttributes(o.recipeAttrs(ev.Recipe)...))
 }
 
 // InstancesSeen records the instances a discovery cache sees.
