@@ -135,21 +135,34 @@ type AcquireStartEvent struct {
 	Recipe RecipeInfo
 	Try    bool // TryAcquire: fails at once rather than wait
 	N      int  // leases asked for (a Semaphore); 1 otherwise
+	// Reentrant: the goroutine already holds the lock and gets a new lease
+	// on its hold at once, with no request; the hold's end is reported
+	// once, by one LeaseEnd, whatever the number of its leases.
+	Reentrant bool
+	// Downgrade: the holder of an RWMutex's write lock takes its read
+	// lock, which is granted without queueing (if the write lock turns out
+	// to be gone meanwhile, it queues as any reader, within the same
+	// acquisition).
+	Downgrade bool
 }
 
 // AcquireEndEvent ends an acquisition: granted when Err is nil.
 type AcquireEndEvent struct {
-	Recipe RecipeInfo
-	Try    bool
-	N      int
+	Recipe    RecipeInfo
+	Try       bool
+	N         int
+	Reentrant bool // as in AcquireStartEvent: granted at once, no new hold
+	Downgrade bool // as in AcquireStartEvent
 	// Wait is the time from AcquireStart to the grant or failure.
 	Wait time.Duration
 	// Attempts counts the passes: more than 1 when the acquisition started
-	// over (its session expired, its node was deleted).
+	// over (its session expired, its node was deleted); 0 for a reentrant
+	// acquisition.
 	Attempts int
 	// Position is the number of contenders ahead of the caller's node at
-	// the first listing of the last pass (0: at the head); -1 if unknown
-	// (a Semaphore, a failure before the listing).
+	// the first listing of the last pass (0: at the head, or a downgrade);
+	// -1 if unknown (a Semaphore, a failure before the listing, a
+	// reentrant acquisition).
 	Position int
 	Token    int64 // the lease's fencing token when granted (the first, for a Semaphore)
 	Err      error // why it failed: ctx's error, ErrLocked, ErrClosed, ...
@@ -310,6 +323,14 @@ func (s *Session) notePosition(ctx context.Context, first bool, nodes []queueNod
 
 // acquireObserved is queue.acquire reported to the Session's Observer.
 func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
+	if p, ok := ctx.Value(acqProbeKey{}).(*acqProbe); ok {
+		// Inside an observed downgrade (downgradeObserved), which reports.
+		return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
+			p.attempts++
+			p.position = -1
+			return q.attempt(ctx, data, try, onEnd)
+		})
+	}
 	o, start := q.s.cfg.obs, time.Now()
 	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
 	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1}); octx != nil {
@@ -323,6 +344,46 @@ func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEn
 		return q.attempt(pctx, data, try, onEnd)
 	})
 	ev := AcquireEndEvent{Recipe: info, Try: try, N: 1, Wait: time.Since(start), Attempts: p.attempts, Position: p.position, Err: err}
+	if h != nil {
+		ev.Token = h.token
+	}
+	o.AcquireEnd(ctx, ev)
+	if h != nil {
+		h.observe(ctx, info)
+	}
+	return h, err
+}
+
+// reportReentry reports a reentrant acquisition, granted lease l at once
+// on the hold the goroutine has. Without an Observer it costs a nil check.
+func (q *queue) reportReentry(ctx context.Context, try bool, l *Lease) {
+	o := q.s.cfg.obs
+	if o == nil || q.obs.kind == "" {
+		return
+	}
+	start := time.Now()
+	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
+	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1, Reentrant: true}); octx != nil {
+		ctx = octx
+	}
+	o.AcquireEnd(ctx, AcquireEndEvent{Recipe: info, Try: try, N: 1, Reentrant: true,
+		Wait: time.Since(start), Position: -1, Token: l.Token()})
+}
+
+// downgradeObserved is RWMutex.downgradeOrQueue reported to the Session's
+// Observer as one acquisition of the read lock: its requests run under
+// the ctx AcquireStart returns, and its hold reports its end.
+func (rw *RWMutex) downgradeObserved(ctx context.Context, held *hold, try bool, onEnd func()) (*hold, error) {
+	q := &rw.rq
+	o, start := rw.s.cfg.obs, time.Now()
+	info := rw.s.RecipeInfo(q.obs.kind, q.obs.name, rw.s.rel(q.dir))
+	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1, Downgrade: true}); octx != nil {
+		ctx = octx
+	}
+	p := &acqProbe{attempts: 1, position: 0}
+	h, err := rw.downgradeOrQueue(context.WithValue(ctx, acqProbeKey{}, p), held, try, onEnd)
+	ev := AcquireEndEvent{Recipe: info, Try: try, N: 1, Downgrade: true, Wait: time.Since(start),
+		Attempts: p.attempts, Position: p.position, Err: err}
 	if h != nil {
 		ev.Token = h.token
 	}

@@ -18,6 +18,7 @@ func TestObserverHooksWithoutObserverAllocateNothing(t *testing.T) {
 	tc := &TreeCache{s: s, path: "/c", cfg: treeConfig{kind: KindTreeCache}}
 	nc := &NodeCache{s: s, path: "/n"}
 	var cs cacheSyncs
+	l := &Lease{h: h}
 	ctx := context.Background()
 	nodes := []queueNode{{name: "_c_x-lock-0000000001"}}
 	ch := StateChange{State: StateConnected}
@@ -34,6 +35,7 @@ func TestObserverHooksWithoutObserverAllocateNothing(t *testing.T) {
 		tc.noteBacklog()
 		nc.noteBacklog()
 		nc.reportRead(&cs, nodeData{})
+		q.reportReentry(ctx, false, l)
 	})
 	require.Zero(t, allocs)
 }

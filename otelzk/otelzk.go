@@ -52,6 +52,10 @@ const (
 	AttrService    = attribute.Key("zookeeper.service.name")
 	AttrSyncKind   = attribute.Key("zookeeper.cache.sync")  // initial, resync
 	AttrTry        = attribute.Key("zookeeper.acquire.try") // TryAcquire
+	// AttrAcquireMode is "reentrant" (the goroutine held the lock already)
+	// or "downgrade" (a write lock's holder took the read lock); absent for
+	// an acquisition that queued.
+	AttrAcquireMode = attribute.Key("zookeeper.acquire.mode")
 )
 
 // Histogram bucket boundaries, in seconds.
@@ -190,7 +194,7 @@ func New(opts ...Option) (*Observer, error) {
 	o.position, err = m.Int64Histogram("zookeeper.lock.queue.position", metric.WithUnit("{contender}"),
 		metric.WithDescription("Contenders ahead of an acquisition at its first listing."), metric.WithExplicitBucketBoundaries(PositionBuckets...))
 	errs = append(errs, err)
-	o.acquires = counter("zookeeper.lock.acquisitions", "{acquisition}", "Acquisitions ended, granted or failed (error.type).")
+	o.acquires = counter("zookeeper.lock.acquisitions", "{acquisition}", "Acquisitions ended, granted or failed (error.type); reentrant ones with zookeeper.acquire.mode.")
 	o.restarts = counter("zookeeper.lock.restarts", "{attempt}", "Acquisitions that started over on a new node (session expired or node deleted while waiting).")
 	o.lost = counter("zookeeper.lease.lost", "{lease}", "Leases lost, by cause (zookeeper.lease.end_cause).")
 	o.held = updown("zookeeper.lease.held", "{lease}", "Leases held now.")
@@ -299,17 +303,48 @@ func (o *Observer) OpDone(ctx context.Context, ev zr.OpEvent) {
 // waiter.
 func (o *Observer) AcquireStart(ctx context.Context, ev zr.AcquireStartEvent) context.Context {
 	se := o.set(ev.Recipe, "", "")
-	o.waiters.Add(ctx, 1, se.add...)
+	if !ev.Reentrant {
+		o.waiters.Add(ctx, 1, se.add...)
+	}
 	ctx, span := o.tracer.Start(ctx, se.spanName, se.spanStart...)
 	if span.IsRecording() {
 		span.SetAttributes(AttrTry.Bool(ev.Try), attribute.Int("zookeeper.acquire.leases", ev.N))
+		if m := acquireMode(ev.Reentrant, ev.Downgrade); m != "" {
+			span.SetAttributes(AttrAcquireMode.String(m))
+		}
 	}
 	return ctx
+}
+
+// acquireMode is the zookeeper.acquire.mode of an acquisition, "" for one
+// that queued.
+func acquireMode(reentrant, downgrade bool) string {
+	switch {
+	case reentrant:
+		return "reentrant"
+	case downgrade:
+		return "downgrade"
+	}
+	return ""
+}
+
+// reentered counts a reentrant acquisition (no wait, no new lease held)
+// and ends its span.
+func (o *Observer) reentered(ctx context.Context, ev zr.AcquireEndEvent) {
+	o.acquires.Add(ctx, 1, o.set(ev.Recipe, AttrAcquireMode, "reentrant").add...)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.Int64("zookeeper.lease.token", ev.Token))
+		span.End()
+	}
 }
 
 // AcquireEnd records the wait, the outcome and the grant, and ends the
 // acquisition's span.
 func (o *Observer) AcquireEnd(ctx context.Context, ev zr.AcquireEndEvent) {
+	if ev.Reentrant {
+		o.reentered(ctx, ev)
+		return
+	}
 	base := o.set(ev.Recipe, "", "")
 	o.waiters.Add(ctx, -1, base.add...)
 	res := base
