@@ -15,10 +15,13 @@
 // attribute. docs/observability.md lists every metric, span and attribute.
 //
 // Spans: an acquisition is a span under the caller's (its ctx), the
-// ZooKeeper requests it issues are spans under it, and a request issued
-// under a ctx that carries a span is a span under that one; requests a
-// recipe sends on its own (background reads, clean-up) are counted in the
-// metrics but get no span. A lease lost is a span of its own, in error.
+// ZooKeeper requests it issues (its wait loop's watches and reads
+// included) are spans under it, and a request issued under a ctx that
+// carries a span is a span under that one. Requests a recipe sends on its
+// own, for no caller (a cache's reads, a keeper's writes, a held lease's
+// watch, clean-up) are counted in the metrics but get no span: a root span
+// each would flood a tracing backend with one-span traces. A lease lost is
+// a span of its own, in error.
 package otelzk
 
 import (
