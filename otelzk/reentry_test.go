@@ -14,7 +14,7 @@ import (
 func spanAttr(s sdktrace.ReadOnlySpan, k string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == k {
-			return kv.Value.Emit()
+			return kv.Value.AsString()
 		}
 	}
 	return ""
