@@ -87,3 +87,62 @@ func TestWaitLoopRequestsAreSpansUnderTheAcquisition(t *testing.T) {
 		})
 	}
 }
+
+// A waiter with another waiter between it and the holder watches that
+// waiter's node twice (its data and its deletion: the marked release's
+// watches); both requests, sent on workers, are spans under its
+// acquisition's span.
+func TestMarkedReleaseWatchesAreSpansUnderTheAcquisition(t *testing.T) {
+	c := server(t)
+	r := newRigWith(t, c, nil, []otelzk.Option{otelzk.WithRawPaths()})
+	holderS, middleS := newRig(t, c, nil), newRig(t, c, nil)
+	path := testPath(t)
+	held, err := zr.NewMutex(holderS.Session, path).Acquire(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+
+	middle := make(chan string, 1)
+	middleErr := make(chan error, 1)
+	go func() {
+		l, err := zr.NewMutex(middleS.Session, path).Acquire(ctxT(t, 20*time.Second))
+		if err == nil {
+			middle <- l.Path()
+			err = l.Release(context.Background()) // it waited: a marked release
+		}
+		middleErr <- err
+	}()
+	require.Eventually(t, func() bool { return middleS.sum(t, "zookeeper.lock.waiters") == 1 }, 10*time.Second, 5*time.Millisecond)
+
+	ctx, parent := r.tp.Tracer("test").Start(ctxT(t, 20*time.Second), "handle")
+	got := make(chan error, 1)
+	var lease *zr.Lease
+	go func() {
+		var err error
+		lease, err = zr.NewMutex(r.Session, path).Acquire(ctx)
+		got <- err
+	}()
+	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.lock.waiters") == 1 }, 10*time.Second, 5*time.Millisecond)
+	// Its two watches on the middle node are recorded before the holder
+	// lets go (the create, the listing, then the watches).
+	require.Eventually(t, func() bool {
+		n, _ := r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("getData"))
+		return n >= 1
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, held.Release(ctxT(t, 10*time.Second)))
+	mid := <-middle
+	require.NoError(t, <-middleErr)
+	require.NoError(t, <-got)
+	require.NoError(t, lease.Release(ctx))
+	parent.End()
+
+	acq := r.ended("zkrecipes.acquire mutex")
+	require.Len(t, acq, 1)
+	ops := map[string]bool{}
+	for _, s := range r.spans.Ended() {
+		if spanPath(s) != mid {
+			continue
+		}
+		ops[s.Name()] = true
+		require.Equal(t, acq[0].SpanContext().SpanID(), s.Parent().SpanID(), "%s on the middle node is under the acquisition", s.Name())
+	}
+	require.True(t, ops["zookeeper getData"] && ops["zookeeper getChildren"], "both watches on the middle node are spans: %v", ops)
+}
