@@ -20,8 +20,11 @@ import (
 // use, return quickly, never block, and never call the Session or its
 // recipes. A method that takes a ctx gets the caller's ctx where there is
 // one (the ctx of Acquire, Campaign, Release; the ctx an operation was
-// issued under) and context.Background() otherwise: a lease lost in the
-// background, a read the recipe sends on its own.
+// issued under; for every request of an acquisition, its wait loop's
+// included, the ctx AcquireStart returned) and context.Background()
+// otherwise: a lease lost in the background, a request the recipe sends on
+// its own for no caller (a cache's reads, a keeper's writes, a held
+// lease's watch, the clean-up of a node given up).
 //
 // Events carry a RecipeInfo whose Name is meant for metric attributes and
 // whose Path is not (a lock per entity makes paths unbounded).
