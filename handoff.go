@@ -104,7 +104,7 @@ func (f fastHandoff) watch(ctx context.Context, s *Session, target string, nodes
 	// Nothing cached ahead of target to tell apart: its deletion is all
 	// the waiter needs. A deletion watch (a children watch) is not fired
 	// by the data change of a marked release, which would cost a read.
-	d, err := await(ctx, s.watchDeletionAsync(target))
+	d, err := await(ctx, s.watchDeletionAsync(ctx, target))
 	return targetWatch{data: d.w, stop: func() {}}, err
 }
 
@@ -146,21 +146,22 @@ const markRequests = 2
 // writes into the node it revokes): the watch goes on. The verdict comes
 // from a goroutine the Session waits for in Close.
 func (s *Session) watchMarked(ctx context.Context, target string) (targetWatch, error) {
-	dc := s.getWAsync(target)
-	del, derr := await(ctx, s.watchDeletionAsync(target))
+	dc := s.getWAsync(ctx, target)
+	del, derr := await(ctx, s.watchDeletionAsync(ctx, target))
 	d, err := await(ctx, dc)
 	if err = firstErr(derr, err); err != nil {
 		return targetWatch{stop: func() {}}, err
 	}
 	out, stop := make(chan released, 1), make(chan struct{})
-	if !s.spawn(func() { out <- s.awaitMarked(target, d.w, del.w, stop) }) {
+	if !s.spawn(func() { out <- s.awaitMarked(ctx, target, d.w, del.w, stop) }) {
 		return targetWatch{stop: func() {}}, ErrClosed
 	}
 	return targetWatch{marked: out, stop: sync.OnceFunc(func() { close(stop) })}, nil
 }
 
-// awaitMarked waits on target's two watches for its verdict.
-func (s *Session) awaitMarked(target string, dataW, delW <-chan zk.Event, stop <-chan struct{}) released {
+// awaitMarked waits on target's two watches for its verdict; its read is
+// reported under ctx (observe.go), which does not cancel it.
+func (s *Session) awaitMarked(ctx context.Context, target string, dataW, delW <-chan zk.Event, stop <-chan struct{}) released {
 	changed := false                 // target's data changed and it has not been seen since
 	var checkLater <-chan time.Time  // when to read target after that change
 	var timer *time.Timer            // behind checkLater
@@ -206,7 +207,7 @@ func (s *Session) awaitMarked(target string, dataW, delW <-chan zk.Event, stop <
 			}
 		case <-checkLater:
 			checkLater = nil
-			verify = s.getWAsync(target)
+			verify = s.getWAsync(ctx, target)
 		case r := <-verify:
 			verify = nil
 			switch {

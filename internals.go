@@ -76,7 +76,7 @@ type plainHandoff struct{}
 func (plainHandoff) requests([]queueNode, int) int { return 1 }
 
 func (plainHandoff) watch(ctx context.Context, s *Session, target string, _ []queueNode, _ int) (targetWatch, error) {
-	d, err := await(ctx, s.getWAsync(target))
+	d, err := await(ctx, s.getWAsync(ctx, target))
 	return targetWatch{data: d.w, stop: func() {}}, err
 }
 
@@ -324,7 +324,7 @@ func (q *queue) takePending(ctx context.Context, node ownNode, self *selfWatch, 
 		if err := q.classify(ctx, node, r.err); err != nil {
 			return err
 		}
-		self.pending = q.s.watchDeletionAsync(node.path)
+		self.pending = q.s.watchDeletionAsync(ctx, node.path) // reported under ctx: observe.go
 		return nil
 	}
 	self.stat, self.w = r.v.stat, r.v.w
@@ -454,7 +454,7 @@ type released struct {
 // ErrNodeDeleted.
 func (q *queue) watch(ctx context.Context, c *contender, ho handoff, nodes []queueNode, i int) (targetWatch, error) {
 	reqs := ho.requests(nodes, i)
-	if c.self.stat != nil || c.self.deferRead(q.s, c.node) {
+	if c.self.stat != nil || c.self.deferRead(ctx, q.s, c.node) {
 		q.s.gather(reqs)
 		return q.watchTarget(ctx, ho, nodes, i)
 	}
@@ -462,7 +462,7 @@ func (q *queue) watch(ctx context.Context, c *contender, ho handoff, nodes []que
 		return targetWatch{}, err
 	}
 	q.s.gather(1 + reqs)
-	sc := q.s.watchDeletionAsync(c.node.path)
+	sc := q.s.watchDeletionAsync(ctx, c.node.path) // reported under ctx: observe.go
 	t, err := q.watchTarget(ctx, ho, nodes, i)
 	r, rerr := await(ctx, sc)
 	if rerr == nil {

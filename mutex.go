@@ -72,6 +72,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Lease, error) {
 	}
 	gid := goid()
 	if l, ok := m.holds.reenter(gid); ok {
+		m.q.reportReentry(ctx, try, l) // observe.go
 		return l, nil
 	}
 	return m.holds.grant(gid, func(onEnd func()) (*hold, error) {

@@ -49,9 +49,10 @@ type NodeCache struct {
 	cacheRun               // Start, Close, Events, Err (cacherun.go)
 	wake     chan struct{} // the dispatcher has items to deliver
 
-	mu   sync.Mutex
-	cur  *nodeData // last read; nil before the first
-	pend []cacheItem
+	mu      sync.Mutex
+	cur     *nodeData // last read; nil before the first
+	pend    []cacheItem
+	backlog backlogMark // the backlog last reported (observe.go)
 }
 
 // CachedNode is a node as a cache holds it. Data is shared with the
@@ -167,9 +168,17 @@ func (c *NodeCache) run(ctx context.Context) {
 	}
 	unsub()
 	if errors.Is(err, ErrPersistentWatchUnsupported) {
+		var cs cacheSyncs // reported as Observer.CacheSynced (cacheobserve.go)
 		err = follow(ctx, c.s, func(ctx context.Context) (nodeData, <-chan zk.Event, error) {
-			return c.s.readData(ctx, c.abs)
-		}, newerData, c.onState, c.onNode)
+			n, w, err := c.s.readData(ctx, c.abs)
+			if err == nil {
+				c.reportRead(&cs, n)
+			}
+			return n, w, err
+		}, newerData, func(sc StateChange) {
+			cs.resync = cs.resync || sc.State == StateReconnected
+			c.onState(sc)
+		}, c.onNode)
 	}
 	c.end(c.s, err)
 }
@@ -224,6 +233,7 @@ func (c *NodeCache) onNode(n nodeData) error {
 	default:
 		c.pend = append(c.pend, cacheItem{node: &n})
 	}
+	c.noteBacklog() // cacheobserve.go
 	c.mu.Unlock()
 	c.signal()
 	return nil
@@ -239,6 +249,7 @@ func (c *NodeCache) onState(sc StateChange) {
 	c.mu.Lock()
 	if c.cur != nil { // before the load, Start's caller learns of it by waiting
 		c.pend = append(c.pend, cacheItem{state: &sc})
+		c.noteBacklog() // cacheobserve.go
 	}
 	c.mu.Unlock()
 	c.signal()
@@ -264,6 +275,7 @@ func (c *NodeCache) dispatch(ctx context.Context) {
 			it = c.pend[0]
 			c.pend[0] = cacheItem{}
 			c.pend = c.pend[1:]
+			c.noteBacklog() // cacheobserve.go
 		}
 		c.mu.Unlock()
 		if !ok {

@@ -18,6 +18,7 @@ func (c *NodeCache) followPersistent(ctx context.Context, w *PersistentWatch, st
 	events := w.Events()
 	read, first := true, true
 	var last nodeData
+	var cs cacheSyncs // reported as Observer.CacheSynced (cacheobserve.go)
 	for {
 		if read && c.s.State().connected() {
 			drainNotes(events) // the read below covers what they report
@@ -25,6 +26,7 @@ func (c *NodeCache) followPersistent(ctx context.Context, w *PersistentWatch, st
 			switch {
 			case err == nil:
 				read = false
+				c.reportRead(&cs, cur)
 				if first || newerData(last, cur) {
 					first, last = false, cur
 					if err := c.onNode(cur); err != nil {
@@ -44,6 +46,7 @@ func (c *NodeCache) followPersistent(ctx context.Context, w *PersistentWatch, st
 				if batch[0].Kind != WatchChildrenChanged {
 					read = true
 				}
+				cs.resync = cs.resync || batch[0].Kind == WatchReset
 			}
 		case sc, ok := <-states:
 			if !ok || sc.State == StateClosed {

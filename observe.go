@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"time"
 )
 
@@ -19,8 +20,11 @@ import (
 // use, return quickly, never block, and never call the Session or its
 // recipes. A method that takes a ctx gets the caller's ctx where there is
 // one (the ctx of Acquire, Campaign, Release; the ctx an operation was
-// issued under) and context.Background() otherwise: a lease lost in the
-// background, a read the recipe sends on its own.
+// issued under; for every request of an acquisition, its wait loop's
+// included, the ctx AcquireStart returned) and context.Background()
+// otherwise: a lease lost in the background, a request the recipe sends on
+// its own for no caller (a cache's reads, a keeper's writes, a held
+// lease's watch, the clean-up of a node given up).
 //
 // Events carry a RecipeInfo whose Name is meant for metric attributes and
 // whose Path is not (a lock per entity makes paths unbounded).
@@ -44,9 +48,14 @@ type Observer interface {
 	// StateChanged is called on each transition of the Session's
 	// ConnState, with the Session's state lock held.
 	StateChanged(ev StateChange)
-	// CacheSynced is called when a cache has read its whole tree: first
-	// loaded, or resynced after a reconnection.
+	// CacheSynced is called when a cache has read its whole tree (a
+	// NodeCache: its node): first loaded, or resynced after a
+	// reconnection or a watch reset.
 	CacheSynced(ev CacheSyncEvent)
+	// CacheBacklog is called when the events a cache holds for its reader
+	// cross a power of two from 32 up, either way, and with 0 once they
+	// are all delivered after such a report.
+	CacheBacklog(ev CacheBacklogEvent)
 	// InstancesSeen is called when a service discovery cache's view of a
 	// service's instances changes.
 	InstancesSeen(ev InstancesEvent)
@@ -79,6 +88,9 @@ func (BaseObserver) CacheSynced(CacheSyncEvent) {}
 // InstancesSeen does nothing.
 func (BaseObserver) InstancesSeen(InstancesEvent) {}
 
+// CacheBacklog does nothing.
+func (BaseObserver) CacheBacklog(CacheBacklogEvent) {}
+
 // Recipe kinds an Observer sees in RecipeInfo.Kind.
 const (
 	KindMutex     = "mutex"
@@ -89,7 +101,11 @@ const (
 	// LeaseEnd leadership lost.
 	KindElection  = "election"
 	KindTreeCache = "treecache"
-	KindDiscovery = "discovery"
+	// KindDiscovery: a discovery ServiceCache (its cache reports this
+	// kind too, see WithCacheKind).
+	KindDiscovery   = "discovery"
+	KindNodeCache   = "nodecache"
+	KindGroupMember = "groupmember" // GroupMember's view of the group
 )
 
 // RecipeInfo names the recipe an event is about.
@@ -122,21 +138,34 @@ type AcquireStartEvent struct {
 	Recipe RecipeInfo
 	Try    bool // TryAcquire: fails at once rather than wait
 	N      int  // leases asked for (a Semaphore); 1 otherwise
+	// Reentrant: the goroutine already holds the lock and gets a new lease
+	// on its hold at once, with no request; the hold's end is reported
+	// once, by one LeaseEnd, whatever the number of its leases.
+	Reentrant bool
+	// Downgrade: the holder of an RWMutex's write lock takes its read
+	// lock, which is granted without queueing (if the write lock turns out
+	// to be gone meanwhile, it queues as any reader, within the same
+	// acquisition).
+	Downgrade bool
 }
 
 // AcquireEndEvent ends an acquisition: granted when Err is nil.
 type AcquireEndEvent struct {
-	Recipe RecipeInfo
-	Try    bool
-	N      int
+	Recipe    RecipeInfo
+	Try       bool
+	N         int
+	Reentrant bool // as in AcquireStartEvent: granted at once, no new hold
+	Downgrade bool // as in AcquireStartEvent
 	// Wait is the time from AcquireStart to the grant or failure.
 	Wait time.Duration
 	// Attempts counts the passes: more than 1 when the acquisition started
-	// over (its session expired, its node was deleted).
+	// over (its session expired, its node was deleted); 0 for a reentrant
+	// acquisition.
 	Attempts int
 	// Position is the number of contenders ahead of the caller's node at
-	// the first listing of the last pass (0: at the head); -1 if unknown
-	// (a Semaphore, a failure before the listing).
+	// the first listing of the last pass (0: at the head, or a downgrade);
+	// -1 if unknown (a Semaphore, a failure before the listing, a
+	// reentrant acquisition).
 	Position int
 	Token    int64 // the lease's fencing token when granted (the first, for a Semaphore)
 	Err      error // why it failed: ctx's error, ErrLocked, ErrClosed, ...
@@ -175,6 +204,12 @@ type CacheSyncEvent struct {
 	Initial bool // the first load; false for a resync after a reconnection
 	Nodes   int  // nodes the cache holds
 	Backlog int  // events queued and not yet delivered to the reader
+}
+
+// CacheBacklogEvent reports the events a cache holds for its reader.
+type CacheBacklogEvent struct {
+	Recipe  RecipeInfo
+	Backlog int // events queued and not yet delivered to the reader
 }
 
 // InstancesEvent reports the instances a discovery cache sees.
@@ -291,6 +326,14 @@ func (s *Session) notePosition(ctx context.Context, first bool, nodes []queueNod
 
 // acquireObserved is queue.acquire reported to the Session's Observer.
 func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
+	if p, ok := ctx.Value(acqProbeKey{}).(*acqProbe); ok {
+		// Inside an observed downgrade (downgradeObserved), which reports.
+		return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
+			p.attempts++
+			p.position = -1
+			return q.attempt(ctx, data, try, onEnd)
+		})
+	}
 	o, start := q.s.cfg.obs, time.Now()
 	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
 	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1}); octx != nil {
@@ -304,6 +347,46 @@ func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEn
 		return q.attempt(pctx, data, try, onEnd)
 	})
 	ev := AcquireEndEvent{Recipe: info, Try: try, N: 1, Wait: time.Since(start), Attempts: p.attempts, Position: p.position, Err: err}
+	if h != nil {
+		ev.Token = h.token
+	}
+	o.AcquireEnd(ctx, ev)
+	if h != nil {
+		h.observe(ctx, info)
+	}
+	return h, err
+}
+
+// reportReentry reports a reentrant acquisition, granted lease l at once
+// on the hold the goroutine has. Without an Observer it costs a nil check.
+func (q *queue) reportReentry(ctx context.Context, try bool, l *Lease) {
+	o := q.s.cfg.obs
+	if o == nil || q.obs.kind == "" {
+		return
+	}
+	start := time.Now()
+	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
+	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1, Reentrant: true}); octx != nil {
+		ctx = octx
+	}
+	o.AcquireEnd(ctx, AcquireEndEvent{Recipe: info, Try: try, N: 1, Reentrant: true,
+		Wait: time.Since(start), Position: -1, Token: l.Token()})
+}
+
+// downgradeObserved is RWMutex.downgradeOrQueue reported to the Session's
+// Observer as one acquisition of the read lock: its requests run under
+// the ctx AcquireStart returns, and its hold reports its end.
+func (rw *RWMutex) downgradeObserved(ctx context.Context, held *hold, try bool, onEnd func()) (*hold, error) {
+	q := &rw.rq
+	o, start := rw.s.cfg.obs, time.Now()
+	info := rw.s.RecipeInfo(q.obs.kind, q.obs.name, rw.s.rel(q.dir))
+	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1, Downgrade: true}); octx != nil {
+		ctx = octx
+	}
+	p := &acqProbe{attempts: 1, position: 0}
+	h, err := rw.downgradeOrQueue(context.WithValue(ctx, acqProbeKey{}, p), held, try, onEnd)
+	ev := AcquireEndEvent{Recipe: info, Try: try, N: 1, Downgrade: true, Wait: time.Since(start),
+		Attempts: p.attempts, Position: p.position, Err: err}
 	if h != nil {
 		ev.Token = h.token
 	}
@@ -410,11 +493,36 @@ func (s *Session) reportState(ch StateChange) {
 	}
 }
 
-// reportCacheSync reports a TreeCache on path (relative to the namespace)
-// that has read its whole tree.
-func (s *Session) reportCacheSync(path string, initial bool, nodes, backlog int) {
+// reportCacheSync reports a cache of the given kind and name on path
+// (relative to the namespace) that has read its whole tree.
+func (s *Session) reportCacheSync(kind, name, path string, initial bool, nodes, backlog int) {
 	if s.cfg.obs != nil {
-		s.cfg.obs.CacheSynced(CacheSyncEvent{Recipe: s.RecipeInfo(KindTreeCache, "", path),
+		s.cfg.obs.CacheSynced(CacheSyncEvent{Recipe: s.RecipeInfo(kind, name, path),
 			Initial: initial, Nodes: nodes, Backlog: backlog})
 	}
+}
+
+// backlogMark is what a cache last reported of its backlog.
+type backlogMark struct {
+	level int  // backlogLevel of the last report
+	shown bool // the last report was not 0
+}
+
+// backlogLevel groups backlogs by power of two from 32 up: 0 below 32.
+func backlogLevel(n int) int { return bits.Len(uint(n >> 5)) }
+
+// noteBacklog reports the backlog n of a cache of the given kind and name
+// on path when its level changed since the last report, or 0 once it is
+// drained after a report (the cache's lock held). Without an Observer it
+// costs a nil check.
+func (s *Session) noteBacklog(m *backlogMark, kind, name, path string, n int) {
+	if s.cfg.obs == nil {
+		return
+	}
+	lvl := backlogLevel(n)
+	if lvl == m.level && (n != 0 || !m.shown) {
+		return
+	}
+	m.level, m.shown = lvl, n != 0
+	s.cfg.obs.CacheBacklog(CacheBacklogEvent{Recipe: s.RecipeInfo(kind, name, path), Backlog: n})
 }

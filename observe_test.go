@@ -14,6 +14,11 @@ func TestObserverHooksWithoutObserverAllocateNothing(t *testing.T) {
 	s := &Session{cfg: defaultSessionConfig()}
 	q := &queue{s: s, obs: observed{KindMutex, "orders"}}
 	h := &hold{s: s}
+	var bm backlogMark
+	tc := &TreeCache{s: s, path: "/c", cfg: treeConfig{kind: KindTreeCache}}
+	nc := &NodeCache{s: s, path: "/n"}
+	var cs cacheSyncs
+	l := &Lease{h: h}
 	ctx := context.Background()
 	nodes := []queueNode{{name: "_c_x-lock-0000000001"}}
 	ch := StateChange{State: StateConnected}
@@ -25,7 +30,12 @@ func TestObserverHooksWithoutObserverAllocateNothing(t *testing.T) {
 		s.noteAttempt(ctx)
 		h.reportEnd(ctx, h.obs, ErrReleased)
 		s.reportState(ch)
-		s.reportCacheSync("/c", true, 1, 0)
+		s.reportCacheSync(KindTreeCache, "", "/c", true, 1, 0)
+		s.noteBacklog(&bm, KindTreeCache, "", "/c", 1000)
+		tc.noteBacklog()
+		nc.noteBacklog()
+		nc.reportRead(&cs, nodeData{})
+		q.reportReentry(ctx, false, l)
 	})
 	require.Zero(t, allocs)
 }
@@ -65,4 +75,26 @@ func TestRecipeInfoNamesByOptionThenPathFunction(t *testing.T) {
 	s.cfg.names = func(p string) string { return "by-path" }
 	require.Equal(t, RecipeInfo{Kind: KindMutex, Name: "mine", Path: "/l/1"}, s.RecipeInfo(KindMutex, "mine", "/l/1"))
 	require.Equal(t, RecipeInfo{Kind: KindMutex, Name: "by-path", Path: "/l/1"}, s.RecipeInfo(KindMutex, "", "/l/1"))
+}
+
+// backlogRecorder records the backlogs an Observer is told of.
+type backlogRecorder struct {
+	BaseObserver
+	got []int
+}
+
+func (r *backlogRecorder) CacheBacklog(ev CacheBacklogEvent) { r.got = append(r.got, ev.Backlog) }
+
+// A cache's backlog is reported when it crosses a power of two from 32 up
+// or down, and as 0 once drained after that; a backlog that stays small
+// reports nothing.
+func TestCacheBacklogIsReportedAtPowersOfTwoAndWhenDrained(t *testing.T) {
+	rec := &backlogRecorder{}
+	s := &Session{cfg: defaultSessionConfig()}
+	s.cfg.obs = rec
+	var m backlogMark
+	for _, n := range []int{1, 0, 5, 31, 32, 40, 63, 64, 200, 64, 63, 31, 10, 0, 0, 3} {
+		s.noteBacklog(&m, KindTreeCache, "", "/c", n)
+	}
+	require.Equal(t, []int{32, 64, 200, 64, 63, 31, 0}, rec.got)
 }

@@ -130,6 +130,7 @@ func (l *RWLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 		own, other, q = &rw.writers, &rw.readers, &rw.wq
 	}
 	if lease, ok := own.reenter(gid); ok {
+		q.reportReentry(ctx, try, lease) // observe.go
 		return lease, nil
 	}
 	held := other.live(gid)
@@ -137,14 +138,24 @@ func (l *RWLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 		return nil, ErrUpgrade
 	}
 	return own.grant(gid, func(onEnd func()) (*hold, error) {
+		if held != nil && rw.s.cfg.obs != nil {
+			return rw.downgradeObserved(ctx, held, try, onEnd) // observe.go
+		}
 		if held != nil { // a writer takes the read lock: downgrade
-			nh, err := rw.downgrade(ctx, held, onEnd)
-			if nh != nil || err != nil {
-				return rw.cfg.startWithin(nh, err, held.leaseLeft())
-			}
+			return rw.downgradeOrQueue(ctx, held, try, onEnd)
 		}
 		return rw.cfg.start(q.acquire(ctx, rw.cfg.data(), try, onEnd))
 	})
+}
+
+// downgradeOrQueue grants the read lock to the holder of the write lock
+// held, or queues as any reader does when held turned out to be gone.
+func (rw *RWMutex) downgradeOrQueue(ctx context.Context, held *hold, try bool, onEnd func()) (*hold, error) {
+	nh, err := rw.downgrade(ctx, held, onEnd)
+	if nh != nil || err != nil {
+		return rw.cfg.startWithin(nh, err, held.leaseLeft())
+	}
+	return rw.cfg.start(rw.rq.acquire(ctx, rw.cfg.data(), try, onEnd))
 }
 
 // downgrade grants the read lock to the holder of the write lock w: a

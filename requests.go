@@ -109,11 +109,13 @@ type reply[T any] struct {
 
 // send runs fn as operation op on path on a worker and returns the
 // buffered channel its reply arrives on (a caller may stop waiting). Sent
-// requests run in no particular order: send suits independent reads.
-func send[T any](s *Session, op, path string, fn func() (T, error)) <-chan reply[T] {
+// requests run in no particular order: send suits independent reads. The
+// request is reported under ctx (an acquisition's, so that its span hangs
+// under the acquisition's), which does not cancel it.
+func send[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error)) <-chan reply[T] {
 	ch := make(chan reply[T], 1)
 	if !s.spawn(func() {
-		v, err := traced(s, op, path, fn)
+		v, err := tracedCtx(ctx, s, op, path, fn)
 		ch <- reply[T]{v, err}
 	}) {
 		ch <- reply[T]{err: ErrClosed}
@@ -187,14 +189,14 @@ func (s *Session) sync(ctx context.Context, path string) error {
 	return err
 }
 
-// watchDeletionAsync is watchDeletion sent with send.
-func (s *Session) watchDeletionAsync(path string) <-chan reply[watched] {
-	return send(s, "getChildren", path, s.deletionWatch(path))
+// watchDeletionAsync is watchDeletion sent with send, reported under ctx.
+func (s *Session) watchDeletionAsync(ctx context.Context, path string) <-chan reply[watched] {
+	return send(ctx, s, "getChildren", path, s.deletionWatch(path))
 }
 
-// getWAsync is getW, without the data, sent with send.
-func (s *Session) getWAsync(path string) <-chan reply[watched] {
-	return send(s, "getData", path, func() (watched, error) {
+// getWAsync is getW, without the data, sent with send, reported under ctx.
+func (s *Session) getWAsync(ctx context.Context, path string) <-chan reply[watched] {
+	return send(ctx, s, "getData", path, func() (watched, error) {
 		_, st, w, err := s.conn.GetW(path)
 		return watched{st, w}, err
 	})

@@ -10,7 +10,10 @@ package zkrecipes
 // found by a listing (after a plain deletion ahead), by that late read,
 // or, once it holds, by the watch its hold sets after selfWatchGrace.
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // waiterReadAfter, when set, replaces the session's timeout as the time a
 // waiter whose token its listing gave waits before it reads its own node.
@@ -21,7 +24,8 @@ var waiterReadAfter time.Duration
 // listing gave (false when the token is unknown: the node must be read
 // now). The read is sent once the waiter has waited its session's timeout,
 // and its reply arrives on sw.pending; sw.cancel withdraws it before then.
-func (sw *selfWatch) deferRead(s *Session, node ownNode) bool {
+// The read is reported under ctx, the acquisition's (observe.go).
+func (sw *selfWatch) deferRead(ctx context.Context, s *Session, node ownNode) bool {
 	if !sw.tokenKnown() {
 		return false
 	}
@@ -32,7 +36,7 @@ func (sw *selfWatch) deferRead(s *Session, node ownNode) bool {
 		}
 		c := make(chan reply[watched], 1)
 		t := time.AfterFunc(after, func() {
-			if !s.spawn(func() { c <- <-s.watchDeletionAsync(node.path) }) {
+			if !s.spawn(func() { c <- <-s.watchDeletionAsync(ctx, node.path) }) {
 				c <- reply[watched]{err: ErrClosed}
 			}
 		})

@@ -81,6 +81,7 @@ type TreeCache struct {
 	nodes   map[string]*treeNode // by path as the cache reports it
 	armedIn int64                // the session the nodes' armed bits hold for (0: none)
 	pend    eventQueue
+	backlog backlogMark // the backlog last reported (observe.go)
 }
 
 // treeNode is one cached node. Its children's names are slices of their
@@ -107,6 +108,8 @@ type treeConfig struct {
 	maxDepth int                    // < 0: no limit
 	keep     func(path string) bool // nil: every node
 	err      error
+	kind     string // what it reports to the Session's Observer (cacheobserve.go)
+	name     string
 }
 
 // WithMaxDepth caches only the nodes at most depth levels below the
@@ -140,7 +143,7 @@ func WithPathFilter(keep func(path string) bool) TreeCacheOption {
 // does no I/O; an invalid path, option or a nil session is reported by
 // Start.
 func NewTreeCache(s *Session, path string, opts ...TreeCacheOption) *TreeCache {
-	c := &TreeCache{s: s, path: path, err: checkRecipe(s, path), cfg: treeConfig{maxDepth: -1},
+	c := &TreeCache{s: s, path: path, err: checkRecipe(s, path), cfg: treeConfig{maxDepth: -1, kind: KindTreeCache},
 		cacheRun: newCacheRun(), wake: make(chan struct{}, 1), noted: make(chan struct{}, 1),
 		nodes: map[string]*treeNode{}}
 	for _, o := range opts {
@@ -267,6 +270,7 @@ func (n *treeNode) cached(path string) *CachedNode {
 // emit queues a node event (c.mu held).
 func (c *TreeCache) emit(kind CacheEventKind, path string, n *treeNode) {
 	c.pend.pushNode(kind, n.cached(path))
+	c.noteBacklog() // cacheobserve.go
 	c.signal()
 }
 
@@ -284,6 +288,7 @@ func (c *TreeCache) dispatch(ctx context.Context) {
 	for {
 		c.mu.Lock()
 		ev, ok := c.pend.pop()
+		c.noteBacklog() // cacheobserve.go
 		c.mu.Unlock()
 		if !ok {
 			select {

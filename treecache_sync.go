@@ -171,7 +171,7 @@ func (c *TreeCache) resync(ctx context.Context) error {
 		c.prune(c.path, fresh)
 	}
 	c.merge(loaded)
-	c.s.reportCacheSync(c.path, !c.loaded, len(c.nodes), len(c.pend.items)-c.pend.head) // observe.go
+	c.s.reportCacheSync(c.cfg.kind, c.cfg.name, c.path, !c.loaded, len(c.nodes), c.pend.len()) // observe.go
 	if !c.loaded {
 		c.loaded = true
 		c.pend.push(CacheEvent{Kind: CacheInitialized})

@@ -74,7 +74,7 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.started = true
-	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1))
+	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1), zr.WithCacheKind(zr.KindDiscovery))
 	c.tc = tc
 	c.mu.Unlock()
 	err := tc.Start(ctx)

@@ -15,10 +15,13 @@
 // attribute. docs/observability.md lists every metric, span and attribute.
 //
 // Spans: an acquisition is a span under the caller's (its ctx), the
-// ZooKeeper requests it issues are spans under it, and a request issued
-// under a ctx that carries a span is a span under that one; requests a
-// recipe sends on its own (background reads, clean-up) are counted in the
-// metrics but get no span. A lease lost is a span of its own, in error.
+// ZooKeeper requests it issues (its wait loop's watches and reads
+// included) are spans under it, and a request issued under a ctx that
+// carries a span is a span under that one. Requests a recipe sends on its
+// own, for no caller (a cache's reads, a keeper's writes, a held lease's
+// watch, clean-up) are counted in the metrics but get no span: a root span
+// each would flood a tracing backend with one-span traces. A lease lost is
+// a span of its own, in error.
 package otelzk
 
 import (
@@ -52,6 +55,10 @@ const (
 	AttrService    = attribute.Key("zookeeper.service.name")
 	AttrSyncKind   = attribute.Key("zookeeper.cache.sync")  // initial, resync
 	AttrTry        = attribute.Key("zookeeper.acquire.try") // TryAcquire
+	// AttrAcquireMode is "reentrant" (the goroutine held the lock already)
+	// or "downgrade" (a write lock's holder took the read lock); absent for
+	// an acquisition that queued.
+	AttrAcquireMode = attribute.Key("zookeeper.acquire.mode")
 )
 
 // Histogram bucket boundaries, in seconds.
@@ -190,7 +197,7 @@ func New(opts ...Option) (*Observer, error) {
 	o.position, err = m.Int64Histogram("zookeeper.lock.queue.position", metric.WithUnit("{contender}"),
 		metric.WithDescription("Contenders ahead of an acquisition at its first listing."), metric.WithExplicitBucketBoundaries(PositionBuckets...))
 	errs = append(errs, err)
-	o.acquires = counter("zookeeper.lock.acquisitions", "{acquisition}", "Acquisitions ended, granted or failed (error.type).")
+	o.acquires = counter("zookeeper.lock.acquisitions", "{acquisition}", "Acquisitions ended, granted or failed (error.type); reentrant ones with zookeeper.acquire.mode.")
 	o.restarts = counter("zookeeper.lock.restarts", "{attempt}", "Acquisitions that started over on a new node (session expired or node deleted while waiting).")
 	o.lost = counter("zookeeper.lease.lost", "{lease}", "Leases lost, by cause (zookeeper.lease.end_cause).")
 	o.held = updown("zookeeper.lease.held", "{lease}", "Leases held now.")
@@ -199,8 +206,8 @@ func New(opts ...Option) (*Observer, error) {
 	o.changes = counter("zookeeper.session.state.changes", "{change}", "Session state transitions, by the state entered.")
 	o.reconnects = counter("zookeeper.session.reconnects", "{reconnect}", "Session reconnections (RECONNECTED).")
 	o.syncs = counter("zookeeper.cache.syncs", "{sync}", "Whole-tree reads of a cache: initial loads and resyncs after a reconnection.")
-	o.backlog = gauge("zookeeper.cache.backlog", "{event}", "Cache events not yet delivered to the reader, at the last sync.")
-	o.cacheNodes = gauge("zookeeper.cache.nodes", "{node}", "Nodes a cache holds, at the last sync.")
+	o.backlog = gauge("zookeeper.cache.backlog", "{event}", "Cache events not yet delivered to the reader: at each sync, and when it crosses a power of two from 32 up (0 once drained).")
+	o.cacheNodes = gauge("zookeeper.cache.nodes", "{node}", "Nodes a cache holds, at the last load or resync.")
 	o.leader = counter("zookeeper.leader.changes", "{change}", "Leadership gained or lost by this process.")
 	o.instances = gauge("zookeeper.discovery.instances", "{instance}", "Instances a discovery cache sees, by service.")
 	if err := errors.Join(errs...); err != nil {
@@ -299,17 +306,48 @@ func (o *Observer) OpDone(ctx context.Context, ev zr.OpEvent) {
 // waiter.
 func (o *Observer) AcquireStart(ctx context.Context, ev zr.AcquireStartEvent) context.Context {
 	se := o.set(ev.Recipe, "", "")
-	o.waiters.Add(ctx, 1, se.add...)
+	if !ev.Reentrant {
+		o.waiters.Add(ctx, 1, se.add...)
+	}
 	ctx, span := o.tracer.Start(ctx, se.spanName, se.spanStart...)
 	if span.IsRecording() {
 		span.SetAttributes(AttrTry.Bool(ev.Try), attribute.Int("zookeeper.acquire.leases", ev.N))
+		if m := acquireMode(ev.Reentrant, ev.Downgrade); m != "" {
+			span.SetAttributes(AttrAcquireMode.String(m))
+		}
 	}
 	return ctx
+}
+
+// acquireMode is the zookeeper.acquire.mode of an acquisition, "" for one
+// that queued.
+func acquireMode(reentrant, downgrade bool) string {
+	switch {
+	case reentrant:
+		return "reentrant"
+	case downgrade:
+		return "downgrade"
+	}
+	return ""
+}
+
+// reentered counts a reentrant acquisition (no wait, no new lease held)
+// and ends its span.
+func (o *Observer) reentered(ctx context.Context, ev zr.AcquireEndEvent) {
+	o.acquires.Add(ctx, 1, o.set(ev.Recipe, AttrAcquireMode, "reentrant").add...)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.Int64("zookeeper.lease.token", ev.Token))
+		span.End()
+	}
 }
 
 // AcquireEnd records the wait, the outcome and the grant, and ends the
 // acquisition's span.
 func (o *Observer) AcquireEnd(ctx context.Context, ev zr.AcquireEndEvent) {
+	if ev.Reentrant {
+		o.reentered(ctx, ev)
+		return
+	}
 	base := o.set(ev.Recipe, "", "")
 	o.waiters.Add(ctx, -1, base.add...)
 	res := base
@@ -401,6 +439,11 @@ func (o *Observer) CacheSynced(ev zr.CacheSyncEvent) {
 	base := metric.WithAttributes(o.recipeAttrs(ev.Recipe)...)
 	o.backlog.Record(ctx, int64(ev.Backlog), base)
 	o.cacheNodes.Record(ctx, int64(ev.Nodes), base)
+}
+
+// CacheBacklog records a cache's backlog as it crosses a threshold.
+func (o *Observer) CacheBacklog(ev zr.CacheBacklogEvent) {
+	o.backlog.Record(context.Background(), int64(ev.Backlog), metric.WithAttributes(o.recipeAttrs(ev.Recipe)...))
 }
 
 // InstancesSeen records the instances a discovery cache sees.

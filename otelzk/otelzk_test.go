@@ -75,10 +75,16 @@ type rig struct {
 
 func newRig(t *testing.T, c *zktest.Cluster, addrs []string, opts ...zr.SessionOption) *rig {
 	t.Helper()
+	return newRigWith(t, c, addrs, nil, opts...)
+}
+
+// newRigWith is newRig with the Observer's options.
+func newRigWith(t *testing.T, c *zktest.Cluster, addrs []string, oopts []otelzk.Option, opts ...zr.SessionOption) *rig {
+	t.Helper()
 	r := &rig{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder(), capture: &zktest.SessionCapture{}, cluster: c}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
 	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
-	obs, err := otelzk.New(otelzk.WithMeterProvider(mp), otelzk.WithTracerProvider(r.tp))
+	obs, err := otelzk.New(append([]otelzk.Option{otelzk.WithMeterProvider(mp), otelzk.WithTracerProvider(r.tp)}, oopts...)...)
 	require.NoError(t, err)
 	if addrs == nil {
 		addrs = c.Servers()
