@@ -263,7 +263,7 @@ type semPass struct {
 	sem     *Semaphore
 	nodes   []ownNode
 	first   *listing // the leases listed right behind a single create
-	fresh   bool     // that listing gave the lease's token
+	token   int64    // the lease's token from its create's reply or that listing, 0 if unknown
 	parent  func() pathListing
 	selves  []chan leaseSelf
 	tokens  []int64
@@ -290,7 +290,7 @@ func (p *semPass) create(ctx context.Context, n int) error {
 	if n == 1 {
 		var nd ownNode
 		var l listing
-		nd, l, p.fresh, err = sem.leases.create(ctx, sem.cfg.lock.data(), watchList)
+		nd, l, p.token, err = sem.leases.create(ctx, sem.cfg.lock.data(), watchList)
 		if err == nil {
 			p.nodes = append(p.nodes, nd)
 			if l.kids != nil {
@@ -324,8 +324,8 @@ func (p *semPass) readSelves(ctx context.Context) {
 	p.selves, p.tokens, p.selfWs = make([]chan leaseSelf, n), make([]int64, n), make([]<-chan zk.Event, n)
 	for i, nd := range p.nodes {
 		p.selves[i] = make(chan leaseSelf, 1)
-		if p.fresh { // first holds the lease's only node
-			p.selves[i] <- leaseSelf{token: listingToken(p.first.parent)}
+		if p.token != 0 { // the pass's only node
+			p.selves[i] <- leaseSelf{token: p.token}
 			continue
 		}
 		go func() {
