@@ -281,9 +281,9 @@ type leaseSelf struct {
 
 // create creates the pass's lease nodes. A single lease is created with
 // the leases listed right behind it (see queue.create). Under the
-// semaphore's mutex no other lease is created meanwhile, so that listing
-// normally gives the lease's token too (listingToken), and the lease's node
-// need not be read.
+// semaphore's mutex no other lease is created meanwhile, so the create's
+// reply or that listing normally gives the lease's token too (see
+// createListed), and the lease's node need not be read.
 func (p *semPass) create(ctx context.Context, n int) error {
 	sem := p.sem
 	var err error
@@ -317,8 +317,9 @@ func (p *semPass) create(ctx context.Context, n int) error {
 // readSelves reads each lease node beside the first listing of the leases,
 // in the same round trip: its czxid is the lease's token, its owner check
 // rejects a node adopted from an older session, and its deletion watch
-// reports the node's loss once held. A lease whose token the listing
-// behind its create gave is not read (its hold sets that watch later).
+// reports the node's loss once held. A lease whose token its create's
+// reply or the listing behind it gave is not read (its hold sets that
+// watch later).
 func (p *semPass) readSelves(ctx context.Context) {
 	n := len(p.nodes)
 	p.selves, p.tokens, p.selfWs = make([]chan leaseSelf, n), make([]int64, n), make([]<-chan zk.Event, n)
