@@ -187,7 +187,7 @@ func (q *queue) attempt(ctx context.Context, data []byte, try bool, onEnd func()
 // enqueue creates the caller's node with the children listed right behind
 // the create (see listing.go), or else right after it.
 func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
-	node, l, fresh, err := q.create(ctx, data, plainList)
+	node, l, token, err := q.create(ctx, data, plainList)
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			return nil, &startOver{err}
@@ -195,9 +195,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
 		return nil, err
 	}
 	c := &contender{node: node, own: baseName(node.path), kids: l.kids, parent: l.parent}
-	if fresh {
-		c.self.token = listingToken(l.parent)
-	}
+	c.self.token = token
 	if c.kids == nil {
 		if c.kids, c.parent, err = q.listStat(ctx, node); err != nil {
 			q.s.removeNode(node)
@@ -209,14 +207,14 @@ func (q *queue) enqueue(ctx context.Context, data []byte) (*contender, error) {
 
 // create creates a protected node in the queue, with the children listed
 // right behind the create when the wire layer can tell it is on the wire
-// (see listing.go): fresh when that listing gives the node's token
-// (listingToken). Without that listing, l.kids is nil.
-func (q *queue) create(ctx context.Context, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
+// (see listing.go), and the node's token when known without reading it
+// (0 otherwise). Without that listing, l.kids is nil.
+func (q *queue) create(ctx context.Context, data []byte, list lister) (node ownNode, l listing, token int64, err error) {
 	if q.s.wire != nil {
 		return q.s.createListed(ctx, q.dir, q.name, data, list)
 	}
 	node, err = q.s.createProtected(ctx, q.dir, q.name, data)
-	return node, listing{}, false, err
+	return node, listing{}, 0, err
 }
 
 // sorted sorts the last listing, and fails when another recipe shares the
@@ -275,8 +273,8 @@ type selfWatch struct {
 	stat *zk.Stat
 	w    <-chan zk.Event
 	// token is the node's fencing token when known without reading the
-	// node (listingToken), 0 otherwise (a pzxid taken after the node's
-	// create is never 0).
+	// node (its czxid from the create's reply, or listingToken), 0
+	// otherwise (neither is ever 0).
 	token int64
 	// pending brings the reply of a read of the node sent while it waits
 	// (see selfwatch.go); cancel withdraws that read if it is not sent yet,
@@ -285,7 +283,8 @@ type selfWatch struct {
 	cancel  func() bool
 }
 
-// tokenKnown reports whether the listing gave the node's token.
+// tokenKnown reports whether the create's reply or the listing gave the
+// node's token.
 func (sw *selfWatch) tokenKnown() bool { return sw.token != 0 }
 
 // stop withdraws a read of the node that is not sent yet.

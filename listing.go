@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // A queue's first listing need not wait for the reply to its create:
@@ -24,13 +25,14 @@ import (
 // dir/_c_<uuid>-name (see createProtected) and, when the Session can tell
 // that the create is on the wire, lists dir right behind it with list. The
 // listing's kids are nil when no such listing holds the node: the caller
-// lists then. fresh tells that the listing shows no child created after
-// the node, which went over a connection of node's session: then the
-// parent's pzxid in the listing is a fencing token for the node (see
-// listingToken).
+// lists then. token is the node's fencing token when known without reading
+// the node, 0 otherwise: its czxid, from the zxid of the create's reply
+// the wire layer read (createdZxid); else, when the listing shows no
+// child created after the node and went over a connection of node's
+// session, the parent's pzxid in the listing (listingToken).
 //
 // It needs the wire layer (s.wire non-nil).
-func (s *Session) createListed(ctx context.Context, dir, name string, data []byte, list lister) (node ownNode, l listing, fresh bool, err error) {
+func (s *Session) createListed(ctx context.Context, dir, name string, data []byte, list lister) (node ownNode, l listing, token int64, err error) {
 	uuid := newUUID()
 	flags := int32(zk.FlagEphemeral | zk.FlagSequence)
 	sent, forget := s.wire.Expect(joinPath(dir, protectedName(uuid, name)))
@@ -52,7 +54,7 @@ func (s *Session) createListed(ctx context.Context, dir, name string, data []byt
 		}
 	}) {
 		forget()
-		return ownNode{}, listing{}, false, ErrClosed
+		return ownNode{}, listing{}, 0, ErrClosed
 	}
 	node, err = s.createProtectedMode(ctx, dir, uuid, name, data, flags)
 	forget()
@@ -61,14 +63,35 @@ func (s *Session) createListed(ctx context.Context, dir, name string, data []byt
 	case l = <-lc:
 	case <-ctx.Done():
 	}
-	if err != nil || l.err != nil || !slices.Contains(l.kids, baseName(node.path)) {
-		return node, listing{}, false, err
+	if err != nil {
+		return node, listing{}, 0, err
+	}
+	token = createdZxid(sent, node)
+	if l.err != nil || !slices.Contains(l.kids, baseName(node.path)) {
+		return node, listing{}, token, nil
 	}
 	// The listing holds the node, so the create's reply came before the
 	// listing's, over the connection its frame went out on (sent.Done() has
 	// closed: read its session only then).
-	fresh = sent.SessionID() == node.gen.id && noneCreatedSince(l.parent, baseName(node.path))
-	return node, l, fresh, nil
+	if token == 0 && sent.SessionID() == node.gen.id && noneCreatedSince(l.parent, baseName(node.path)) {
+		token = listingToken(l.parent)
+	}
+	return node, l, token, nil
+}
+
+// createdZxid is the czxid of node, the node made by the create that sent
+// tells of, when the wire layer read that create's successful reply on a
+// connection of node's session and the reply names node: a server answers
+// a write right after applying it, before any other write, so the reply's
+// zxid is the create's (internal/wire/notice.go). 0 when unknown: the
+// reply was lost to a connection failure and the node was found by its
+// UUID, say. Call it after sent's forget function.
+func createdZxid(sent *wire.Sent, node ownNode) int64 {
+	z, path := sent.Created()
+	if z == 0 || path != node.path || sent.SessionID() != node.gen.id {
+		return 0
+	}
+	return z
 }
 
 // noneCreatedSince reports whether parent, the Stat of a listing that holds

@@ -2,13 +2,14 @@ package zkrecipes
 
 // The late self-watch. A queued node needs its Stat (the fencing token,
 // the owner check) and a watch on its deletion; without this file it reads
-// its node beside its first watch. When the listing sent right behind the
-// create gives the token (listingToken), the node is not read while it
-// waits, unless it waits longer than its session's timeout: a waiter's
-// acquisition then costs the server no more requests than go-zookeeper's
-// lock, however slow its handoffs. A node deleted under it meanwhile is
-// found by a listing (after a plain deletion ahead), by that late read,
-// or, once it holds, by the watch its hold sets after selfWatchGrace.
+// its node beside its first watch. When the token is known without a read
+// (from the create's reply, or the listing behind it: see createListed),
+// the node is not read while it waits, unless it waits longer than its
+// session's timeout: a waiter's acquisition then costs the server no more
+// requests than go-zookeeper's lock, however slow its handoffs. A node
+// deleted under it meanwhile is found by a listing (after a plain deletion
+// ahead), by that late read, or, once it holds, by the watch its hold sets
+// after selfWatchGrace.
 
 import (
 	"context"
@@ -20,8 +21,8 @@ import (
 // A var for tests only.
 var waiterReadAfter time.Duration
 
-// deferRead defers the read of the own node of a waiter whose token the
-// listing gave (false when the token is unknown: the node must be read
+// deferRead defers the read of the own node of a waiter whose token is
+// known (false when the token is unknown: the node must be read
 // now). The read is sent once the waiter has waited its session's timeout,
 // and its reply arrives on sw.pending; sw.cancel withdraws it before then.
 // The read is reported under ctx, the acquisition's (observe.go).

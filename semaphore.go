@@ -263,7 +263,7 @@ type semPass struct {
 	sem     *Semaphore
 	nodes   []ownNode
 	first   *listing // the leases listed right behind a single create
-	fresh   bool     // that listing gave the lease's token
+	token   int64    // the lease's token from its create's reply or that listing, 0 if unknown
 	parent  func() pathListing
 	selves  []chan leaseSelf
 	tokens  []int64
@@ -281,16 +281,16 @@ type leaseSelf struct {
 
 // create creates the pass's lease nodes. A single lease is created with
 // the leases listed right behind it (see queue.create). Under the
-// semaphore's mutex no other lease is created meanwhile, so that listing
-// normally gives the lease's token too (listingToken), and the lease's node
-// need not be read.
+// semaphore's mutex no other lease is created meanwhile, so the create's
+// reply or that listing normally gives the lease's token too (see
+// createListed), and the lease's node need not be read.
 func (p *semPass) create(ctx context.Context, n int) error {
 	sem := p.sem
 	var err error
 	if n == 1 {
 		var nd ownNode
 		var l listing
-		nd, l, p.fresh, err = sem.leases.create(ctx, sem.cfg.lock.data(), watchList)
+		nd, l, p.token, err = sem.leases.create(ctx, sem.cfg.lock.data(), watchList)
 		if err == nil {
 			p.nodes = append(p.nodes, nd)
 			if l.kids != nil {
@@ -317,15 +317,16 @@ func (p *semPass) create(ctx context.Context, n int) error {
 // readSelves reads each lease node beside the first listing of the leases,
 // in the same round trip: its czxid is the lease's token, its owner check
 // rejects a node adopted from an older session, and its deletion watch
-// reports the node's loss once held. A lease whose token the listing
-// behind its create gave is not read (its hold sets that watch later).
+// reports the node's loss once held. A lease whose token its create's
+// reply or the listing behind it gave is not read (its hold sets that
+// watch later).
 func (p *semPass) readSelves(ctx context.Context) {
 	n := len(p.nodes)
 	p.selves, p.tokens, p.selfWs = make([]chan leaseSelf, n), make([]int64, n), make([]<-chan zk.Event, n)
 	for i, nd := range p.nodes {
 		p.selves[i] = make(chan leaseSelf, 1)
-		if p.fresh { // first holds the lease's only node
-			p.selves[i] <- leaseSelf{token: listingToken(p.first.parent)}
+		if p.token != 0 { // the pass's only node
+			p.selves[i] <- leaseSelf{token: p.token}
 			continue
 		}
 		go func() {

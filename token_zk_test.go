@@ -11,11 +11,23 @@ import (
 )
 
 // A holder granted on a listing in which it was alone takes the parent's
-// pzxid as its token (listingToken). When the previous owner's node goes
-// between the new node's create and that listing, pzxid is the zxid of
-// that delete, above the new node's czxid: the token must still sit
-// between the previous owner's and the next one's.
+// pzxid as its token (listingToken) when it does not know its czxid: on a
+// Session without the wire layer, which lists after the create's reply.
+// When the previous owner's node goes between the new node's create and
+// that listing, pzxid is the zxid of that delete, above the new node's
+// czxid: the token must still sit between the previous owner's and the
+// next one's. On the wire layer the token is the czxid, from the create's
+// reply.
 func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wire bool
+	}{{"wire layer off: the listing's pzxid", false}, {"wire layer: the create's reply", true}} {
+		t.Run(tc.name, func(t *testing.T) { testAloneToken(t, tc.wire) })
+	}
+}
+
+func testAloneToken(t *testing.T, onWire bool) {
 	ctx, first := zkSession(t, 30*time.Second)
 	dir := "/zkt/alone-token-" + newUUID()
 	l0, err := NewMutex(first, dir).Acquire(ctx)
@@ -37,14 +49,18 @@ func TestZKAloneTokenStaysBetweenOwnersWhenTheOwnerAheadGoesBeforeTheListing(t *
 			releaseErr = l0.Release(ctx)
 		})
 	}
-	_, second := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, nil)))
+	_, second := zkSession(t, 30*time.Second, WithDialer(hookedDialer(beforeWrite, nil)), WithWireLayer(onWire))
 	l1, err := NewMutex(second, dir).Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, releaseErr)
 
 	_, own, err := raw.Get(l1.Path())
 	require.NoError(t, err)
-	assert.Greater(t, l1.Token(), own.Czxid, "the token is the pzxid of the listing, not the czxid: this test must exercise that case")
+	if onWire {
+		assert.Equal(t, own.Czxid, l1.Token(), "the token is the czxid the create's reply gave")
+	} else {
+		assert.Greater(t, l1.Token(), own.Czxid, "the token is the pzxid of the listing, not the czxid: this test must exercise that case")
+	}
 	assert.Greater(t, l1.Token(), l0.Token(), "above the previous owner's token")
 	require.NoError(t, l1.Release(ctx))
 

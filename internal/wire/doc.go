@@ -1,7 +1,8 @@
 // Package wire holds every workaround zkrecipes makes at the byte level of
 // go-zookeeper's TCP connection: reading the handshake (the granted session
 // timeout and the session id: conn.go), telling when a create's frame is
-// written (notice.go), gathering request frames into one write
+// written and reading the zxid of its reply, the new node's czxid
+// (notice.go), gathering request frames into one write
 // (gather.go), holding a resumed session's replies until its watches
 // are re-set (resume.go), and sending requests of its own that go-zookeeper
 // has no call for (own.go): ZooKeeper 3.6's persistent watches

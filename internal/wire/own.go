@@ -250,6 +250,14 @@ func (c *conn) readFrames(p []byte) (int, error) {
 			}
 			continue
 		}
+		if xid > 0 && c.sent != nil && c.sent.awaits(xid) {
+			// the reply to a create whose zxid is awaited (notice.go)
+			b, err := c.r.Peek(min(n, c.r.Size()))
+			if err != nil {
+				return 0, err
+			}
+			c.sent.replied(b)
+		}
 		if xid > 0 && n >= 20 && c.layer != nil && c.layer.shots.npend.Load() > 0 {
 			// a reply to a request of go-zookeeper's that may set a
 			// one-shot watch (shots.go)
