@@ -25,7 +25,7 @@ func TestEachOptimisationComesOutWithItsFileAndOneCallSite(t *testing.T) {
 		call, fix string // its one call site in internals.go, and what is left
 	}{
 		{"listing.go", "\tif q.s.wire != nil {\n\t\treturn q.s.createListed(ctx, q.dir, q.name, data, list)\n\t}\n", ""},
-		{"selfwatch.go", "c.self.stat != nil || c.self.deferRead(q.s, c.node)", "c.self.stat != nil"},
+		{"selfwatch.go", "c.self.stat != nil || c.self.deferRead(ctx, q.s, c.node)", "c.self.stat != nil"},
 		{"handoff.go", "\tif fast {\n\t\treturn fastHandoff{mark: mark}\n\t}\n", ""},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
