@@ -29,11 +29,15 @@ const closeWatchWait = 500 * time.Millisecond
 
 // openCacheWatch sets a persistent watch on the node at path (relative;
 // recursive: on its whole subtree) and returns once the server has it. It
+// delivers its events on its batches channel, not Events: a cache takes
+// all the notifications waiting together (handed over one at a time, a
+// burst's built up behind small batches, each costing a round trip). It
 // fails with ErrPersistentWatchUnsupported where the cache must use
 // one-shot watches, with ctx's error (then a watch set meanwhile is
 // removed in the background), or with ErrClosed.
 func openCacheWatch(ctx context.Context, s *Session, path string, recursive bool) (*PersistentWatch, error) {
 	w := NewPersistentWatch(s, path, WithRecursive(recursive))
+	w.batches = make(chan []WatchEvent)
 	var mu sync.Mutex
 	abandoned := false
 	res := make(chan error, 1)

@@ -15,7 +15,7 @@ import (
 // new connection or session) the node is read again. A read that fails
 // with the connection is done again after the reset that follows.
 func (c *NodeCache) followPersistent(ctx context.Context, w *PersistentWatch, states <-chan StateChange) error {
-	events := w.Events()
+	events := w.batches // every event waiting, at once (openCacheWatch)
 	read, first := true, true
 	var last nodeData
 	var cs cacheSyncs // reported as Observer.CacheSynced (cacheobserve.go)
@@ -38,15 +38,15 @@ func (c *NodeCache) followPersistent(ctx context.Context, w *PersistentWatch, st
 			}
 		}
 		select {
-		case ev, ok := <-events:
+		case batch, ok := <-events:
 			if !ok {
 				return firstErr(w.Err(), ErrClosed)
 			}
-			for batch := takeNotes(events, []WatchEvent{ev}); len(batch) > 0; batch = batch[1:] {
-				if batch[0].Kind != WatchChildrenChanged {
+			for _, ev := range batch {
+				if ev.Kind != WatchChildrenChanged {
 					read = true
 				}
-				cs.resync = cs.resync || batch[0].Kind == WatchReset
+				cs.resync = cs.resync || ev.Kind == WatchReset
 			}
 		case sc, ok := <-states:
 			if !ok || sc.State == StateClosed {

@@ -46,9 +46,13 @@ type PersistentWatch struct {
 	err       error // from construction: reported by Start
 
 	events chan WatchEvent
-	ww     *wire.Watch   // the watch on the wire layer, once started
-	wake   chan struct{} // the dispatcher has events to deliver
-	done   chan struct{} // closed once the dispatcher has ended (and closed events)
+	// batches, when set (a cache's watch, see openCacheWatch), takes the
+	// place of events: the dispatcher hands over all the events waiting,
+	// up to maxBatch, at once.
+	batches chan []WatchEvent
+	ww      *wire.Watch   // the watch on the wire layer, once started
+	wake    chan struct{} // the dispatcher has events to deliver
+	done    chan struct{} // closed once the dispatcher has ended (and closed events)
 
 	mu       sync.Mutex
 	started  bool
@@ -414,10 +418,34 @@ func (w *PersistentWatch) next() (WatchEvent, bool) {
 	return WatchEvent{}, false
 }
 
+// nextBatch takes the events to deliver, up to maxBatch, in order: the
+// queue's head, or the WatchReset owed for an overflow once the queue is
+// empty. The reader owns the slice.
+func (w *PersistentWatch) nextBatch() []WatchEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := min(len(w.queue), maxBatch); n > 0 {
+		b := w.queue[:n:n] // appends to the rest reallocate or write past it
+		w.queue = w.queue[n:]
+		if len(w.queue) == 0 {
+			w.queue = nil
+		}
+		return b
+	}
+	if w.overflow {
+		w.overflow = false
+		return []WatchEvent{{Kind: WatchReset, Path: w.path, Reset: ResetOverflow}}
+	}
+	return nil
+}
+
 // dispatch delivers the events until run ends, then closes Events.
 func (w *PersistentWatch) dispatch(run context.Context) {
 	defer close(w.done)
 	defer close(w.events)
+	if w.batches != nil {
+		defer close(w.batches)
+	}
 	defer func() {
 		if w.s.isClosed() {
 			w.s.wire.Forget(w.ww)
@@ -428,6 +456,22 @@ func (w *PersistentWatch) dispatch(run context.Context) {
 			w.mu.Unlock()
 		}
 	}()
+	for w.batches != nil {
+		b := w.nextBatch()
+		if b == nil {
+			select {
+			case <-w.wake:
+				continue
+			case <-run.Done():
+				return
+			}
+		}
+		select {
+		case w.batches <- b:
+		case <-run.Done():
+			return
+		}
+	}
 	for {
 		ev, ok := w.next()
 		if !ok {

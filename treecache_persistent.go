@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -17,8 +16,8 @@ import (
 // once, none with a watch. After that a change costs only the reads it
 // needs, and no watch is set again: a node created or changed is read once
 // (getData), a node deleted costs nothing. The notifications that arrive
-// while earlier ones are read are taken together, and their reads sent at
-// once. After every reconnection the watch is set again (a notification
+// while earlier ones are read are taken together (the watch hands over
+// all those waiting at once), and their reads sent at once. After every reconnection the watch is set again (a notification
 // may have been lost with the connection) and the whole tree read again
 // (resync in treecache_sync.go), so that the copy equals a fresh listing.
 //
@@ -43,9 +42,8 @@ const (
 // tree is read again after every note that events may have been missed
 // (the watch was set again on a new connection), once connected.
 func (c *TreeCache) followPersistent(ctx context.Context, w *PersistentWatch, states <-chan StateChange) error {
-	resync := true // the first load
-	notes := w.Events()
-	batch := make([]WatchEvent, 0, 64)
+	resync := true     // the first load
+	notes := w.batches // every event waiting, at once (openCacheWatch)
 	for {
 		if resync && c.s.State().connected() {
 			drainNotes(notes) // the reads below cover what they report
@@ -60,14 +58,12 @@ func (c *TreeCache) followPersistent(ctx context.Context, w *PersistentWatch, st
 			// which says so with a note; the tree is read again then.
 		}
 		select {
-		case n, ok := <-notes:
+		case batch, ok := <-notes:
 			if !ok {
 				// The watch ends with the Session, or on a server that
 				// predates it (after a reconnection): run falls back.
 				return firstErr(w.Err(), ErrClosed)
 			}
-			batch = append(batch[:0], n)
-			batch = takeNotes(notes, batch)
 			if slices.ContainsFunc(batch, func(n WatchEvent) bool { return n.Kind == WatchReset }) {
 				resync = true
 				continue
@@ -92,30 +88,8 @@ func (c *TreeCache) followPersistent(ctx context.Context, w *PersistentWatch, st
 	}
 }
 
-// takeNotes appends to batch the notes waiting on notes, up to maxBatch.
-// The channel hands them over one at a time from a goroutine of the
-// watch's, so an empty channel is tried once more after a yield.
-func takeNotes(notes <-chan WatchEvent, batch []WatchEvent) []WatchEvent {
-	for yielded := false; len(batch) < maxBatch; {
-		select {
-		case n, ok := <-notes:
-			if !ok {
-				return batch
-			}
-			batch, yielded = append(batch, n), false
-		default:
-			if yielded {
-				return batch
-			}
-			runtime.Gosched()
-			yielded = true
-		}
-	}
-	return batch
-}
-
 // drainNotes drops the notes waiting on notes.
-func drainNotes(notes <-chan WatchEvent) {
+func drainNotes(notes <-chan []WatchEvent) {
 	for {
 		select {
 		case _, ok := <-notes:

@@ -189,7 +189,7 @@ func (c *TreeCache) prune(p string, fresh map[string]*loadedNode) {
 		c.removeAttached(p)
 		return
 	}
-	for _, k := range slices.Clone(n.kids) {
+	for _, k := range slices.Clone(n.children()) {
 		c.prune(joinPath(p, k), fresh)
 	}
 }
@@ -319,8 +319,8 @@ func (c *TreeCache) refreshChildren(ctx context.Context, p string) error {
 			listed[k] = true
 		}
 	}
-	kept := n.kids[:0:0]
-	for _, k := range n.kids {
+	var kept []string
+	for _, k := range n.children() {
 		if listed[k] {
 			kept = append(kept, k)
 			delete(listed, k)
@@ -328,7 +328,7 @@ func (c *TreeCache) refreshChildren(ctx context.Context, p string) error {
 			c.removeTree(joinPath(p, k))
 		}
 	}
-	n.kids = kept
+	n.setChildren(kept)
 	var add []string
 	for k := range listed {
 		add = append(add, joinPath(p, k))
@@ -551,7 +551,7 @@ func (c *TreeCache) insert(f loadedNode) {
 		if parent == nil {
 			return // its parent is gone meanwhile
 		}
-		parent.kids = append(parent.kids, baseName(f.path))
+		parent.setChildren(append(parent.children(), baseName(f.path)))
 	}
 	n := &treeNode{data: f.data, stat: *f.stat, armed: f.armed}
 	c.nodes[f.path] = n
@@ -569,11 +569,12 @@ func (c *TreeCache) removeAttached(p string) {
 		return
 	}
 	if parent := c.nodes[parentPath(p)]; parent != nil {
-		if i := slices.Index(parent.kids, baseName(p)); i >= 0 {
-			last := len(parent.kids) - 1
-			parent.kids[i] = parent.kids[last]
-			parent.kids[last] = ""
-			parent.kids = parent.kids[:last]
+		kids := parent.children()
+		if i := slices.Index(kids, baseName(p)); i >= 0 {
+			last := len(kids) - 1
+			kids[i] = kids[last]
+			kids[last] = ""
+			parent.setChildren(kids[:last])
 		}
 	}
 }
@@ -585,7 +586,7 @@ func (c *TreeCache) removeTree(p string) {
 	if n == nil {
 		return
 	}
-	for _, k := range n.kids {
+	for _, k := range n.children() {
 		c.removeTree(joinPath(p, k))
 	}
 	n.kids = nil

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -122,4 +123,11 @@ func TestTreeCacheEventQueueReplaysToTheLastTreeWhateverTheReaderPace(t *testing
 		}
 		assert.Equal(t, tree, reader, "seed %d", seed)
 	}
+}
+
+// A cached node costs one allocation of the allocator's 112-byte size
+// class, not 128: most nodes are leaves, and a leaf carries no slice of
+// children.
+func TestTreeNodeFitsIn112Bytes(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(treeNode{}), uintptr(112))
 }
