@@ -145,92 +145,35 @@ type saslFailure struct{ err error }
 
 func (f *saslFailure) Error() string { return f.err.Error() }
 
+// exchange runs the mechanism's exchange on the connection, within
+// c.timeout, one request and reply per step.
 func (c *saslConn) exchange() (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	deadline, _ := ctx.Deadline()
-	if err := c.Conn.SetDeadline(deadline); err != nil {
+	restore, err := c.ownDeadline(ctx)
+	if err != nil {
 		return err
 	}
 	defer func() {
-		// Give go-zookeeper back the deadlines it set.
-		c.mu.Lock()
-		r, w := c.rDeadline, c.wDeadline
-		c.mu.Unlock()
-		if e := c.Conn.SetReadDeadline(r); e != nil && err == nil {
-			err = e
-		}
-		if e := c.Conn.SetWriteDeadline(w); e != nil && err == nil {
+		if e := restore(); e != nil && err == nil {
 			err = e
 		}
 	}()
-	name := c.mech.Name()
-	fail := func(format string, args ...any) error {
-		return &saslFailure{fmt.Errorf("zkrecipes: sasl %s with %s: "+format, append([]any{name, c.server}, args...)...)}
-	}
 	client, token, err := c.mech.Start(ctx, c.server)
 	if err != nil {
-		if errors.Is(err, ErrAuthFailed) {
-			return fail("%w", err)
-		}
-		return err
+		return c.judged(err)
 	}
-	xid := int32(0)
 	for step := 1; ; step++ {
-		xid++
-		if token == nil {
-			token = []byte{}
-		}
-		if err := writeSASLRequest(c.Conn, xid, token); err != nil {
-			return err
-		}
-		rxid, code, reply, hasBody, err := readSASLReply(c.Conn)
+		reply, err := c.roundTrip(step, token)
 		if err != nil {
-			if step == 1 && len(token) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
-				// The server dropped the connection on the mechanism's empty
-				// first token without a word: it has no SASL server for it.
-				return fail("%w: the server closed the connection on the first token", ErrSASLUnavailable)
-			}
 			return err
 		}
-		if rxid != xid {
-			return fmt.Errorf("reply xid %d to sasl request xid %d", rxid, xid)
-		}
-		switch code {
-		case 0:
-		case errCodeAuthFailed, errCodeSessionRequiresSASL:
-			if step == 1 && len(token) == 0 {
-				// Rejected before any credential was sent: not the
-				// password; the server speaks another mechanism (or none).
-				return fail("%w (the server rejected its first token, err %d)", ErrSASLMechanism, code)
-			}
-			if step == 1 {
-				return fail("%w: the server rejected the first token (err %d): it speaks another mechanism, or refused the credentials", ErrAuthFailed, code)
-			}
-			return fail("%w: server rejected step %d (err %d)", ErrAuthFailed, step, code)
-		default:
-			return fail("%w: server answered step %d with err %d", ErrAuthFailed, step, code)
-		}
-		if !hasBody {
-			reply = nil
-		}
-		if step == 1 && len(reply) == 0 {
-			// Observed with ZooKeeper 3.8.0: a server with no SASL set up
-			// (no JAAS Server section) answers the first token with err 0
-			// and no token, whatever the mechanism; every mechanism it
-			// could speak (DIGEST-MD5's challenge, GSSAPI's AP-REP) answers
-			// the first token with one.
-			return fail("%w: it answered the first token with none", ErrSASLUnavailable)
-		}
-		if last := client == nil; last {
+		if client == nil { // the last token's reply ends it
 			return nil
 		}
 		next, last, err := client.Step(ctx, reply)
 		if err != nil {
-			if errors.Is(err, ErrAuthFailed) {
-				return fail("%w", err)
-			}
-			return err
+			return c.judged(err)
 		}
 		if last {
 			if next == nil {
@@ -240,6 +183,89 @@ func (c *saslConn) exchange() (err error) {
 		}
 		token = next
 	}
+}
+
+// ownDeadline bounds the connection by ctx's deadline and returns the
+// function that gives go-zookeeper back the deadlines it set.
+func (c *saslConn) ownDeadline(ctx context.Context) (restore func() error, err error) {
+	deadline, _ := ctx.Deadline()
+	if err := c.Conn.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	return func() error {
+		c.mu.Lock()
+		r, w := c.rDeadline, c.wDeadline
+		c.mu.Unlock()
+		if err := c.Conn.SetReadDeadline(r); err != nil {
+			return err
+		}
+		return c.Conn.SetWriteDeadline(w)
+	}, nil
+}
+
+// failure is an exchange error that retrying cannot mend.
+func (c *saslConn) failure(format string, args ...any) error {
+	return &saslFailure{fmt.Errorf("zkrecipes: sasl %s with %s: "+format, append([]any{c.mech.Name(), c.server}, args...)...)}
+}
+
+// judged marks a mechanism's error as final when it says the credentials
+// were refused.
+func (c *saslConn) judged(err error) error {
+	if errors.Is(err, ErrAuthFailed) {
+		return c.failure("%w", err)
+	}
+	return err
+}
+
+// roundTrip sends step's token (xid step) and returns the server's token
+// in its reply, or why the server refused it.
+func (c *saslConn) roundTrip(step int, token []byte) ([]byte, error) {
+	xid := int32(step)
+	if token == nil {
+		token = []byte{}
+	}
+	if err := writeSASLRequest(c.Conn, xid, token); err != nil {
+		return nil, err
+	}
+	rxid, code, reply, hasBody, err := readSASLReply(c.Conn)
+	if err != nil {
+		if step == 1 && len(token) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
+			// The server dropped the connection on the mechanism's empty
+			// first token without a word: it has no SASL server for it.
+			return nil, c.failure("%w: the server closed the connection on the first token", ErrSASLUnavailable)
+		}
+		return nil, err
+	}
+	if rxid != xid {
+		return nil, fmt.Errorf("reply xid %d to sasl request xid %d", rxid, xid)
+	}
+	switch code {
+	case 0:
+	case errCodeAuthFailed, errCodeSessionRequiresSASL:
+		if step == 1 && len(token) == 0 {
+			// Rejected before any credential was sent: not the
+			// password; the server speaks another mechanism (or none).
+			return nil, c.failure("%w (the server rejected its first token, err %d)", ErrSASLMechanism, code)
+		}
+		if step == 1 {
+			return nil, c.failure("%w: the server rejected the first token (err %d): it speaks another mechanism, or refused the credentials", ErrAuthFailed, code)
+		}
+		return nil, c.failure("%w: server rejected step %d (err %d)", ErrAuthFailed, step, code)
+	default:
+		return nil, c.failure("%w: server answered step %d with err %d", ErrAuthFailed, step, code)
+	}
+	if !hasBody {
+		reply = nil
+	}
+	if step == 1 && len(reply) == 0 {
+		// Observed with ZooKeeper 3.8.0: a server with no SASL set up
+		// (no JAAS Server section) answers the first token with err 0
+		// and no token, whatever the mechanism; every mechanism it
+		// could speak (DIGEST-MD5's challenge, GSSAPI's AP-REP) answers
+		// the first token with one.
+		return nil, c.failure("%w: it answered the first token with none", ErrSASLUnavailable)
+	}
+	return reply, nil
 }
 
 // writeSASLRequest writes RequestHeader{xid, 102} GetSASLRequest{token}.
