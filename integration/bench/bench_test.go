@@ -161,8 +161,9 @@ func BenchmarkDrain(b *testing.B) {
 }
 
 // BenchmarkFloor: raw requests with no lock: the create/getChildren/delete
-// cycle (the listing right behind the create; and all three in sequence)
-// and a 200-link delete→notification chain.
+// cycle (the listing right behind the create; and all three in sequence),
+// a 200-link delete→notification chain and the same chain with marked
+// releases (FloorResult.MarkedPerHandoff).
 func BenchmarkFloor(b *testing.B) {
 	e := env(b)
 	ctx := ctxFor(b, 5*time.Minute)
@@ -177,6 +178,7 @@ func BenchmarkFloor(b *testing.B) {
 	b.ReportMetric(float64(r.HandoffP50), "handoff-p50-ns")
 	b.ReportMetric(float64(r.HandoffP99), "handoff-p99-ns")
 	b.ReportMetric(float64(r.PerHandoff), "ns/handoff")
+	b.ReportMetric(float64(r.MarkedPerHandoff), "marked-ns/handoff")
 	b.ReportMetric(r.BytesPerHandoff, "resp-bytes/handoff")
 	b.ReportMetric(float64(r.ServerCPUPerHandoff), "server-cpu-ns/handoff")
 	b.ReportMetric(float64(r.ClientCPUPerHandoff), "client-cpu-ns/handoff")

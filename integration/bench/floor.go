@@ -45,6 +45,16 @@ type FloorResult struct {
 	// of this process, where the chain's sessions live.
 	ServerCPUPerHandoff time.Duration `json:"server_cpu_per_handoff_ns"`
 	ClientCPUPerHandoff time.Duration `json:"client_cpu_per_handoff_ns"`
+	// The same chain with zkrecipes' marked release and no lock logic:
+	// each session watches the node before it twice (getData, and
+	// getChildren for its deletion) and, once both have fired, releases its
+	// own in one multi that sets its data, then deletes it. It is the
+	// fastest a handoff can be that tells a holder's release from a
+	// cancellation on notifications alone (handoff.go): a drain of
+	// zkrecipes' Mutex makes these requests and no other.
+	MarkedHandoffP50 time.Duration `json:"marked_handoff_p50_ns"`
+	MarkedHandoffP99 time.Duration `json:"marked_handoff_p99_ns"`
+	MarkedPerHandoff time.Duration `json:"marked_per_handoff_ns"`
 }
 
 // Floor measures cycles raw create/getChildren/delete cycles under path,
@@ -142,14 +152,35 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 		return r, err
 	}
 	r.ReqPerCycle = float64(d.PacketsReceived) / float64(warmup+cycles)
-	if err := chain(ctx, env, conn, path, links, &r); err != nil {
+	plain, err := chain(ctx, env, path, links, false)
+	if err != nil {
 		return r, err
 	}
+	r.Links = links
+	r.HandoffP50, r.HandoffP99, r.PerHandoff = plain.p50, plain.p99, plain.per
+	r.Throughput = float64(time.Second) / float64(r.PerHandoff)
+	r.BytesPerHandoff, r.ServerCPUPerHandoff, r.ClientCPUPerHandoff = plain.bytes, plain.serverCPU, plain.clientCPU
+	marked, err := chain(ctx, env, path, links, true)
+	if err != nil {
+		return r, err
+	}
+	r.MarkedHandoffP50, r.MarkedHandoffP99, r.MarkedPerHandoff = marked.p50, marked.p99, marked.per
 	return r, nil
 }
 
-// chain runs the delete→notification chain.
-func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, r *FloorResult) error {
+// chainResult is what one chain measured: link p50 and p99, the whole
+// chain's time per link, and the server's response bytes and the server's
+// and this process's CPU per link.
+type chainResult struct {
+	p50, p99, per        time.Duration
+	bytes                float64
+	serverCPU, clientCPU time.Duration
+}
+
+// chain runs the delete→notification chain, or with marked the marked
+// chain (see MarkedPerHandoff).
+func chain(ctx context.Context, env Env, path string, links int, marked bool) (chainResult, error) {
+	var r chainResult
 	conns := make([]*zk.Conn, links+1)
 	errs := make([]error, links+1)
 	sem := make(chan struct{}, 16)
@@ -172,24 +203,48 @@ func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, 
 		}
 	}()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return r, err
 	}
 	acl := zk.WorldACL(zk.PermAll)
 	nodes := make([]string, links+1)
 	for i, c := range conns {
 		p, err := c.Create(path+"/chain-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
 		if err != nil {
-			return err
+			return r, err
 		}
 		nodes[i] = p
 	}
-	watches := make([]<-chan zk.Event, links+1)
+	// Each link's watches on the node before it: a getData watch, and for
+	// the marked chain also a getChildren watch, which a data change does
+	// not consume and the deletion fires.
+	type linkWatch struct{ data, deletion <-chan zk.Event }
+	watches := make([]linkWatch, links+1)
 	for i := 1; i <= links; i++ {
 		_, _, w, err := conns[i].GetW(nodes[i-1])
 		if err != nil {
+			return r, err
+		}
+		watches[i].data = w
+		if marked {
+			if _, _, w, err = conns[i].ChildrenW(nodes[i-1]); err != nil {
+				return r, err
+			}
+			watches[i].deletion = w
+		}
+	}
+	// The events that hand the lock over: the deletion, or the marked
+	// release's data change and then its deletion.
+	want := func(i int) []<-chan zk.Event { return []<-chan zk.Event{watches[i].data} }
+	wantType := []zk.EventType{zk.EventNodeDeleted}
+	release := func(i int) error { return conns[i].Delete(nodes[i], -1) }
+	if marked {
+		want = func(i int) []<-chan zk.Event { return []<-chan zk.Event{watches[i].data, watches[i].deletion} }
+		wantType = []zk.EventType{zk.EventNodeDataChanged, zk.EventNodeDeleted}
+		release = func(i int) error {
+			_, err := conns[i].Multi(&zk.SetDataRequest{Path: nodes[i], Data: []byte{}, Version: -1},
+				&zk.DeleteRequest{Path: nodes[i], Version: -1})
 			return err
 		}
-		watches[i] = w
 	}
 	delStart := make([]time.Time, links+1)
 	notified := make([]time.Time, links+1)
@@ -198,53 +253,53 @@ func chain(ctx context.Context, env Env, conn *zk.Conn, path string, links int, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case ev := <-watches[i]:
-				notified[i] = time.Now()
-				if ev.Type != zk.EventNodeDeleted {
-					errs[i] = errors.New("bench: chain: unexpected event " + ev.Type.String())
+			for k, w := range want(i) {
+				select {
+				case ev := <-w:
+					if ev.Type != wantType[k] {
+						errs[i] = errors.New("bench: chain: unexpected event " + ev.Type.String())
+						return
+					}
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
 					return
 				}
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
 			}
+			notified[i] = time.Now()
 			delStart[i] = time.Now()
-			errs[i] = conns[i].Delete(nodes[i], -1)
+			errs[i] = release(i)
 		}()
 	}
 	before, err := env.Meter.Read(ctx)
 	if err != nil {
-		return err
+		return r, err
 	}
 	cpu0, cpuErr := ProcCPU(os.Getpid())
 	delStart[0] = time.Now()
-	if err := conns[0].Delete(nodes[0], -1); err != nil {
-		return err
+	if err := release(0); err != nil {
+		return r, err
 	}
 	wg.Wait()
 	cpu1, err := ProcCPU(os.Getpid())
 	cpuErr = errors.Join(cpuErr, err)
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return r, err
 	}
 	delta, err := env.Meter.Delta(ctx, before)
 	if err != nil {
-		return err
+		return r, err
 	}
 	link := make([]time.Duration, links)
 	for i := 1; i <= links; i++ {
 		link[i-1] = notified[i].Sub(delStart[i-1])
 	}
 	total := notified[links].Sub(delStart[0])
-	r.Links = links
-	r.HandoffP50, r.HandoffP99 = Percentile(link, 0.5), Percentile(link, 0.99)
-	r.PerHandoff = total / time.Duration(links)
-	r.Throughput = float64(time.Second) / float64(r.PerHandoff)
-	r.BytesPerHandoff = float64(delta.ResponseBytes) / float64(links)
-	r.ServerCPUPerHandoff = PerOp(delta.ServerCPU, links)
-	r.ClientCPUPerHandoff = PerOp(clientCPU(cpu1-cpu0, cpuErr), links)
-	return nil
+	r.p50, r.p99 = Percentile(link, 0.5), Percentile(link, 0.99)
+	r.per = total / time.Duration(links)
+	r.bytes = float64(delta.ResponseBytes) / float64(links)
+	r.serverCPU = PerOp(delta.ServerCPU, links)
+	r.clientCPU = PerOp(clientCPU(cpu1-cpu0, cpuErr), links)
+	return r, nil
 }
 
 // ensurePath creates path and its parents as persistent nodes if missing.

@@ -186,7 +186,7 @@ func run(c config) error {
 		if err != nil {
 			return fmt.Errorf("floor: %w", err)
 		}
-		logf("  floor: cycle p50 %v (in sequence %v), handoff p50 %v, %v per chained handoff", f.CycleP50, f.SequentialP50, f.HandoffP50, f.PerHandoff)
+		logf("  floor: cycle p50 %v (in sequence %v), handoff p50 %v, %v per chained handoff, %v per marked one", f.CycleP50, f.SequentialP50, f.HandoffP50, f.PerHandoff, f.MarkedPerHandoff)
 		res.Floor = append(res.Floor, f)
 		for _, r := range order {
 			p := fmt.Sprintf("/zkbench/r%d/uncontended/%s", rep, r.name())

@@ -77,6 +77,11 @@ type FloorSummary struct {
 	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
 	ServerCPU       time.Duration `json:"server_cpu_per_handoff_ns"`
 	ClientCPU       time.Duration `json:"client_cpu_per_handoff_ns"`
+	// The marked chain (bench.FloorResult.MarkedPerHandoff): the drain's
+	// floor for a lock that hands over on notifications alone.
+	MarkedHandoffP50 time.Duration `json:"marked_handoff_p50_ns"`
+	MarkedHandoffP99 time.Duration `json:"marked_handoff_p99_ns"`
+	MarkedPerHandoff time.Duration `json:"marked_per_handoff_ns"`
 	// RawLock is the median of the raw lock's contended runs (field by
 	// field; Violations is their sum).
 	RawLock          bench.ContendedResult `json:"raw_lock_contended"`
@@ -206,17 +211,20 @@ func (r *Results) finish() {
 	}
 	fl := r.Floor
 	r.FloorMedian = FloorSummary{
-		SequentialP50:   medD(fl, func(f bench.FloorResult) time.Duration { return f.SequentialP50 }),
-		CycleP50:        medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP50 }),
-		CycleP99:        medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP99 }),
-		ReqPerCycle:     med(fl, func(f bench.FloorResult) float64 { return f.ReqPerCycle }),
-		HandoffP50:      medD(fl, func(f bench.FloorResult) time.Duration { return f.HandoffP50 }),
-		HandoffP99:      medD(fl, func(f bench.FloorResult) time.Duration { return f.HandoffP99 }),
-		PerHandoff:      medD(fl, func(f bench.FloorResult) time.Duration { return f.PerHandoff }),
-		Throughput:      med(fl, func(f bench.FloorResult) float64 { return f.Throughput }),
-		BytesPerHandoff: med(fl, func(f bench.FloorResult) float64 { return f.BytesPerHandoff }),
-		ServerCPU:       medD(fl, func(f bench.FloorResult) time.Duration { return f.ServerCPUPerHandoff }),
-		ClientCPU:       medD(fl, func(f bench.FloorResult) time.Duration { return f.ClientCPUPerHandoff }),
+		SequentialP50:    medD(fl, func(f bench.FloorResult) time.Duration { return f.SequentialP50 }),
+		CycleP50:         medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP50 }),
+		CycleP99:         medD(fl, func(f bench.FloorResult) time.Duration { return f.CycleP99 }),
+		ReqPerCycle:      med(fl, func(f bench.FloorResult) float64 { return f.ReqPerCycle }),
+		HandoffP50:       medD(fl, func(f bench.FloorResult) time.Duration { return f.HandoffP50 }),
+		HandoffP99:       medD(fl, func(f bench.FloorResult) time.Duration { return f.HandoffP99 }),
+		PerHandoff:       medD(fl, func(f bench.FloorResult) time.Duration { return f.PerHandoff }),
+		Throughput:       med(fl, func(f bench.FloorResult) float64 { return f.Throughput }),
+		BytesPerHandoff:  med(fl, func(f bench.FloorResult) float64 { return f.BytesPerHandoff }),
+		ServerCPU:        medD(fl, func(f bench.FloorResult) time.Duration { return f.ServerCPUPerHandoff }),
+		ClientCPU:        medD(fl, func(f bench.FloorResult) time.Duration { return f.ClientCPUPerHandoff }),
+		MarkedHandoffP50: medD(fl, func(f bench.FloorResult) time.Duration { return f.MarkedHandoffP50 }),
+		MarkedHandoffP99: medD(fl, func(f bench.FloorResult) time.Duration { return f.MarkedHandoffP99 }),
+		MarkedPerHandoff: medD(fl, func(f bench.FloorResult) time.Duration { return f.MarkedPerHandoff }),
 	}
 	if rl := r.RawLock; len(rl) > 0 {
 		r.FloorMedian.RawLock = bench.ContendedResult{
@@ -319,6 +327,15 @@ func ratioSet(z Summary, all map[string]Summary, fl FloorSummary, big, small str
 	rs["throughput_raw_lock_over_zkrecipes"] = bench.Ratio(fl.RawLock.Throughput, z.Throughput)
 	rs["uncontended_p50_vs_floor"] = bench.Ratio(float64(z.UncontendedP50), float64(fl.CycleP50))
 	rs["drain"+big+"_per_handoff_vs_floor"] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(fl.PerHandoff))
+	if fl.MarkedPerHandoff > 0 {
+		// How near the drain comes to its floor, and where that floor
+		// stands against go-zookeeper's drain: no lock that hands over on
+		// notifications alone can be below the latter.
+		rs["drain"+big+"_per_handoff_vs_marked_floor"] = bench.Ratio(float64(z.DrainPerHandoff[big]), float64(fl.MarkedPerHandoff))
+		if g, ok := all["gozk"]; ok {
+			rs["drain"+big+"_marked_floor_vs_gozk"] = bench.Ratio(float64(fl.MarkedPerHandoff), float64(g.DrainPerHandoff[big]))
+		}
+	}
 	rs["drain_bytes_per_handoff_"+big+"_over_"+small] = bench.Ratio(z.DrainBytes[big], z.DrainBytes[small])
 	return rs
 }
@@ -348,7 +365,7 @@ func (r *Results) repetition(i int) (map[string]Summary, FloorSummary, bool) {
 		return nil, FloorSummary{}, false
 	}
 	f := r.Floor[i]
-	fl := FloorSummary{CycleP50: f.CycleP50, PerHandoff: f.PerHandoff, Throughput: f.Throughput}
+	fl := FloorSummary{CycleP50: f.CycleP50, PerHandoff: f.PerHandoff, Throughput: f.Throughput, MarkedPerHandoff: f.MarkedPerHandoff}
 	if i < len(r.RawLock) {
 		fl.RawLock.Throughput = r.RawLock[i].Throughput
 	}
@@ -431,6 +448,13 @@ func (r *Results) markdown() string {
 	for range ns {
 		fmt.Fprintf(&b, " %s | %.0f |", us(f.PerHandoff), f.BytesPerHandoff)
 	}
+	if f.MarkedPerHandoff > 0 {
+		fmt.Fprintf(&b, "\n| floor (marked chain) | – | – | – | %.0f | %s | %s | – | – |", float64(time.Second)/float64(f.MarkedPerHandoff),
+			us(f.MarkedHandoffP50), us(f.MarkedHandoffP99))
+		for range ns {
+			fmt.Fprintf(&b, " %s | – |", us(f.MarkedPerHandoff))
+		}
+	}
 	if rl := f.RawLock; rl.Throughput > 0 {
 		fmt.Fprintf(&b, "\n| floor (raw lock) | – | – | – | %.0f | %s | %s | %d | %s |", rl.Throughput, us(rl.HandoffP50), us(rl.HandoffP99), rl.Violations,
 			f.RawLockExclusion.cell())
@@ -444,7 +468,10 @@ func (r *Results) markdown() string {
 		us(f.SequentialP50) + " µs p50). Floor, handoff: a chain of " +
 		strconv.Itoa(r.Config.ChainLinks) + " sessions, each getData-watching the node before it and deleting its own on the notification " +
 		"(handoff: delete request → successor's notification; throughput and µs/handoff: the whole chain's time per link); its nodes and watches " +
-		"are all in place before the clock starts. Floor (raw lock): the same " + strconv.Itoa(r.Config.Sessions) + "-session workload as the locks on raw " +
+		"are all in place before the clock starts. Floor (marked chain): the same chain releasing as zkrecipes' Mutex does, each link watching the node " +
+		"before it with getData and getChildren and, once its data change and its deletion have both been notified, releasing its own node in one " +
+		"multi that sets its data and deletes it: a drain of zkrecipes' Mutex makes exactly these requests, so no lock that hands over on " +
+		"notifications alone drains faster. Floor (raw lock): the same " + strconv.Itoa(r.Config.Sessions) + "-session workload as the locks on raw " +
 		"go-zookeeper sessions making the fewest requests any queueing lock can (create with the getChildren right behind it, a getData watch on " +
 		"the node before, a plain delete: " + fmt.Sprintf("%.2f", f.RawLock.ReqPerAcq) + " requests per acquisition), holding on every deletion " +
 		"notification without checking why the node went (safe only because no contender gives up): the next acquisitions' requests run beside " +
@@ -476,8 +503,31 @@ func (r *Results) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", t.What, t.format(t.Ratio), cmp.Or(strings.Join(reps, ", "), "–"), t.Want, met)
 		}
 		b.WriteString("\nEach repetition's ratio is taken from that repetition's own runs; whether a target is met is judged on the medians.\n\n")
+		r.drainFloorNote(&b, r.perRepRatios())
 	}
 	return b.String()
+}
+
+// drainFloorNote says where the largest drain stands against the marked
+// chain, its floor, and where that floor stands against go-zookeeper's
+// drain (reps: each repetition's ratios).
+func (r *Results) drainFloorNote(b *strings.Builder, reps []map[string]float64) {
+	big := r.largestDrain()
+	floorVsGozk, ok := r.Ratios["drain"+big+"_marked_floor_vs_gozk"]
+	if !ok || floorVsGozk == 0 {
+		return
+	}
+	each := func(key string) string {
+		var vs []string
+		for _, rep := range reps {
+			vs = append(vs, fmt.Sprintf("%.2f", rep[key]))
+		}
+		return cmp.Or(strings.Join(vs, ", "), "–")
+	}
+	fmt.Fprintf(b, "Drain %s against its floor: the marked chain took %s µs per handoff, %.2f of go-zookeeper's drain (%s); "+
+		"zkrecipes' drain took %.2f times the marked chain (%s).\n\n",
+		big, us(r.FloorMedian.MarkedPerHandoff), floorVsGozk, each("drain"+big+"_marked_floor_vs_gozk"),
+		r.Ratios["drain"+big+"_per_handoff_vs_marked_floor"], each("drain"+big+"_per_handoff_vs_marked_floor"))
 }
 
 // cpuTable renders where the CPU of the 8-session run goes: the server's

@@ -226,3 +226,33 @@ func TestTarget_ARatioRoundedOntoItsBoundShowsAThirdDecimal(t *testing.T) {
 	assert.Equal(t, "1.20", Target{Want: "≤ 1.2 (flat)"}.format(1.2))
 	assert.Equal(t, "1.204", Target{Want: "≤ 1.2 (flat)"}.format(1.204))
 }
+
+// The largest drain is set against the marked chain, its floor, and that
+// floor against go-zookeeper's drain, repetition by repetition: what a
+// lock that hands over on notifications alone could reach in that run.
+func TestResults_SetTheDrainAgainstTheMarkedChainFloor(t *testing.T) {
+	c := config{Reps: 2, Impls: []string{"zkrecipes", "gozk"}, Sessions: 8, Drains: []int{50, 200}, ChainLinks: 200}
+	r := newResults(c, Machine{CPUs: 2})
+	r.Floor = []bench.FloorResult{
+		{Throughput: 3000, PerHandoff: 200 * time.Microsecond, MarkedPerHandoff: 240 * time.Microsecond},
+		{Throughput: 3000, PerHandoff: 200 * time.Microsecond, MarkedPerHandoff: 360 * time.Microsecond}}
+	drains := map[string][]time.Duration{"zkrecipes": {300 * time.Microsecond, 450 * time.Microsecond}, "gozk": {500 * time.Microsecond, 600 * time.Microsecond}}
+	for name, ds := range drains {
+		ir := r.add(name)
+		for _, d := range ds {
+			ir.Uncontended = append(ir.Uncontended, bench.UncontendedResult{P50: 500 * time.Microsecond})
+			ir.Contended = append(ir.Contended, bench.ContendedResult{Throughput: 1000})
+			for _, n := range []string{"50", "200"} {
+				ir.Drain[n] = append(ir.Drain[n], bench.DrainResult{PerHandoff: d, BytesPerHandoff: 111})
+			}
+		}
+	}
+	r.finish()
+
+	assert.InDelta(t, 300.0/550, r.Ratios["drain200_marked_floor_vs_gozk"], 1e-9, "medians: 300 µs against 550 µs")
+	assert.InDelta(t, 375.0/300, r.Ratios["drain200_per_handoff_vs_marked_floor"], 1e-9)
+	md := r.markdown()
+	assert.Contains(t, md, "| floor (marked chain) | – | – | – | 3333 |")
+	assert.Contains(t, md, "Drain 200 against its floor: the marked chain took 300 µs per handoff, 0.55 of go-zookeeper's drain (0.48, 0.60); "+
+		"zkrecipes' drain took 1.25 times the marked chain (1.25, 1.25).")
+}
