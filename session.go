@@ -72,6 +72,11 @@ type generation struct {
 // ZooKeeper session is established, and returns a Session that owns the
 // connection. It fails with ctx's error if no session is established before
 // ctx ends, and with ErrInvalidArgument or ErrInvalidPath for bad options.
+//
+// A Session holds about 3 MB of go-zookeeper's buffers (a 1.5 MB send
+// buffer, and a 1.5 MB receive buffer for each connection), whatever its
+// traffic: one Session serves every recipe of a process, so open one per
+// process rather than one per lock.
 func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
