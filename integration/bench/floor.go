@@ -214,36 +214,33 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 		}
 		nodes[i] = p
 	}
-	// Each link's watches on the node before it: a getData watch, and for
-	// the marked chain also a getChildren watch, which a data change does
-	// not consume and the deletion fires.
-	type linkWatch struct{ data, deletion <-chan zk.Event }
-	watches := make([]linkWatch, links+1)
-	for i := 1; i <= links; i++ {
-		_, _, w, err := conns[i].GetW(nodes[i-1])
-		if err != nil {
-			return r, err
-		}
-		watches[i].data = w
-		if marked {
-			if _, _, w, err = conns[i].ChildrenW(nodes[i-1]); err != nil {
-				return r, err
-			}
-			watches[i].deletion = w
-		}
-	}
-	// The events that hand the lock over: the deletion, or the marked
+	// Each link's watches on the node before it, in the order they fire:
+	// a getData watch, and for the marked chain also a getChildren watch,
+	// which a data change does not consume and the deletion fires. The
+	// events that hand the lock over: the deletion, or the marked
 	// release's data change and then its deletion.
-	want := func(i int) []<-chan zk.Event { return []<-chan zk.Event{watches[i].data} }
 	wantType := []zk.EventType{zk.EventNodeDeleted}
 	release := func(i int) error { return conns[i].Delete(nodes[i], -1) }
 	if marked {
-		want = func(i int) []<-chan zk.Event { return []<-chan zk.Event{watches[i].data, watches[i].deletion} }
 		wantType = []zk.EventType{zk.EventNodeDataChanged, zk.EventNodeDeleted}
 		release = func(i int) error {
 			_, err := conns[i].Multi(&zk.SetDataRequest{Path: nodes[i], Data: []byte{}, Version: -1},
 				&zk.DeleteRequest{Path: nodes[i], Version: -1})
 			return err
+		}
+	}
+	watches := make([][]<-chan zk.Event, links+1)
+	for i := 1; i <= links; i++ {
+		_, _, w, err := conns[i].GetW(nodes[i-1])
+		if err != nil {
+			return r, err
+		}
+		watches[i] = append(watches[i], w)
+		if marked {
+			if _, _, w, err = conns[i].ChildrenW(nodes[i-1]); err != nil {
+				return r, err
+			}
+			watches[i] = append(watches[i], w)
 		}
 	}
 	delStart := make([]time.Time, links+1)
@@ -253,7 +250,7 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k, w := range want(i) {
+			for k, w := range watches[i] {
 				select {
 				case ev := <-w:
 					if ev.Type != wantType[k] {
