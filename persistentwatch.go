@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -255,14 +256,23 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 	if err == nil && code != wire.CodeOK {
 		err = watchCodeError("addWatch", code)
 	}
+	if err == nil && w.isClosed() {
+		err = ErrClosed // a Close came while the watch was being set, and took it off
+	}
 	if err != nil {
-		if run.Err() != nil && ctx.Err() == nil {
+		if errors.Is(err, wire.ErrRemoved) || (run.Err() != nil && ctx.Err() == nil) {
 			err = ErrClosed // Close, or the Session's, cut Start short
 		}
 		w.Close()
 		return s.opError("addWatch", w.abs, err)
 	}
 	return nil
+}
+
+func (w *PersistentWatch) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
 }
 
 // watchCodeError is the error of a server's error code to addWatch or

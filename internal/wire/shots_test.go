@@ -34,6 +34,7 @@ type nodeServer struct {
 	setW      chan [][]string // SetWatches received: data, exist, child paths
 	zxid      int64
 	connected chan int64 // the sessions granted
+	ops       []int32    // the opcodes of the requests received, in order
 }
 
 func startNodeServer(t *testing.T, nodes ...string) *nodeServer {
@@ -138,6 +139,7 @@ func (s *nodeServer) serve(c net.Conn) {
 			}
 		}
 		s.mu.Lock()
+		s.ops = append(s.ops, op)
 		s.zxid++
 		zxid, exists, hang := s.zxid, s.nodes[path], path != "" && path == s.hang
 		s.mu.Unlock()

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,8 @@ type Watch struct {
 	// new connection (code); the watch is then no longer registered.
 	OnFail func(code int32)
 
+	gone bool // unregistered: never registered again (guarded by the layer's registry lock)
+
 	mu      sync.Mutex
 	armedOn *conn // the connection the watch is set on
 	sid     int64 // the session it was last set in
@@ -148,24 +151,26 @@ func (l *Layer) registered() []*Watch {
 	return nil
 }
 
-func (l *Layer) register(w *Watch) {
+// register adds w to the registry, unless it was unregistered before
+// (false): a watch removed while its AddWatch was on its way stays removed.
+func (l *Layer) register(w *Watch) bool {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
+	if w.gone {
+		return false
+	}
 	list := append(append([]*Watch(nil), l.registered()...), w)
 	l.wlist.Store(&list)
+	return true
 }
 
-// unregister drops w and reports whether another registered watch has
-// its path and mode (the server keeps one for both).
-func (l *Layer) unregister(w *Watch) (shared bool) {
-	shared, _ = l.unregistered(w)
-	return shared
-}
-
-// unregistered is unregister, also telling whether w was registered.
+// unregistered drops w for good and reports whether another registered
+// watch has its path and mode (the server keeps one for both), and whether
+// w was registered.
 func (l *Layer) unregistered(w *Watch) (shared, found bool) {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
+	w.gone = true
 	var list []*Watch
 	for _, x := range l.registered() {
 		if x == w {
@@ -189,24 +194,26 @@ func addBody(path string, mode int32) []byte {
 	return b
 }
 
+// ErrRemoved is AddWatch's error for a watch that RemoveWatch or Forget
+// took off before AddWatch could set it: it is not set.
+var ErrRemoved = errors.New("wire: watch removed before it was added")
+
 // AddWatch registers w and sets it on the server: now on the current
 // connection if it has a session, else on the next one. It returns once
 // the watch is set (nil), the server refused it (the error code; w is then
 // no longer registered), or ctx ends (ctx's error: call RemoveWatch). From
-// then on, the layer sets w again on every new connection.
+// then on, the layer sets w again on every new connection. A watch is
+// added once: after RemoveWatch or Forget, AddWatch fails with ErrRemoved
+// and sets nothing, whichever of them was called first.
 func (l *Layer) AddWatch(ctx context.Context, w *Watch) (code int32, err error) {
 	w.first = make(chan struct{})
-	l.register(w)
-	if c := l.cur.Load(); c != nil {
-		c.g.mu.Lock()
-		l.probeTypedLocked(c)
-		if c.own.ready {
-			_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
-		}
-		c.g.mu.Unlock()
+	if !l.addOn(l.cur.Load(), w) {
+		return 0, ErrRemoved
 	}
 	select {
 	case <-w.first:
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		if !w.firstOK {
 			return w.code, nil
 		}
@@ -214,6 +221,27 @@ func (l *Layer) AddWatch(ctx context.Context, w *Watch) (code int32, err error) 
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+}
+
+// addOn registers w and, when c has a session, writes its addWatch on c.
+// Both happen under c's write lock, so a RemoveWatch of w that unregisters
+// it meanwhile writes its removeWatches behind that addWatch; false when w
+// was unregistered already.
+func (l *Layer) addOn(c *conn, w *Watch) bool {
+	if c != nil {
+		c.g.mu.Lock()
+		defer c.g.mu.Unlock()
+	}
+	if !l.register(w) {
+		return false
+	}
+	if c != nil {
+		l.probeTypedLocked(c)
+		if c.own.ready {
+			_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
+		}
+	}
+	return true
 }
 
 // onAdded is the reply handler of an addWatch of w.
@@ -226,7 +254,7 @@ func (l *Layer) onAdded(w *Watch) func(*conn, Reply) {
 				w.code = r.Code
 			}
 			w.mu.Unlock()
-			l.unregister(w)
+			l.unregistered(w)
 			if first {
 				closeOnce(w.first)
 			} else if w.OnFail != nil {
@@ -261,7 +289,8 @@ func closeOnce(ch chan struct{}) {
 }
 
 // RemoveWatch unregisters w and removes it from the server, unless
-// another registered watch has its path and mode. It waits for the reply
+// another registered watch has its path and mode, or w is not registered
+// (never added, refused, or removed before): nothing is sent then. It waits for the reply
 // until ctx ends. A connection without a session, or lost before the
 // reply, holds no watch: that is success. A server that does not know the
 // persistent watcher types of removeWatches (3.6 to 3.8 answer
@@ -270,8 +299,8 @@ func closeOnce(ch chan struct{}) {
 // path go too (on those servers they were one watch with the persistent
 // one anyway). It returns the server's error code for anything else.
 func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err error) {
-	if l.unregister(w) {
-		return CodeOK, nil
+	if shared, found := l.unregistered(w); shared || !found {
+		return CodeOK, nil // another keeps it on the server, or it is not there
 	}
 	typ := int32(watcherPersistent)
 	if w.Recursive {
@@ -286,7 +315,10 @@ func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err erro
 			return 0, err
 		case (r.Code == CodeOK || r.Code == CodeNoWatcher) && typ == watcherAny:
 			counts.anyRemovals.Add(1)
-			return l.putBack(ctx, w.Path, r.Zxid)
+			// Not cut short by ctx: the one-shot watches removed with it
+			// must be set again, or go-zookeeper, whose connection stays,
+			// would wait on them for good. A lost connection ends it.
+			return l.putBack(context.WithoutCancel(ctx), w.Path, r.Zxid)
 		case r.Code == CodeOK, r.Code == CodeNoWatcher:
 			counts.typedRemovals.Add(1)
 			return CodeOK, nil
