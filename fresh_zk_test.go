@@ -89,8 +89,7 @@ func awaitChildren(ctx context.Context, raw *zk.Conn, dir string, n int) {
 // listing, the two watches on the node ahead, the marked release), not
 // six. Its own node is not read.
 func TestZKWaiterWithAFreshListingDoesNotReadItsOwnNode(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	setForTest(t, &selfWatchGrace, time.Hour) // no late watch, however slow the machine
 	dir := "/zkt/fresh-" + newUUID()
 	ctx, l0, ahead, secondGot := holdAndQueue(t, dir)
 
@@ -138,8 +137,7 @@ func prefixOps(ops []string, prefix string) []string {
 // operator's, say) makes it queue again, as a waiter that read its node
 // does, instead of holding a lock without a node when the node ahead goes.
 func TestZKWaiterWithAFreshListingLearnsOfItsNodeDeletedWhileItWaits(t *testing.T) {
-	defer func(d time.Duration) { waiterReadAfter = d }(waiterReadAfter)
-	waiterReadAfter = 20 * time.Millisecond
+	setForTest(t, &waiterReadAfter, 20*time.Millisecond)
 	dir := "/zkt/fresh-deleted-" + newUUID()
 	ctx, l0, waiting, secondGot := holdAndQueue(t, dir)
 
@@ -169,8 +167,7 @@ func TestZKWaiterWithAFreshListingLearnsOfItsNodeDeletedWhileItWaits(t *testing.
 // from that listing: create ‖ getChildren, then delete, two round trips,
 // where reading its own node before the grant made three.
 func TestZKReaderJoiningReadersHoldsWithoutReadingItsOwnNode(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	setForTest(t, &selfWatchGrace, time.Hour) // no late watch, however slow the machine
 	dir := "/zkt/fresh-readers-" + newUUID()
 	ctx, first := zkSession(t, 30*time.Second)
 	r0, err := NewRWMutex(first, dir).ReadLock().Acquire(ctx)
@@ -198,8 +195,7 @@ func TestZKReaderJoiningReadersHoldsWithoutReadingItsOwnNode(t *testing.T) {
 // uncontended Acquire is the mutex's create ‖ listing, the lease's create
 // ‖ listing beside the semaphore path's listing, and the mutex's release.
 func TestZKSemaphoreLeaseTakesItsTokenFromTheListingBehindItsCreate(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	setForTest(t, &selfWatchGrace, time.Hour) // no late watch, however slow the machine
 	path := "/zkt/fresh-sem-" + newUUID()
 	var log opLog
 	ctx, s := zkSession(t, 30*time.Second, WithTracer(log.tracer(true)))
@@ -246,9 +242,9 @@ func TestZKWaiterWhoseNodeWasDeletedWhileItWaitedLosesTheLeaseItIsGranted(t *tes
 	require.NoError(t, leases[1].Release(ctx))
 	q := <-got
 	require.NoError(t, q.err)
-	if q.l.Path() != waiting {
-		return // it found out while it waited and queued again
-	}
+	// Nothing tells the waiter of its node's deletion before its grant: the
+	// release ahead is marked (no listing) and its late read is 30 s off.
+	require.Equal(t, waiting, q.l.Path(), "the waiter holds on the node deleted under it")
 	select {
 	case <-q.l.Done():
 		assert.ErrorIs(t, q.l.Err(), ErrNodeDeleted)
@@ -264,8 +260,7 @@ func TestZKWaiterWhoseNodeWasDeletedWhileItWaitedLosesTheLeaseItIsGranted(t *tes
 // are four requests: create ‖ listing, the watch on the holder's node, the
 // release (go-zookeeper's lock makes five).
 func TestZKWaiterFirstInLineBehindAMarkedReleaseMakesFourRequests(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	setForTest(t, &selfWatchGrace, time.Hour) // no late watch, however slow the machine
 	dir := "/zkt/fresh-first-" + newUUID()
 	ctx, l0, _, secondGot := holdAndQueue(t, dir)
 	held := passDown(t, ctx, l0, secondGot)[1] // it waited: its release is marked

@@ -48,8 +48,7 @@ func TestZKEventCallbackSeesANotificationBeforeItsWatchChannel(t *testing.T) {
 // Idle held leases cost no goroutine each: the Session's event callback
 // watches them all, and still ends each lease whose node is deleted.
 func TestZKHeldLeasesCostNoGoroutineAndStillEndOnDeletion(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Millisecond // every hold sets its watch at once
+	setForTest(t, &selfWatchGrace, time.Millisecond) // every hold sets its watch at once
 	ctx, s := zkSession(t, 60*time.Second)
 	raw := zkRaw(t)
 	dir := "/zkt/many-held-" + newUUID()
@@ -87,8 +86,7 @@ func TestZKHeldLeasesCostNoGoroutineAndStillEndOnDeletion(t *testing.T) {
 // late for the callback's order: its holds keep a goroutine on their watch,
 // and a deleted node still ends its lease.
 func TestZKAdoptedSessionLeaseEndsWhenItsNodeIsDeleted(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Millisecond
+	setForTest(t, &selfWatchGrace, time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, events, err := zk.Connect(zkServers(t), 10*time.Second, zk.WithLogInfo(false))

@@ -122,8 +122,7 @@ func TestZKSemaphoreSendsTheCreatesOfItsLeasesTogether(t *testing.T) {
 // Uncontended, a lock costs its create, the listing and its delete, and
 // nothing else: its node, alone in the listing, is not read.
 func TestZKUncontendedLockCostsCreateListingAndDelete(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = time.Hour // no late watch, however slow the machine
+	setForTest(t, &selfWatchGrace, time.Hour) // no late watch, however slow the machine
 	for _, tc := range []struct {
 		name string
 		lock func(s *Session, dir string) acquirer

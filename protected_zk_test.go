@@ -134,3 +134,13 @@ func TestZKFirstLockUnderExistingParentsCreatesOnlyItsOwnContainer(t *testing.T)
 	defer mu.Unlock()
 	assert.Equal(t, []string{base + "/order-1"}, creates)
 }
+
+// setForTest sets a package variable that tunes the recipes for the
+// test, and restores it once the test and its cleanups are done: the
+// Sessions the test opened after this call are closed by then.
+func setForTest[T any](t *testing.T, p *T, v T) {
+	t.Helper()
+	old := *p
+	*p = v
+	t.Cleanup(func() { *p = old })
+}

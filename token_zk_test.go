@@ -97,6 +97,8 @@ func TestZKHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
 		watch bool
 	}{{"granted alone", false}, {"waited", true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			// With the grace longer than the test, only the hook can end the hold.
+			setForTest(t, &selfWatchGrace, time.Hour)
 			ctx, s := zkSession(t, 10*time.Second)
 			node, err := s.createProtected(ctx, "/zkt/hold-epoch-"+newUUID(), "lock-", nil)
 			require.NoError(t, err)
@@ -106,9 +108,6 @@ func TestZKHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
 				require.NoError(t, err)
 			}
 
-			// With the grace longer than the test, only the hook can end the hold.
-			defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-			selfWatchGrace = time.Hour
 			epoch := newSignal()
 			h := newHold(s, node, 1, selfW, epoch, func() {})
 			epoch.fire(lost(ErrSuspended))
@@ -131,8 +130,7 @@ func TestZKHoldReportsAnEpochLossBeforeItsMonitorStarts(t *testing.T) {
 // deletion set (it sets it once it has waited selfWatchGrace): either way
 // a deletion of its node ends its lease.
 func TestZKWaitedHolderLearnsOfItsNodeDeletedDuringTheGrace(t *testing.T) {
-	defer func(g time.Duration) { selfWatchGrace = g }(selfWatchGrace)
-	selfWatchGrace = 300 * time.Millisecond
+	setForTest(t, &selfWatchGrace, 300*time.Millisecond)
 	ctx, first := zkSession(t, 30*time.Second)
 	_, second := zkSession(t, 30*time.Second)
 	raw := zkRaw(t)
