@@ -3,7 +3,6 @@ package otelzk_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -24,10 +23,6 @@ func mkdirs(t *testing.T, conn *zk.Conn, paths ...string) {
 		}
 	}
 }
-
-// wireOff tells that the wire layer is off: the caches run on one-shot
-// watches anyway.
-func wireOff() bool { return os.Getenv("ZKRECIPES_WIRE") == "off" }
 
 // A NodeCache counts its first load, then a resync after the connection
 // dropped and came back, on its persistent watch and on one-shot watches
@@ -73,7 +68,7 @@ func TestNodeCacheLoadAndResyncAreCounted(t *testing.T) {
 			// The mode it ran in: only a persistent watch is removed on Close.
 			require.NoError(t, cache.Close())
 			removed, _ := r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("removeWatches"))
-			if mode == "persistent" && !wireOff() {
+			if mode == "persistent" {
 				require.NotZero(t, removed, "the cache ran on a persistent watch")
 			} else {
 				require.Zero(t, removed, "the cache ran on one-shot watches")
@@ -173,7 +168,7 @@ func TestTreeCacheLoadAndEveryResyncAreCountedInBothModes(t *testing.T) {
 			require.EqualValues(t, 2, r.sum(t, "zookeeper.cache.nodes", kind))
 			require.NoError(t, cache.Close())
 			removed, _ := r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("removeWatches"))
-			if mode == "persistent" && !wireOff() {
+			if mode == "persistent" {
 				require.NotZero(t, removed, "the cache ran on a persistent watch")
 			} else {
 				require.Zero(t, removed, "the cache ran on one-shot watches")

@@ -128,7 +128,14 @@ func TestMarkedReleaseWatchesAreSpansUnderTheAcquisition(t *testing.T) {
 		return n >= 1
 	}, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, held.Release(ctxT(t, 10*time.Second)))
-	mid := <-middle
+	var mid string
+	select {
+	case mid = <-middle:
+	case err := <-middleErr:
+		t.Fatalf("the middle waiter did not hold: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the middle waiter did not hold")
+	}
 	require.NoError(t, <-middleErr)
 	require.NoError(t, <-got)
 	require.NoError(t, lease.Release(ctx))

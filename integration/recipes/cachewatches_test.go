@@ -20,17 +20,24 @@ import (
 // serverWatches counts the watches a server holds: all of them (mntr's
 // zk_watch_count: data and child watches, every session) and those of
 // session sid on node paths (wchc: the data-watch table; a persistent
-// watch is in it too).
+// watch is in it too). It may run in a require.Eventually condition, off
+// the test's goroutine: a failed read fails the test and counts -1.
 func serverWatches(t *testing.T, c *zktest.Cluster, sid int64) (total, session int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m, err := zktest.Mntr(ctx, c.Servers()[0])
-	require.NoError(t, err)
+	if !assert.NoError(t, err) {
+		return -1, -1
+	}
 	total, err = strconv.Atoi(m["zk_watch_count"])
-	require.NoError(t, err, "mntr: %v", m)
+	if !assert.NoError(t, err, "mntr: %v", m) {
+		return -1, -1
+	}
 	out, err := zktest.FourLetterWord(ctx, c.Servers()[0], "wchc")
-	require.NoError(t, err)
+	if !assert.NoError(t, err) {
+		return -1, -1
+	}
 	in := false
 	for _, line := range strings.Split(out, "\n") {
 		switch {
@@ -102,6 +109,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		mk(root, root+"/a", root+"/b", root+"/a/x", root+"/a/y")
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewTreeCache(cl.Session, root)
+			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
 			require.Equal(t, 5, cache.Len())
 			return func() { require.NoError(t, cache.Close()) }
@@ -117,6 +125,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		defer theirs.Close()
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewTreeCache(cl.Session, root)
+			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
 			return func() { require.NoError(t, cache.Close()) }
 		})
@@ -126,6 +135,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		mk(p)
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewNodeCache(cl.Session, p)
+			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
 			return func() { require.NoError(t, cache.Close()) }
 		})
@@ -133,6 +143,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 	t.Run("NodeCache of a missing node", func(t *testing.T) {
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewNodeCache(cl.Session, testPath(t))
+			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
 			return func() { require.NoError(t, cache.Close()) }
 		})
@@ -145,6 +156,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		}
 		check(t, func(t *testing.T) func() {
 			cache := discovery.New(cl.Session, base).NewCache("api")
+			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
 			awaitCache(t, cache, 5*time.Second, "a", "b", "c")
 			return func() { require.NoError(t, cache.Close()) }
@@ -161,6 +173,7 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		}, 5*time.Second, 10*time.Millisecond, "the other member settles")
 		total0, own0 := serverWatches(t, c, cl.SessionID())
 		a := zr.NewGroupMember(cl.Session, path, "a", []byte("1"))
+		t.Cleanup(func() { _ = a.Close(context.Background()) })
 		require.NoError(t, a.Start(ctx))
 		awaitMembers(t, a, 5*time.Second, map[string]string{"a": "1", "b": "2"})
 		total, own := serverWatches(t, c, cl.SessionID())
@@ -192,6 +205,8 @@ func TestCaches_FallBackToOneShotWatchesOnAServerWithoutAddWatch(t *testing.T) {
 	mkdirs(t, conn, root+"/a")
 	t.Cleanup(func() { (&treeWriter{t: t, conn: conn}).deleteTree(root) })
 	t.Cleanup(wire.SetAddWatchOp(999))
+	removals := func() int64 { n := wire.ReadCounts(); return n.TypedRemovals + n.AnyRemovals }
+	removed := removals()
 	ctx := ctxT(t, 30*time.Second)
 	tree := zr.NewTreeCache(cl.Session, root)
 	defer tree.Close()
@@ -213,4 +228,7 @@ func TestCaches_FallBackToOneShotWatchesOnAServerWithoutAddWatch(t *testing.T) {
 	require.NoError(t, conn.Delete(root+"/a/b", -1))
 	require.Eventually(t, func() bool { _, ok := tree.Get(root + "/a/b"); return !ok }, 10*time.Second, 5*time.Millisecond,
 		"and a deletion")
+	require.NoError(t, tree.Close())
+	require.NoError(t, node.Close())
+	assert.Equal(t, removed, removals(), "no persistent watch was set, so Close removed none: the caches ran on one-shot watches")
 }

@@ -70,8 +70,8 @@ func startWatch(t *testing.T, s *zr.Session, path string, opts ...zr.PersistentW
 		t.Skip("persistent watches need the wire layer")
 	}
 	w := zr.NewPersistentWatch(s, path, opts...)
+	t.Cleanup(func() { _ = w.Close() }) // also after a failed Start
 	require.NoError(t, w.Start(ctxT(t, 20*time.Second)))
-	t.Cleanup(func() { _ = w.Close() })
 	return w
 }
 
@@ -159,8 +159,7 @@ func TestPersistentWatchWithoutTheWireLayerSaysUnsupported(t *testing.T) {
 		w := zr.NewPersistentWatch(s, testPath(t))
 		err := w.Start(ctxT(t, 10*time.Second))
 		require.ErrorIs(t, err, zr.ErrPersistentWatchUnsupported, name)
-		_, open := <-w.Events()
-		assert.False(t, open, "events closed after a failed Start")
+		assert.False(t, open(t, w.Events()), "events closed after a failed Start")
 		require.NoError(t, w.Close())
 	}
 }
@@ -193,8 +192,7 @@ func TestSessionCloseWithAPersistentWatchOpenLeavesNoGoroutine(t *testing.T) {
 	w := zr.NewPersistentWatch(s.Session, testPath(t), zr.WithRecursive(true))
 	require.NoError(t, w.Start(ctxT(t, 10*time.Second)))
 	require.NoError(t, s.Close())
-	_, open := <-w.Events()
-	assert.False(t, open, "events closed with the Session")
+	assert.False(t, open(t, w.Events()), "events closed with the Session")
 	assert.ErrorIs(t, w.Err(), zr.ErrClosed)
 	require.NoError(t, w.Close())
 	goleak.VerifyNone(t, before)
@@ -551,4 +549,17 @@ func TestPersistentWatchOnAServerWithoutAddWatchSaysUnsupportedAndTheSessionGoes
 	case <-time.After(500 * time.Millisecond):
 	}
 	require.NoError(t, w.Close())
+}
+
+// open receives from events: false once it is closed. It fails the test
+// when nothing comes within 10 s.
+func open(t *testing.T, events <-chan zr.WatchEvent) bool {
+	t.Helper()
+	select {
+	case _, ok := <-events:
+		return ok
+	case <-time.After(10 * time.Second):
+		t.Fatal("events neither delivered nor closed")
+		return true
+	}
 }

@@ -117,13 +117,13 @@ func TestOwnRequestsInterleavedWithGoZookeepersUnderLoadAndReconnectsLeaveItsRep
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var (
 		wg                sync.WaitGroup
 		zkOK, ownOK, lost atomic.Int64
 		mu                sync.Mutex
 		wrong             []string
 	)
+	defer func() { cancel(); wg.Wait() }() // a failed check ends the clients before the cleanups
 	bad := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -31,8 +31,15 @@ func TestServerVersion39_ServesThatVersionToAClient(t *testing.T) {
 func TestServerVersion_UnknownOrOnAnotherBackendFailsTheStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := zktest.StartCluster(ctx, zktest.WithServerVersion("3.4"))
+	closeIfStarted := func(c *zktest.Cluster) {
+		if c != nil { // a start that should have failed did not: stop it
+			_ = c.Close()
+		}
+	}
+	c, err := zktest.StartCluster(ctx, zktest.WithServerVersion("3.4"))
+	closeIfStarted(c)
 	require.ErrorContains(t, err, "unknown ZooKeeper version")
-	_, err = zktest.StartCluster(ctx, zktest.WithServerVersion(zktest.Version39), zktest.WithBackend(zktest.BackendDocker))
+	c, err = zktest.StartCluster(ctx, zktest.WithServerVersion(zktest.Version39), zktest.WithBackend(zktest.BackendDocker))
+	closeIfStarted(c)
 	require.ErrorContains(t, err, "java backend only")
 }
