@@ -127,16 +127,9 @@ func (c *conn) flushLate() {
 		c.g.want = 0
 		return
 	}
-	d := c.timeout() * 2 / 3 // known: frames are gathered only after the handshake
-	c.dmu.Lock()
-	c.flushing = true
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
-	c.dmu.Unlock()
-	err := c.flushLocked()
-	c.dmu.Lock()
-	c.flushing = false
-	_ = c.Conn.SetWriteDeadline(c.deadline)
-	c.dmu.Unlock()
+	b := c.g.buf
+	c.g.buf, c.g.want = c.g.buf[:0], 0
+	err := c.writeBoundedLocked(b)
 	if err != nil {
 		c.Conn.Close()
 	}
@@ -161,4 +154,22 @@ func (c *conn) SetDeadline(t time.Time) error {
 		return err
 	}
 	return c.SetWriteDeadline(t)
+}
+
+// writeBoundedLocked writes b, with c.g.mu held, off go-zookeeper's send
+// loop: under go-zookeeper's own bound on a write (its recvTimeout, two
+// thirds of the session timeout, known once the handshake is read), then
+// gives back the write deadline go-zookeeper set last.
+func (c *conn) writeBoundedLocked(b []byte) error {
+	d := c.timeout() * 2 / 3
+	c.dmu.Lock()
+	c.flushing = true
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
+	c.dmu.Unlock()
+	_, err := c.Conn.Write(b)
+	c.dmu.Lock()
+	c.flushing = false
+	_ = c.Conn.SetWriteDeadline(c.deadline)
+	c.dmu.Unlock()
+	return err
 }

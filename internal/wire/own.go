@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // The layer sends requests of its own on go-zookeeper's connection: the
@@ -183,16 +183,7 @@ func (c *conn) writeOwnLocked(b []byte) error {
 		g.buf = append(g.buf, b...)
 		return nil
 	}
-	d := c.timeout() * 2 / 3
-	c.dmu.Lock()
-	c.flushing = true
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
-	c.dmu.Unlock()
-	_, err := c.Conn.Write(b)
-	c.dmu.Lock()
-	c.flushing = false
-	_ = c.Conn.SetWriteDeadline(c.deadline)
-	c.dmu.Unlock()
+	err := c.writeBoundedLocked(b)
 	if err != nil {
 		c.Conn.Close() // go-zookeeper's read fails and it reconnects
 	}
@@ -296,7 +287,7 @@ func (c *conn) takeOwn(n int) error {
 			c.own.frame = make([]byte, n)
 		}
 		b = c.own.frame[:n]
-		if _, err := readFull(c.r, b); err != nil {
+		if _, err := io.ReadFull(c.r, b); err != nil {
 			return err
 		}
 		n = 0 // read already
@@ -323,16 +314,4 @@ func (c *conn) takeOwn(n int) error {
 		return err
 	}
 	return nil
-}
-
-func readFull(r interface{ Read([]byte) (int, error) }, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		k, err := r.Read(b[n:])
-		n += k
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }

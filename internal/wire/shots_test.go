@@ -298,7 +298,12 @@ func TestShotsOnAResumedSessionAreTheSetWatchesLists(t *testing.T) {
 		t.Fatal("no SetWatches")
 	}
 	assert.Equal(t, [][]string{{"/a"}, {"/m"}, {"/c"}}, lists)
-	require.Error(t, <-lost, "go-zookeeper failed the request on /h")
+	select {
+	case err := <-lost:
+		require.Error(t, err, "go-zookeeper failed the request on /h")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request on /h neither failed nor returned")
+	}
 	assert.Equal(t, map[string]uint8{"/a": shotData, "/m": shotExist, "/c": shotChild}, followed(l))
 	assert.Zero(t, l.shots.npend.Load())
 
@@ -323,6 +328,10 @@ func TestShotsOnANewSessionAreNone(t *testing.T) {
 	s.cut()
 	require.Equal(t, int64(2), awaitSession(t, s), "a new session")
 	require.Eventually(t, func() bool { return zc.SessionID() == 2 }, 10*time.Second, time.Millisecond)
+	// A request on the new session: a SetWatches written before it has
+	// reached the server by its reply.
+	_, _, err = zc.Exists("/a")
+	require.NoError(t, err)
 	assert.Empty(t, followed(l))
 	select {
 	case <-s.setW:
