@@ -98,6 +98,10 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	dial = s.secureDialer(dial) // WithTLS, WithSASL (secure.go)
 	if !cfg.noWire {
 		s.wire = wire.New()
+		s.wire.OnResumeFallback = func(waited time.Duration) {
+			s.cfg.log.Warn("zkrecipes: a resumed connection's replies waited for go-zookeeper to re-set its watches until the read deadline, then passed; a watched node changed while the client was cut off may go unreported",
+				"waited", waited)
+		}
 		dial = s.wire.Dialer(dial)
 	}
 	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.onEvent),
@@ -116,6 +120,14 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err := s.authenticate(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.wire != nil {
+		ch, err := s.setResumeWatch() // resumewatch.go
+		if err != nil {
+			ch = nil // set again once connected
+		}
+		s.wg.Add(1)
+		go s.keepResumeWatch(ch)
 	}
 	return s, nil
 }
@@ -173,6 +185,14 @@ func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts
 	if err := s.authenticate(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.wire != nil {
+		ch, err := s.setResumeWatch() // resumewatch.go
+		if err != nil {
+			ch = nil // set again once connected
+		}
+		s.wg.Add(1)
+		go s.keepResumeWatch(ch)
 	}
 	return s, nil
 }

@@ -264,8 +264,9 @@ func TestPersistentWatchIsSetAgainInTheNewSessionAfterExpiry(t *testing.T) {
 }
 
 // sessionWatches returns the paths the server holds a watch on for session
-// sid (the four-letter word wchc), sorted.
-func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
+// sid (the four-letter word wchc), sorted; the Session's own resume watch
+// (resumeWatch) only when all is set.
+func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64, all ...bool) []string {
 	t.Helper()
 	out, err := zktest.FourLetterWord(ctxT(t, 10*time.Second), c.Servers()[0], "wchc")
 	require.NoError(t, err)
@@ -276,7 +277,9 @@ func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
 		case strings.HasPrefix(line, "0x"):
 			in = line == fmt.Sprintf("0x%x", sid)
 		case in && strings.HasPrefix(line, "\t"):
-			paths = append(paths, strings.TrimSpace(line))
+			if p := strings.TrimSpace(line); p != resumeWatch || len(all) > 0 && all[0] {
+				paths = append(paths, p)
+			}
 		}
 	}
 	slices.Sort(paths)

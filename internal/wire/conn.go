@@ -42,6 +42,8 @@ type conn struct {
 	own     ownState // own requests (own.go)
 	dm      demux    // frame tracking on the read side (own.go)
 
+	rdeadline atomic.Int64 // the read deadline go-zookeeper set last, in Unix ns (0: none)
+
 	dmu      sync.Mutex // guards the write deadline (see flushLate)
 	deadline time.Time  // the write deadline go-zookeeper set last
 	flushing bool       // flushLate's own deadline is in force

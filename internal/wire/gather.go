@@ -148,9 +148,9 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// SetDeadline sets both deadlines through SetWriteDeadline's record.
+// SetDeadline sets both deadlines through their records.
 func (c *conn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetReadDeadline(t); err != nil {
+	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
 	return c.SetWriteDeadline(t)

@@ -24,6 +24,12 @@ type Layer struct {
 	w     watches       // the persistent watches (watches.go)
 	wlist atomic.Pointer[[]*Watch]
 	shots shots // go-zookeeper's one-shot watches on their paths (shots.go)
+
+	// OnResumeFallback, if set before the first connection, is called on
+	// the reading goroutine when a resumed connection's replies waited for
+	// go-zookeeper's SetWatches until the read deadline (resume.go), with
+	// how long they waited. It must not block.
+	OnResumeFallback func(waited time.Duration)
 }
 
 // New returns a Layer with no connection yet.
