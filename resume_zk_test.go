@@ -341,4 +341,3 @@ func TestZKResumedSessionWithALateSetWatchesRacesNothingAndMissesNoChange(t *tes
 		c.mu.Unlock()
 	}
 }
-
