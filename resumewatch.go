@@ -28,8 +28,7 @@ const resumeWatchPath = "/zookeeper/zkrecipes-resume-watch"
 // setResumeWatch sets the watch once; Connect calls it before it returns,
 // so that a Session's watches are all set when the caller gets it.
 func (s *Session) setResumeWatch() (<-chan zk.Event, error) {
-	_, _, ch, err := s.conn.ExistsW(resumeWatchPath)
-	return ch, err
+	return s.ownExistsWatch(resumeWatchPath)
 }
 
 // keepResumeWatch sets the watch again whenever go-zookeeper drops it (its
