@@ -189,18 +189,19 @@ func (cutShortError) Is(target error) bool {
 // ErrTLSRefused, ErrTLSUntrusted, ErrAuthFailed...).
 type ConnectError struct {
 	// Servers lists every server as given to Connect (a missing port is
-	// 2181), in that order, with why its latest attempt failed.
+	// 2181), in that order, with why its latest failed attempt failed.
 	Servers []ServerError
 	// Err is the error of Connect's ctx when it ended the wait, or nil
 	// when every server refused the Session.
 	Err error
 }
 
-// ServerError is why the latest attempt at one server failed.
+// ServerError is why the latest failed attempt at one server failed.
 type ServerError struct {
 	Server string // host:port, as written
-	// Err is nil when no attempt at the server failed, or one was still
-	// under way (dialled, but no session established yet).
+	// Err is nil when no attempt at the server has failed: it was not
+	// tried yet, or it was dialled and had not answered when Connect gave
+	// up.
 	Err error
 }
 

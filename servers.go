@@ -107,7 +107,7 @@ type serverList struct {
 	order      []string         // the order of attempts
 	curr, last int              // as zk.DNSHostProvider's: last is where the last round started
 	refused    map[string]bool  // the server's latest attempt was refused (retrying it cannot help)
-	reasons    map[string]error // why the server's latest attempt failed; nil: none, or under way
+	reasons    map[string]error // why the server's latest failed attempt failed; nil: none since it last connected
 	unresolved map[string]bool  // the name did not resolve at its latest attempt, and was logged
 }
 
@@ -152,7 +152,8 @@ func (p *serverList) Len() int {
 
 // Next returns the next server to try, as written, and whether every
 // server was tried since the last Connected. It starts a new attempt at
-// that server: its last refusal and reason are forgotten.
+// that server: its last refusal is forgotten (its reason is kept until
+// the attempt fails or connects).
 func (p *serverList) Next() (server string, retryStart bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -163,7 +164,6 @@ func (p *serverList) Next() (server string, retryStart bool) {
 	}
 	server = p.order[p.curr]
 	delete(p.refused, server)
-	delete(p.reasons, server)
 	return server, retryStart
 }
 
@@ -172,6 +172,7 @@ func (p *serverList) Connected() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last = p.curr
+	delete(p.reasons, p.order[p.curr])
 }
 
 // failed records why an attempt at server failed.
