@@ -25,7 +25,8 @@ type sessionConfig struct {
 	obs       Observer            // WithObserver (observe.go)
 	names     func(string) string // WithPathNames (observe.go)
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
-	maxReq    int // request size limit (see requestsize.go); 0 means the default
+	resolver  Resolver // WithResolver (servers.go)
+	maxReq    int      // request size limit (see requestsize.go); 0 means the default
 	noWire    bool
 	sasl      SASLMechanism // WithSASL (sasl.go)
 	tls       *tls.Config   // WithTLS (tls.go)
@@ -34,12 +35,14 @@ type sessionConfig struct {
 
 func defaultSessionConfig() sessionConfig {
 	return sessionConfig{
-		timeout: 10 * time.Second,
-		retry:   ExponentialBackoff(50*time.Millisecond, 5*time.Second),
-		acl:     OpenACL(),
-		policy:  LoseOnSuspended,
-		maxReq:  defaultMaxRequest,
-		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		timeout:  10 * time.Second,
+		retry:    ExponentialBackoff(50*time.Millisecond, 5*time.Second),
+		acl:      OpenACL(),
+		policy:   LoseOnSuspended,
+		maxReq:   defaultMaxRequest,
+		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		dialer:   net.DialTimeout,
+		resolver: net.DefaultResolver,
 	}
 }
 
@@ -158,11 +161,13 @@ func WithTracer(t Tracer) SessionOption {
 }
 
 // WithDialer sets the function that opens each TCP connection to a
-// ZooKeeper server (for a proxy, or a test's fault injector). Default:
-// net.DialTimeout. WithTLS and WithSASL run over the connection it
-// returns; a TLS handshake it does itself that fails for a reason retrying
-// cannot mend also ends Connect with ErrTLSRefused or ErrTLSUntrusted.
-// Only Connect uses it.
+// ZooKeeper server (for a proxy, or a test's fault injector). It is given
+// an address the server's name resolved to (see WithResolver), or the IP
+// literal as written. Default: net.DialTimeout. WithTLS and WithSASL run
+// over the connection it returns, and see the server's name as written; a
+// TLS handshake it does itself that fails for a reason retrying cannot
+// mend is taken as WithTLS's refusals are (ErrTLSRefused or
+// ErrTLSUntrusted). Only Connect uses it.
 func WithDialer(dial func(network, address string, timeout time.Duration) (net.Conn, error)) SessionOption {
 	return func(c *sessionConfig) {
 		if dial == nil {
