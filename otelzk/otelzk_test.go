@@ -559,12 +559,12 @@ func TestRecordedErrorsCarryNoRawPathWithoutWithRawPaths(t *testing.T) {
 			for _, s := range r.spans.Ended() {
 				for _, a := range s.Attributes() {
 					if a.Key != otelzk.AttrRecipePath {
-						messages = append(messages, a.Value.Emit())
+						messages = append(messages, a.Value.String())
 					}
 				}
 				for _, ev := range s.Events() {
 					for _, a := range ev.Attributes {
-						messages = append(messages, a.Value.Emit())
+						messages = append(messages, a.Value.String())
 					}
 				}
 				messages = append(messages, s.Status().Description, s.Name())
