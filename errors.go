@@ -416,6 +416,13 @@ var (
 	ErrTLSUntrusted = errors.New("zkrecipes: server's tls certificate not trusted; set RootCAs to its CA")
 )
 
+// ErrDigestUser is returned by Connect and NewSession for a digest user
+// name (WithDigestAuth) or a digest ACL (WithACL with a DigestACL) whose
+// user holds a ':': ZooKeeper splits user:password at the first ':', so the
+// identity authenticated would not be the one the ACL grants. Choose a
+// user name without ':'. It also matches ErrInvalidArgument.
+var ErrDigestUser error = &alsoError{"zkrecipes: digest user name contains ':', which ZooKeeper takes as the end of the user name; choose a user name without ':'", ErrInvalidArgument}
+
 // alsoError is a sentinel that also matches a broader one.
 type alsoError struct {
 	msg  string

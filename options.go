@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -100,23 +101,36 @@ func WithNamespace(ns string) SessionOption {
 
 // WithACL sets the ACL of every node the recipes create, parents included.
 // Default OpenACL(). With CreatorACL or DigestACL entries, authenticate the
-// session with WithDigestAuth.
+// session with WithDigestAuth. A digest entry whose user holds a ':'
+// (ErrDigestUser) fails Connect and NewSession.
 func WithACL(acl []ACL) SessionOption {
 	return func(c *sessionConfig) {
 		if len(acl) == 0 {
 			c.fail(invalidArg("empty ACL"))
 			return
 		}
+		for _, a := range acl {
+			if a.Scheme == "digest" && strings.Count(a.ID, ":") != 1 {
+				c.fail(ErrDigestUser) // a DigestACL of a user with ':'
+				return
+			}
+		}
 		c.acl = append([]ACL(nil), acl...)
 	}
 }
 
 // WithDigestAuth authenticates the session with ZooKeeper's digest scheme
-// (user:password), again after every reconnect. Default: no auth.
+// (user:password), again after every reconnect. A user name that is empty
+// or holds a ':' (ErrDigestUser) fails Connect and NewSession. Default: no
+// auth.
 func WithDigestAuth(user, password string) SessionOption {
 	return func(c *sessionConfig) {
 		if user == "" {
 			c.fail(invalidArg("empty digest user"))
+			return
+		}
+		if strings.Contains(user, ":") {
+			c.fail(ErrDigestUser) // not quoted: "user:password" passed as the user holds the password
 			return
 		}
 		c.auth = append(c.auth, user+":"+password)

@@ -81,7 +81,8 @@ func WithSASL(m SASLMechanism) SessionOption {
 // verified, so a server that does not know the password is refused too.
 // The session then holds the id sasl:<user> (see SASLACL). DIGEST-MD5
 // protects the password but not the traffic: use WithTLS as well where
-// the network is not trusted.
+// the network is not trusted. No error, log line or printed form of the
+// mechanism shows the password, whatever the server sends.
 func DigestMD5(user, password string) SASLMechanism {
 	return &digestMD5{user: user, password: password}
 }
