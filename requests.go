@@ -655,11 +655,3 @@ func watchList(s *Session, ctx context.Context, dir string) listing {
 	kids, st, w, err := s.childrenStatW(ctx, dir)
 	return listing{kids: kids, parent: st, w: w, err: err}
 }
-
-// ownExistsWatch sets an exists watch of go-zookeeper's on abs for the
-// Session's own use (resumewatch.go): not a recipe's request, so neither
-// traced nor observed.
-func (s *Session) ownExistsWatch(abs string) (<-chan zk.Event, error) {
-	_, _, ch, err := s.conn.ExistsW(abs)
-	return ch, err
-}

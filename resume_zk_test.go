@@ -274,14 +274,14 @@ func (c *lateWriter) Write(p []byte) (int, error) {
 // change made while the client was cut off would go unreported). A data
 // watch and a child watch on nodes changed while the client was cut off
 // each fire, reconnection after reconnection, with requests queued
-// meanwhile.
+// meanwhile; a watch on a node nobody changed does not.
 func TestZKResumedSessionWithALateSetWatchesRacesNothingAndMissesNoChange(t *testing.T) {
 	d := &lateSetWatches{delay: 500 * time.Millisecond, let: make(chan struct{})}
 	ctx, s := zkSession(t, time.Minute, WithSessionTimeout(20*time.Second), WithDialer(d.dial))
 	conn, oc := s.Conn(), zkRaw(t)
 	base := "/zkt/late-setwatches-" + newUUID()
-	data, kids := base+"-data", base+"-kids"
-	for _, p := range []string{data, kids} {
+	data, kids, still := base+"-data", base+"-kids", base+"-still"
+	for _, p := range []string{data, kids, still} {
 		_, err := oc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 		require.NoError(t, err)
 	}
@@ -291,7 +291,12 @@ func TestZKResumedSessionWithALateSetWatchesRacesNothingAndMissesNoChange(t *tes
 		}
 		_ = oc.Delete(kids, -1)
 		_ = oc.Delete(data, -1)
+		_ = oc.Delete(still, -1)
 	})
+	// A watch on a node nobody changes: re-set from the zxid the client had
+	// seen, it never fires.
+	_, _, stillW, err := conn.GetW(still)
+	require.NoError(t, err)
 
 	for round := range 4 {
 		_, _, dataW, err := conn.GetW(data)
@@ -330,6 +335,13 @@ func TestZKResumedSessionWithALateSetWatchesRacesNothingAndMissesNoChange(t *tes
 			}
 		}
 		require.Eventually(t, func() bool { return s.State() == StateReconnected }, 10*time.Second, time.Millisecond)
+		_, _, err = conn.Exists(still) // answered after any notification SetWatches caused
+		require.NoError(t, err)
+		select {
+		case ev := <-stillW:
+			t.Fatalf("round %d: the watch on an unchanged node fired: %v", round, ev)
+		default:
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -133,14 +133,6 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		s.Close()
 		return nil, err
 	}
-	if s.wire != nil {
-		ch, err := s.setResumeWatch() // resumewatch.go
-		if err != nil {
-			ch = nil // set again once connected
-		}
-		s.wg.Add(1)
-		go s.keepResumeWatch(ch)
-	}
 	return s, nil
 }
 
@@ -197,14 +189,6 @@ func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts
 	if err := s.authenticate(); err != nil {
 		s.Close()
 		return nil, err
-	}
-	if s.wire != nil {
-		ch, err := s.setResumeWatch() // resumewatch.go
-		if err != nil {
-			ch = nil // set again once connected
-		}
-		s.wg.Add(1)
-		go s.keepResumeWatch(ch)
 	}
 	return s, nil
 }

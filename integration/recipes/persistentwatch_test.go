@@ -264,9 +264,8 @@ func TestPersistentWatchIsSetAgainInTheNewSessionAfterExpiry(t *testing.T) {
 }
 
 // sessionWatches returns the paths the server holds a watch on for session
-// sid (the four-letter word wchc), sorted; the Session's own resume watch
-// (resumeWatch) only when all is set.
-func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64, all ...bool) []string {
+// sid (the four-letter word wchc), sorted.
+func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
 	t.Helper()
 	out, err := zktest.FourLetterWord(ctxT(t, 10*time.Second), c.Servers()[0], "wchc")
 	require.NoError(t, err)
@@ -277,9 +276,7 @@ func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64, all ...bool) []s
 		case strings.HasPrefix(line, "0x"):
 			in = line == fmt.Sprintf("0x%x", sid)
 		case in && strings.HasPrefix(line, "\t"):
-			if p := strings.TrimSpace(line); p != resumeWatch || len(all) > 0 && all[0] {
-				paths = append(paths, p)
-			}
+			paths = append(paths, strings.TrimSpace(line))
 		}
 	}
 	slices.Sort(paths)

@@ -2,7 +2,6 @@ package recipes_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -169,48 +168,4 @@ func TestSession_CloseOnAnAdoptedConnectionDeletesItsNodes(t *testing.T) {
 	require.NoError(t, err, "the lock is free")
 	require.NoError(t, other.Release(ctx))
 	assert.Equal(t, zk.StateHasSession, conn.State(), "the caller's connection is left open")
-}
-
-// resumeWatch is the node on which a Session of Connect's keeps one watch of
-// go-zookeeper's for its whole life, so that go-zookeeper always re-sets
-// its watches on a resumed session and the wire layer can hold that
-// connection's replies until it has (the root package's resumewatch.go).
-const resumeWatch = "/zookeeper/zkrecipes-resume-watch"
-
-// A Session's go-zookeeper always holds a watch, under every session the
-// Session goes through, so that a resumed connection never reads a reply
-// before go-zookeeper has re-set its watches: without one, go-zookeeper
-// could gain a watch from an early reply and then read its last zxid
-// beside the goroutine that records it (go-zookeeper/zk#35). Close leaves
-// no watch behind.
-func TestSession_KeepsAWatchForExactResumptionUnderEverySession(t *testing.T) {
-	if wireOff() {
-		t.Skip("a Session without the wire layer has no resume hold to keep exact")
-	}
-	c := server(t)
-	cl := connect(t, c, nil)
-	st := watchStates(t, cl.Session)
-	first := cl.SessionID()
-	assert.Contains(t, sessionWatches(t, c, first, true), resumeWatch, "set before Connect returns")
-
-	cl.expire(t)
-	ch := st.next(t, 15*time.Second, zr.StateReconnected)
-	require.NotEqual(t, first, ch.SessionID)
-	require.Eventually(t, func() bool {
-		return slices.Contains(sessionWatches(t, c, ch.SessionID, true), resumeWatch)
-	}, 10*time.Second, 10*time.Millisecond, "set again under the new session")
-
-	// Were the node made by someone, the watch fires: it is set again.
-	conn := raw(t, c)
-	_, err := conn.Create(resumeWatch, nil, 0, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Delete(resumeWatch, -1) })
-	require.Eventually(t, func() bool {
-		return slices.Contains(sessionWatches(t, c, ch.SessionID, true), resumeWatch)
-	}, 10*time.Second, 10*time.Millisecond, "set again after it fired")
-	require.NoError(t, conn.Delete(resumeWatch, -1))
-
-	require.NoError(t, cl.Close())
-	require.Eventually(t, func() bool { return len(sessionWatches(t, c, ch.SessionID, true)) == 0 },
-		10*time.Second, 10*time.Millisecond, "Close leaves no watch")
 }

@@ -23,7 +23,8 @@ type Layer struct {
 	xid   atomic.Uint32 // the own requests' sequence (own.go)
 	w     watches       // the persistent watches (watches.go)
 	wlist atomic.Pointer[[]*Watch]
-	shots shots // go-zookeeper's one-shot watches on their paths (shots.go)
+	shots shots        // go-zookeeper's one-shot watches on their paths (shots.go)
+	zxid  atomic.Int64 // go-zookeeper's last zxid, kept for it (zxid.go)
 
 	// OnResumeFallback, if set before the first connection, is called on
 	// the reading goroutine when a resumed connection's replies waited for

@@ -38,10 +38,9 @@ import (
 //
 // Holding none is decided at the handshake; a reply read after it may
 // still give go-zookeeper a watch before its loop goroutine gets to
-// SetWatches, and that goroutine would then read the last zxid beside the
-// reading one. The Session therefore keeps one watch of go-zookeeper's
-// set for its whole life (resumewatch.go at the package's root), so that
-// go-zookeeper always re-sets its watches and the hold is always exact.
+// SetWatches. That costs nothing: go-zookeeper records no zxid of its
+// own (zxid.go), and the relativeZxid its SetWatches carries is the one
+// of the handshake, whatever was read since.
 //
 // The hold has no timer of its own: go-zookeeper writes SetWatches as soon
 // as its loop goroutine runs, which on a busy machine can be seconds after
@@ -50,7 +49,9 @@ import (
 // the session timeout): should go-zookeeper never write SetWatches
 // although the layer counted a watch it holds, the replies pass then, and
 // the fallback is counted (Counts.ResumeFallbacks) and reported
-// (Layer.OnResumeFallback).
+// (Layer.OnResumeFallback). No data race follows (zxid.go); what is at
+// stake is the next reconnection's relativeZxid, should this connection be
+// lost before go-zookeeper re-sets its watches on it.
 
 // Opcodes of the requests a resumed connection starts with.
 const (
@@ -114,9 +115,15 @@ func (r *resumer) beforeFrame(p []byte) {
 
 // afterFrame notes a request frame written (or gathered): SetWatches.
 func (r *resumer) afterFrame(p []byte) {
-	if r.reset != nil && len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opSetWatches {
+	if r.reset != nil && isSetWatches(p) {
 		r.resetOne.Do(func() { close(r.reset) })
 	}
+}
+
+// isSetWatches reports whether a request frame (length, xid, opcode, ...)
+// is a SetWatches.
+func isSetWatches(p []byte) bool {
+	return len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opSetWatches
 }
 
 func (r *resumer) isAuth(xid int32) bool {
