@@ -75,24 +75,6 @@ func tamperProxy(t *testing.T, target string, old, new []byte) string {
 	return ln.Addr().String()
 }
 
-// syncBuffer is a bytes.Buffer for a logger written from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A link that strips charset=utf-8 from the server's DIGEST-MD5 challenge
 // makes a password beyond Latin-1 unusable: Connect fails with
 // ErrAuthFailed, and neither its error nor the Session's logs (Debug and
@@ -101,7 +83,7 @@ func TestSASLTamperedChallengeNeverShowsThePassword(t *testing.T) {
 	srv := enforced.get(t)
 	const password = "пароль-✓-secret"
 	addr := tamperProxy(t, srv.Addr, []byte("charset=utf-8"), []byte("charsex=utf-8"))
-	var logs syncBuffer
+	var logs logBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, err := connectErr(t, addr, zr.WithSASL(zr.DigestMD5("alice", password)), zr.WithLogger(log),
 		zr.WithSessionTimeout(4*time.Second))
