@@ -311,11 +311,19 @@ func (w *PersistentWatch) Err() error {
 // A server before ZooKeeper 3.9 cannot remove a persistent watch alone
 // (ZOOKEEPER-4472): there Close removes every watch of the Session on the
 // watch's path (not below it) and sets the Session's one-shot watches on
-// that path again at once, so they stay and still fire. Those servers keep
-// one watch per Session and path (ZOOKEEPER-4466): two persistent watches
-// of one Session on the same path, one recursive and one not, are one
-// watch there (the mode set last), and the Close of one sets the other
-// again.
+// that path again at once, so they stay and still fire.
+//
+// Several watchers of one Session on one path (PersistentWatch, TreeCache,
+// NodeCache, WatchData, WatchChildren, in any mix, started and closed in
+// any order) each get every change they report, on every server version:
+// those before 3.9 keep one watch per Session and path (ZOOKEEPER-4466), so
+// there the Session holds one recursive watch while any watcher on the
+// path is recursive, and a node watch beside it sees its node's children
+// changes by their creations and deletions (a child the Session may not
+// read is not seen there). The cost there: the Session receives the
+// subtree's notifications while any watcher on the path is recursive, and
+// Close of one of several watchers on a path leaves the server watch, for
+// the others, until the last one closes.
 func (w *PersistentWatch) Close() error {
 	w.mu.Lock()
 	if w.closed {

@@ -62,6 +62,10 @@ type shotPath struct {
 	path    string
 	kinds   uint8 // go-zookeeper's one-shot watches there
 	pending int   // watching requests on the path not answered yet
+	// childZxid: the zxid the child watch was set at (its reply's, or the
+	// SetWatches' relative zxid), for setting it again (watches.go).
+	childZxid int64
+	pendChild int // getChildren requests with the watch flag not answered yet
 }
 
 type pendShot struct {
@@ -106,6 +110,9 @@ func (s *shots) asked(xid, op int32, path []byte) {
 	defer s.mu.Unlock()
 	sp := s.at(path)
 	sp.pending++
+	if op == opGetChildren || op == opGetChildren2 {
+		sp.pendChild++
+	}
 	if s.pend == nil {
 		s.pend = make(map[int32]pendShot)
 	}
@@ -137,7 +144,10 @@ func (s *shots) drop(sp *shotPath) {
 
 // replied counts the watch a reply (xid, error code) of go-zookeeper's
 // sets, if it answers a request asked noted.
-func (s *shots) replied(xid, code int32) {
+func (s *shots) replied(xid, code int32) { s.repliedAt(xid, code, 0) }
+
+// repliedAt is replied, for a reply whose header says zxid.
+func (s *shots) repliedAt(xid, code int32, zxid int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.pend[xid]
@@ -148,6 +158,9 @@ func (s *shots) replied(xid, code int32) {
 	s.npend.Store(int32(len(s.pend)))
 	sp := p.sp
 	sp.pending--
+	if p.op == opGetChildren || p.op == opGetChildren2 {
+		sp.pendChild--
+	}
 	switch {
 	case code == CodeOK && (p.op == opGetData || p.op == opExists):
 		sp.kinds |= shotData
@@ -155,6 +168,7 @@ func (s *shots) replied(xid, code int32) {
 		sp.kinds |= shotExist
 	case code == CodeOK && (p.op == opGetChildren || p.op == opGetChildren2):
 		sp.kinds |= shotChild
+		sp.childZxid = zxid
 	}
 	s.drop(sp)
 }
@@ -198,6 +212,7 @@ func (s *shots) setWatches(b []byte) {
 	if len(b) < 8 {
 		return
 	}
+	rel := int64(binary.BigEndian.Uint64(b))
 	b = b[8:]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,7 +230,11 @@ func (s *shots) setWatches(b []byte) {
 			if m < 0 || 4+m > len(b) {
 				return
 			}
-			s.at(b[4 : 4+m]).kinds |= k
+			sp := s.at(b[4 : 4+m])
+			sp.kinds |= k
+			if k == shotChild {
+				sp.childZxid = rel
+			}
 			b = b[4+m:]
 		}
 	}
@@ -229,6 +248,24 @@ func (s *shots) kinds(path string) uint8 {
 		return sp.kinds
 	}
 	return 0
+}
+
+// child returns the zxid go-zookeeper's one-shot child watch on path was
+// set at, if it holds one; 0 (a change since then is unknown: fire at
+// once) when one is asked for and not answered yet.
+func (s *shots) child(path string) (zxid int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp := s.paths[path]
+	switch {
+	case sp == nil:
+		return 0, false
+	case sp.pendChild > 0:
+		return 0, true
+	case sp.kinds&shotChild != 0:
+		return sp.childZxid, true
+	}
+	return 0, false
 }
 
 // setWatchesBody is a SetWatches request putting go-zookeeper's one-shot

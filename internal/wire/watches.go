@@ -353,7 +353,7 @@ func (l *Layer) addOn(c *conn, w *Watch) bool {
 			if _, rec := l.onPath(w.Path); rec && mode == modePersistent && c.own.typed.Load() == 0 {
 				g = &gap{} // a 3.6 to 3.8 server would turn the path plain: set the recursive ones again behind
 			}
-			_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, mode), l.onAdded(w, mode, g))
+			_ = l.writeAddLocked(c, w, mode, g)
 			if g != nil {
 				l.addAllLocked(c, []byte(w.Path), true, g)
 			}
@@ -545,13 +545,28 @@ func (l *Layer) addAllLocked(c *conn, path []byte, recOnly bool, g *gap) (n int6
 			if w.Recursive != rec || path != nil && w.Path != string(path) {
 				continue
 			}
-			mode := l.modeOn(c, w)
-			if _, err := c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, mode), l.onAdded(w, mode, g)); err == nil {
+			if l.writeAddLocked(c, w, l.modeOn(c, w), g) == nil {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// writeAddLocked writes an addWatch of w in mode on c (c.g.mu held). On a
+// server that may keep one mode per path, a recursive one turns the
+// path's child watch recursive too, which never fires NodeChildrenChanged:
+// a one-shot child watch go-zookeeper holds there is set again right
+// behind it, relative to the zxid it was set at (a change since fires it
+// at once, as it would have).
+func (l *Layer) writeAddLocked(c *conn, w *Watch, mode int32, g *gap) error {
+	_, err := c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, mode), l.onAdded(w, mode, g))
+	if err == nil && mode == modePersistentRecursive && c.own.typed.Load() != 1 {
+		if zxid, ok := l.shots.child(w.Path); ok {
+			_, _ = c.sendLocked(l.nextXid(), opSetWatches, setWatchesBody(zxid, w.Path, shotChild), func(*conn, Reply) {})
+		}
+	}
+	return err
 }
 
 // Opcodes of go-zookeeper's requests that may set a watch.
