@@ -41,6 +41,8 @@ func CreatorACL() []ACL { return []ACL{{Perms: PermAll, Scheme: "auth", ID: ""}}
 
 // DigestACL grants perms to the holder of the digest credentials user and
 // password, the identity that WithDigestAuth(user, password) authenticates.
+// A user name holding a ':' names no such identity: WithACL refuses the
+// ACL returned then, with ErrDigestUser.
 func DigestACL(user, password string, perms Perm) ACL {
 	h := sha1.Sum([]byte(user + ":" + password))
 	return ACL{Perms: perms, Scheme: "digest", ID: user + ":" + base64.StdEncoding.EncodeToString(h[:])}

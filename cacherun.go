@@ -27,7 +27,7 @@ func newCacheRun() cacheRun {
 
 // claim marks the cache started, once: ErrCacheStarted when it was
 // started before, and also ErrClosed when closed. run ends with the
-// Session or close.
+// Session, its loss for good, or close.
 func (r *cacheRun) claim(s *Session) (run context.Context, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -38,7 +38,9 @@ func (r *cacheRun) claim(s *Session) (run context.Context, err error) {
 		return nil, ErrCacheStarted
 	}
 	r.started = true
-	run, r.cancel = ctxUntil(s.closedCh)
+	run, stop := ctxUntil(s.closedCh)
+	unhook := s.fatal.onFire(stop) // lost for good: the cache ends (at once if it is)
+	r.cancel = func() { unhook(); stop() }
 	return run, nil
 }
 
@@ -73,7 +75,7 @@ func (r *cacheRun) launch(ctx, run context.Context, s *Session, follow, dispatch
 		if err := r.stopped(); err != nil {
 			return err
 		}
-		return ErrClosed
+		return s.endErr()
 	case <-ctx.Done():
 		r.close()
 		return ctx.Err()
@@ -81,11 +83,11 @@ func (r *cacheRun) launch(ctx, run context.Context, s *Session, follow, dispatch
 }
 
 // end is the follower's last word: why it stopped (ErrClosed once the
-// Session is closed), kept unless the cache was closed; it stops the
-// dispatcher.
+// Session is closed, its error once it is lost for good), kept unless
+// the cache was closed; it stops the dispatcher.
 func (r *cacheRun) end(s *Session, err error) {
-	if s.isClosed() {
-		err = ErrClosed
+	if s.isClosed() || s.fatal.fired() {
+		err = s.endErr()
 	}
 	r.mu.Lock()
 	if !r.closed {

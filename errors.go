@@ -139,6 +139,11 @@ var (
 	// path and also matches zk.ErrInvalidACL. Retrying cannot help:
 	// change WithACL or authenticate the Session.
 	ErrInvalidACL = errors.New("zkrecipes: acl refused by the server; check WithACL against the Session's authentication")
+
+	// ErrNoServerAccepted is matched by every *ConnectError: no server of
+	// the list accepted the Session, either before Connect's ctx ended or
+	// because every one refused it for a reason retrying cannot mend.
+	ErrNoServerAccepted = errors.New("zkrecipes: no server accepted the session")
 )
 
 // lostError is the Err of a lease that lost ownership: it matches
@@ -174,6 +179,66 @@ type cutShortError struct{}
 func (cutShortError) Error() string { return ErrClosed.Error() }
 func (cutShortError) Is(target error) bool {
 	return target == ErrClosed || target == zk.ErrClosing
+}
+
+// ConnectError is how Connect fails when no server accepted the Session,
+// and the cause of a Session lost because every server refused it: it
+// gives each server's reason. It matches ErrNoServerAccepted, Err when
+// set (so errors.Is(err, context.DeadlineExceeded) holds when Connect's
+// ctx ended), and each server's reason (so a refusal matches
+// ErrTLSRefused, ErrTLSUntrusted, ErrAuthFailed...).
+type ConnectError struct {
+	// Servers lists every server as given to Connect (a missing port is
+	// 2181), in that order, with why its latest failed attempt failed.
+	Servers []ServerError
+	// Err is the error of Connect's ctx when it ended the wait, or nil
+	// when every server refused the Session.
+	Err error
+}
+
+// ServerError is why the latest failed attempt at one server failed.
+type ServerError struct {
+	Server string // host:port, as written
+	// Err is nil when no attempt at the server has failed: it was not
+	// tried yet, or it was dialled and had not answered when Connect gave
+	// up.
+	Err error
+}
+
+func (e *ConnectError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrNoServerAccepted.Error())
+	if e.Err != nil {
+		b.WriteString(" (" + e.Err.Error() + ")")
+	} else {
+		b.WriteString(" (every server refused it)")
+	}
+	for i, s := range e.Servers {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		why := "no session established"
+		if s.Err != nil {
+			why = trimPrefix(s.Err.Error())
+		}
+		b.WriteString(sep + s.Server + ": " + why)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrNoServerAccepted, Err and each server's reason.
+func (e *ConnectError) Unwrap() []error {
+	errs := []error{ErrNoServerAccepted}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	for _, s := range e.Servers {
+		if s.Err != nil {
+			errs = append(errs, s.Err)
+		}
+	}
+	return errs
 }
 
 // PathError reports a path that failed validation (empty, relative, a
@@ -350,6 +415,13 @@ var (
 	// WithTLS config.
 	ErrTLSUntrusted = errors.New("zkrecipes: server's tls certificate not trusted; set RootCAs to its CA")
 )
+
+// ErrDigestUser is returned by Connect and NewSession for a digest user
+// name (WithDigestAuth) or a digest ACL (WithACL with a DigestACL) whose
+// user holds a ':': ZooKeeper splits user:password at the first ':', so the
+// identity authenticated would not be the one the ACL grants. Choose a
+// user name without ':'. It also matches ErrInvalidArgument.
+var ErrDigestUser error = &alsoError{"zkrecipes: digest user name contains ':', which ZooKeeper takes as the end of the user name; choose a user name without ':'", ErrInvalidArgument}
 
 // alsoError is a sentinel that also matches a broader one.
 type alsoError struct {

@@ -14,8 +14,8 @@ import (
 // A Session over TLS to ZooKeeper's secureClientPort, with a client
 // certificate (ssl.clientAuth=need), whose nodes only that certificate's
 // holder may touch. The server's certificate is checked against the host
-// dialled ("127.0.0.1" here, so it needs an IP SAN). zktest.StartSecure
-// starts such a server for tests.
+// as written ("zk1.example.com" here; an IP address written instead must
+// be among its IP SANs). zktest.StartSecure starts such a server for tests.
 func ExampleWithTLS() {
 	ca, err := os.ReadFile("ca.pem")
 	if err != nil {
@@ -28,7 +28,7 @@ func ExampleWithTLS() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	session, err := zkrecipes.Connect(ctx, []string{"127.0.0.1:2281"},
+	session, err := zkrecipes.Connect(ctx, []string{"zk1.example.com:2281"},
 		zkrecipes.WithTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}),
 		zkrecipes.WithACL([]zkrecipes.ACL{zkrecipes.X509ACL("CN=app,O=example", zkrecipes.PermAll)}))
 	switch {

@@ -140,8 +140,9 @@ func (c *NodeCache) Path() string { return c.path }
 // until Close. It returns once the node is loaded (nil), or fails with
 // ctx's error, ErrClosed (after the Session's Close, or after or during
 // the cache's Close, then also matching ErrCacheStarted), ErrCacheStarted
-// when called twice, ErrInvalidPath or ErrNilSession, or the read's
-// error; after a failure the cache is closed.
+// when called twice, ErrInvalidPath or ErrNilSession, the Session's error
+// at once when it is lost for good, or the read's error; after a failure
+// the cache is closed.
 func (c *NodeCache) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
@@ -199,7 +200,8 @@ func (c *NodeCache) Get() (CachedNode, bool) {
 func (c *NodeCache) Events() <-chan CacheEvent { return c.events }
 
 // Err returns nil while the cache runs or after its Close, and why it
-// stopped on its own otherwise: ErrClosed after the Session's Close, or
+// stopped on its own otherwise: ErrClosed after the Session's Close, the
+// Session's error once it is lost for good (as Session.Err reports it), or
 // the read's error (such as one matching zk.ErrNoAuth).
 func (c *NodeCache) Err() error { return c.stopped() }
 

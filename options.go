@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -25,7 +26,8 @@ type sessionConfig struct {
 	obs       Observer            // WithObserver (observe.go)
 	names     func(string) string // WithPathNames (observe.go)
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
-	maxReq    int // request size limit (see requestsize.go); 0 means the default
+	resolver  Resolver // WithResolver (servers.go)
+	maxReq    int      // request size limit (see requestsize.go); 0 means the default
 	noWire    bool
 	sasl      SASLMechanism // WithSASL (sasl.go)
 	tls       *tls.Config   // WithTLS (tls.go)
@@ -34,12 +36,14 @@ type sessionConfig struct {
 
 func defaultSessionConfig() sessionConfig {
 	return sessionConfig{
-		timeout: 10 * time.Second,
-		retry:   ExponentialBackoff(50*time.Millisecond, 5*time.Second),
-		acl:     OpenACL(),
-		policy:  LoseOnSuspended,
-		maxReq:  defaultMaxRequest,
-		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		timeout:  10 * time.Second,
+		retry:    ExponentialBackoff(50*time.Millisecond, 5*time.Second),
+		acl:      OpenACL(),
+		policy:   LoseOnSuspended,
+		maxReq:   defaultMaxRequest,
+		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		dialer:   net.DialTimeout,
+		resolver: net.DefaultResolver,
 	}
 }
 
@@ -97,23 +101,36 @@ func WithNamespace(ns string) SessionOption {
 
 // WithACL sets the ACL of every node the recipes create, parents included.
 // Default OpenACL(). With CreatorACL or DigestACL entries, authenticate the
-// session with WithDigestAuth.
+// session with WithDigestAuth. A digest entry whose user holds a ':'
+// (ErrDigestUser) fails Connect and NewSession.
 func WithACL(acl []ACL) SessionOption {
 	return func(c *sessionConfig) {
 		if len(acl) == 0 {
 			c.fail(invalidArg("empty ACL"))
 			return
 		}
+		for _, a := range acl {
+			if a.Scheme == "digest" && strings.Count(a.ID, ":") != 1 {
+				c.fail(ErrDigestUser) // a DigestACL of a user with ':'
+				return
+			}
+		}
 		c.acl = append([]ACL(nil), acl...)
 	}
 }
 
 // WithDigestAuth authenticates the session with ZooKeeper's digest scheme
-// (user:password), again after every reconnect. Default: no auth.
+// (user:password), again after every reconnect. A user name that is empty
+// or holds a ':' (ErrDigestUser) fails Connect and NewSession. Default: no
+// auth.
 func WithDigestAuth(user, password string) SessionOption {
 	return func(c *sessionConfig) {
 		if user == "" {
 			c.fail(invalidArg("empty digest user"))
+			return
+		}
+		if strings.Contains(user, ":") {
+			c.fail(ErrDigestUser) // not quoted: "user:password" passed as the user holds the password
 			return
 		}
 		c.auth = append(c.auth, user+":"+password)
@@ -158,11 +175,13 @@ func WithTracer(t Tracer) SessionOption {
 }
 
 // WithDialer sets the function that opens each TCP connection to a
-// ZooKeeper server (for a proxy, or a test's fault injector). Default:
-// net.DialTimeout. WithTLS and WithSASL run over the connection it
-// returns; a TLS handshake it does itself that fails for a reason retrying
-// cannot mend also ends Connect with ErrTLSRefused or ErrTLSUntrusted.
-// Only Connect uses it.
+// ZooKeeper server (for a proxy, or a test's fault injector). It is given
+// an address the server's name resolved to (see WithResolver), or the IP
+// literal as written. Default: net.DialTimeout. WithTLS and WithSASL run
+// over the connection it returns, and see the server's name as written; a
+// TLS handshake it does itself that fails for a reason retrying cannot
+// mend is taken as WithTLS's refusals are (ErrTLSRefused or
+// ErrTLSUntrusted). Only Connect uses it.
 func WithDialer(dial func(network, address string, timeout time.Duration) (net.Conn, error)) SessionOption {
 	return func(c *sessionConfig) {
 		if dial == nil {

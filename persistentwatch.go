@@ -206,8 +206,9 @@ func (w *PersistentWatch) Recursive() bool { return w.recursive }
 // on the request it does not know; the Session reconnects), with
 // ErrCacheStarted when started before (and ErrClosed too when closed),
 // ErrInvalidPath or ErrInvalidArgument for bad arguments, ErrClosed when
-// the Session is closed, and ctx's error if ctx ends first; after a
-// failure the watch is closed, and nothing of it is left on the server.
+// the Session is closed, the Session's error (see Err) at once when it is
+// lost for good, and ctx's error if ctx ends first; after a failure the
+// watch is closed, and nothing of it is left on the server.
 func (w *PersistentWatch) Start(ctx context.Context) error {
 	if w.err != nil {
 		return w.err
@@ -233,7 +234,9 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 		close(w.done)
 		return ErrPersistentWatchUnsupported
 	}
-	run, cancel := ctxUntil(s.closedCh)
+	run, stop := ctxUntil(s.closedCh)
+	unhook := s.fatal.onFire(stop) // lost for good: the watch ends (at once if it is)
+	cancel := func() { unhook(); stop() }
 	w.cancel = cancel
 	w.ww = &wire.Watch{Path: w.abs, Recursive: w.recursive, OnEvent: w.onEvent, OnReset: w.onReset, OnFail: w.onFail}
 	w.mu.Unlock()
@@ -261,12 +264,21 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		if errors.Is(err, wire.ErrRemoved) || (run.Err() != nil && ctx.Err() == nil) {
-			err = ErrClosed // Close, or the Session's, cut Start short
+			err = s.endErr() // Close, the Session's, or its loss for good cut Start short
 		}
 		w.Close()
 		return s.opError("addWatch", w.abs, err)
 	}
 	return nil
+}
+
+// endErr is why the Session ended the watches on it: the error that
+// stopped it reconnecting for good (secure.go), or ErrClosed.
+func (s *Session) endErr() error {
+	if !s.isClosed() && s.fatal.fired() {
+		return s.fatal.err
+	}
+	return ErrClosed
 }
 
 func (w *PersistentWatch) isClosed() bool {
@@ -289,9 +301,12 @@ func watchCodeError(op string, code int32) error {
 func (w *PersistentWatch) Events() <-chan WatchEvent { return w.events }
 
 // Err returns why the watch stopped on its own: ErrClosed after the
-// Session's Close, ErrPersistentWatchUnsupported if the Session
-// reconnected to a server that predates ZooKeeper 3.6. It is nil while
-// the watch runs and after Close.
+// Session's Close; the Session's error once it is lost for good, a
+// failure reconnecting cannot mend (it matches ErrAuthFailed,
+// ErrSASLRequired, ErrTLSRefused or ErrTLSUntrusted, as Session.Err does);
+// ErrPersistentWatchUnsupported if the Session reconnected to a server
+// that predates ZooKeeper 3.6. It is nil while the watch runs and after
+// Close.
 func (w *PersistentWatch) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -354,7 +369,7 @@ func (w *PersistentWatch) Close() error {
 // remove takes ww off the wire layer and the server.
 func (w *PersistentWatch) remove(ww *wire.Watch) error {
 	s := w.s
-	if s.isClosed() {
+	if s.isClosed() || s.fatal.fired() {
 		s.wire.Forget(ww) // the connection is closing: the watch ends with it
 		return nil
 	}
@@ -465,11 +480,11 @@ func (w *PersistentWatch) dispatch(run context.Context) {
 		defer close(w.batches)
 	}
 	defer func() {
-		if w.s.isClosed() {
-			w.s.wire.Forget(w.ww)
+		if w.s.isClosed() || w.s.fatal.fired() {
+			w.s.wire.Forget(w.ww) // the connection ends, and the watch with it
 			w.mu.Lock()
 			if !w.closed && w.stopErr == nil {
-				w.stopErr = ErrClosed
+				w.stopErr = w.s.endErr()
 			}
 			w.mu.Unlock()
 		}

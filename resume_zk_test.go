@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // connLog records, in order, what a Session's connections carry beneath
@@ -112,11 +112,8 @@ func queuedRequests() int {
 // resumeWithQueuedRequest opens a Session with opts, sets a watch, cuts its
 // connection, queues a request while it is down, lets it reconnect, and
 // returns what the second connection carried and how long the request
-// waited after that. No reply is let through on a mere timeout meanwhile:
-// the bound on the wait for SetWatches is 10 s (wire.SetResumeWait an hour, a
-// sixth of the 60 s session timeout).
+// waited after that.
 func resumeWithQueuedRequest(t *testing.T, opts ...SessionOption) ([]string, time.Duration) {
-	t.Cleanup(wire.SetResumeWait(time.Hour))
 	l := &connLog{gate: make(chan struct{})}
 	ctx, s := zkSession(t, 30*time.Second, append(opts, WithSessionTimeout(time.Minute), WithDialer(l.dial))...)
 	conn := s.Conn()
@@ -190,4 +187,169 @@ func TestZKResumedAuthenticatedSessionReSetsItsWatches(t *testing.T) {
 	writes := slices.DeleteFunc(slices.Clone(second), func(e string) bool { return e == "read" })
 	assert.Equal(t, setAuthWrite, writes[0], "the credentials leave first: %v", second)
 	assert.Less(t, slices.Index(second, "write op3"), slices.Index(second, setWatchesWrite), "%v", second)
+}
+
+// lateSetWatches is a dialer whose connections write go-zookeeper's
+// SetWatches late, as a busy machine runs go-zookeeper's loop goroutine
+// late (it builds and sends SetWatches), and whose current connection can
+// be cut; a dial after a cut waits for let.
+type lateSetWatches struct {
+	delay time.Duration
+	let   chan struct{}
+	mu    sync.Mutex
+	conns []*lateWriter
+}
+
+func (d *lateSetWatches) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	d.mu.Lock()
+	first := len(d.conns) == 0
+	d.mu.Unlock()
+	if !first {
+		<-d.let
+	}
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	lw := &lateWriter{Conn: c, delay: d.delay}
+	d.mu.Lock()
+	d.conns = append(d.conns, lw)
+	d.mu.Unlock()
+	return lw, nil
+}
+
+func (d *lateSetWatches) cut() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_ = d.conns[len(d.conns)-1].Close()
+}
+
+// lateWriter is a connection that writes SetWatches late and records
+// whether a read was issued after the handshake's reply before it.
+type lateWriter struct {
+	net.Conn
+	delay time.Duration
+
+	mu         sync.Mutex
+	read       int  // bytes read
+	replyAt    int  // bytes up to the end of the handshake's reply, once known
+	setWatches bool // a SetWatches has been written
+	early      bool // a read was issued after the handshake's reply before it
+}
+
+func (c *lateWriter) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.replyAt > 0 && c.read >= c.replyAt && !c.setWatches {
+		c.early = true
+	}
+	c.mu.Unlock()
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	if c.read < 4 && c.read+n >= 4 {
+		c.replyAt = 4 + int(binary.BigEndian.Uint32(p[:4])) // one read holds the length
+	}
+	c.read += n
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *lateWriter) Write(p []byte) (int, error) {
+	sw := len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opSetWatches
+	if sw {
+		time.Sleep(c.delay) // the fault: a SetWatches written late
+	}
+	n, err := c.Conn.Write(p)
+	if sw {
+		c.mu.Lock()
+		c.setWatches = true
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// A session resumed while go-zookeeper is slow to re-set its watches (a
+// busy machine) reads no reply before it has, however long that takes:
+// go-zookeeper must take no zxid from a reply before it has built its
+// SetWatches (its race, go-zookeeper/zk#35, which -race reports, and a
+// change made while the client was cut off would go unreported). A data
+// watch and a child watch on nodes changed while the client was cut off
+// each fire, reconnection after reconnection, with requests queued
+// meanwhile; a watch on a node nobody changed does not.
+func TestZKResumedSessionWithALateSetWatchesRacesNothingAndMissesNoChange(t *testing.T) {
+	d := &lateSetWatches{delay: 500 * time.Millisecond, let: make(chan struct{})}
+	ctx, s := zkSession(t, time.Minute, WithSessionTimeout(20*time.Second), WithDialer(d.dial))
+	conn, oc := s.Conn(), zkRaw(t)
+	base := "/zkt/late-setwatches-" + newUUID()
+	data, kids, still := base+"-data", base+"-kids", base+"-still"
+	for _, p := range []string{data, kids, still} {
+		_, err := oc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for round := range 4 {
+			_ = oc.Delete(fmt.Sprintf("%s/c%d", kids, round), -1)
+		}
+		_ = oc.Delete(kids, -1)
+		_ = oc.Delete(data, -1)
+		_ = oc.Delete(still, -1)
+	})
+	// A watch on a node nobody changes: re-set from the zxid the client had
+	// seen, it never fires.
+	_, _, stillW, err := conn.GetW(still)
+	require.NoError(t, err)
+
+	for round := range 4 {
+		_, _, dataW, err := conn.GetW(data)
+		require.NoError(t, err)
+		_, _, kidsW, err := conn.ChildrenW(kids)
+		require.NoError(t, err)
+
+		d.cut()
+		require.Eventually(t, func() bool { return s.State() == StateSuspended }, 10*time.Second, time.Millisecond)
+		_, err = oc.Set(data, []byte(fmt.Sprint(round)), -1)
+		require.NoError(t, err)
+		_, err = oc.Create(fmt.Sprintf("%s/c%d", kids, round), nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		queued := make(chan error, 3)
+		for range 3 {
+			go func() { _, _, err := conn.Exists(data); queued <- err }()
+		}
+		require.Eventually(t, func() bool { return queuedRequests() == 3 }, 10*time.Second, time.Millisecond,
+			"the requests wait in go-zookeeper's queue for the next connection")
+		d.let <- struct{}{}
+
+		for name, w := range map[string]<-chan zk.Event{"data": dataW, "child": kidsW} {
+			select {
+			case ev := <-w:
+				assert.NotEqual(t, zk.EventNotWatching, ev.Type, "round %d: the %s watch", round, name)
+			case <-ctx.Done():
+				t.Fatalf("round %d: the %s watch on a node changed while the client was cut off never fired", round, name)
+			}
+		}
+		for range 3 {
+			select {
+			case err := <-queued:
+				require.NoError(t, err)
+			case <-ctx.Done():
+				t.Fatalf("round %d: a queued request was not answered", round)
+			}
+		}
+		require.Eventually(t, func() bool { return s.State() == StateReconnected }, 10*time.Second, time.Millisecond)
+		_, _, err = conn.Exists(still) // answered after any notification SetWatches caused
+		require.NoError(t, err)
+		select {
+		case ev := <-stillW:
+			t.Fatalf("round %d: the watch on an unchanged node fired: %v", round, ev)
+		default:
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	require.Len(t, d.conns, 5)
+	for i, c := range d.conns[1:] {
+		c.mu.Lock()
+		assert.True(t, c.setWatches, "resumed connection %d: go-zookeeper re-set its watches", i+1)
+		assert.False(t, c.early, "resumed connection %d: a reply was read before go-zookeeper re-set its watches", i+1)
+		c.mu.Unlock()
+	}
 }

@@ -17,7 +17,7 @@ type SASLMechanism interface {
 	// Name returns the mechanism's SASL name, e.g. "DIGEST-MD5" or "GSSAPI".
 	Name() string
 	// Start begins an exchange on a new connection to server (the
-	// "host:port" dialled) and returns the first token to send (empty for
+	// "host:port" as written in Connect's list) and returns the first token to send (empty for
 	// DIGEST-MD5). An error ends the connection attempt: wrap ErrAuthFailed
 	// in it if the credentials themselves are unusable, so that the Session
 	// stops instead of redialling.
@@ -47,13 +47,19 @@ type SASLClient interface {
 // is bounded by the connect timeout (a third of the session timeout, at
 // least 2s).
 //
-// A server that rejects the exchange ends it for good: Connect fails with
-// an error matching ErrAuthFailed (ErrSASLMechanism if the server speaks
-// another mechanism, ErrSASLUnavailable if it has no SASL at all), and
-// the Session stops redialling. If that happens on a later reconnect (the
-// password was changed on the server, say), the Session goes to StateLost
-// with that cause and its leases end with it; the Session then stays
-// disconnected until closed.
+// A server that rejects the exchange refuses the Session with an error
+// matching ErrAuthFailed (ErrSASLMechanism if the server speaks another
+// mechanism, ErrSASLUnavailable if it has no SASL at all). A refusal is
+// final only once every server of Connect's list has refused at its latest
+// attempt (one round over the servers): until then the Session tries the
+// next server, which may accept it. Then Connect fails at once with a
+// *ConnectError matching the refusals, and the Session stops redialling.
+// If that happens on a later reconnect (the password was changed on the
+// servers, say), the Session goes to StateLost with that cause and its
+// leases end with it; the Session then stays disconnected until closed.
+// The mechanism's Start is given the server's host as written in
+// Connect's list (a Kerberos principal names it), never an address it
+// resolved to.
 //
 // Only Connect uses it (NewSession's connection is the caller's). It works
 // with WithDialer (SASL runs over the connection the dialer returns) and
@@ -75,7 +81,8 @@ func WithSASL(m SASLMechanism) SessionOption {
 // verified, so a server that does not know the password is refused too.
 // The session then holds the id sasl:<user> (see SASLACL). DIGEST-MD5
 // protects the password but not the traffic: use WithTLS as well where
-// the network is not trusted.
+// the network is not trusted. No error, log line or printed form of the
+// mechanism shows the password, whatever the server sends.
 func DigestMD5(user, password string) SASLMechanism {
 	return &digestMD5{user: user, password: password}
 }

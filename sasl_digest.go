@@ -7,7 +7,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"unicode/utf8"
 )
@@ -33,6 +35,15 @@ type digestMD5 struct {
 }
 
 func (d *digestMD5) Name() string { return "DIGEST-MD5" }
+
+// String, GoString and LogValue print the mechanism and the user: never
+// the password, whatever prints it (fmt's %v, %+v and %#v, slog).
+func (d *digestMD5) String() string          { return "DIGEST-MD5(" + d.user + ")" }
+func (d *digestMD5) GoString() string        { return d.String() }
+func (d *digestMD5) LogValue() slog.Value    { return slog.StringValue(d.String()) }
+func (c *digestClient) String() string       { return c.m.String() }
+func (c *digestClient) GoString() string     { return c.m.String() }
+func (c *digestClient) LogValue() slog.Value { return c.m.LogValue() }
 
 func (d *digestMD5) Start(ctx context.Context, server string) (SASLClient, []byte, error) {
 	if d.user == "" {
@@ -66,7 +77,7 @@ func (c *digestClient) Step(ctx context.Context, challenge []byte) ([]byte, bool
 	case 2:
 		dir, err := parseDirectives(challenge)
 		if err != nil || len(dir["rspauth"]) != 1 {
-			return nil, false, fmt.Errorf("%w: DIGEST-MD5: server's final token %q has no rspauth", ErrAuthFailed, challenge)
+			return nil, false, fmt.Errorf("%w: DIGEST-MD5: server's final token (%d bytes) has no rspauth", ErrAuthFailed, len(challenge))
 		}
 		if subtle.ConstantTimeCompare([]byte(strings.ToLower(dir["rspauth"][0])), []byte(c.rspauth)) != 1 {
 			return nil, false, fmt.Errorf("%w: DIGEST-MD5: server's rspauth is wrong: it does not know the password", ErrAuthFailed)
@@ -91,7 +102,7 @@ func digestResponse(user, password, cnonce string, challenge []byte) (resp []byt
 	}
 	nonce := one("nonce")
 	if nonce == "" || len(dir["nonce"]) > 1 {
-		return nil, "", fmt.Errorf("%w: not a DIGEST-MD5 challenge (no single nonce): %q", ErrSASLMechanism, challenge)
+		return nil, "", fmt.Errorf("%w: not a DIGEST-MD5 challenge (no single nonce)", ErrSASLMechanism)
 	}
 	if a := one("algorithm"); !strings.EqualFold(a, "md5-sess") {
 		return nil, "", fmt.Errorf("%w: DIGEST-MD5 challenge with algorithm %q (want md5-sess)", ErrSASLMechanism, a)
@@ -110,17 +121,19 @@ func digestResponse(user, password, cnonce string, challenge []byte) (resp []byt
 		}
 		return latin1(s)
 	}
+	// The errors name the field, never its value: the password's is
+	// secret, and a tampered challenge is how a password gets here.
 	u, err := enc(user)
 	if err != nil {
-		return nil, "", err
+		return nil, "", notLatin1("user name")
 	}
 	p, err := enc(password)
 	if err != nil {
-		return nil, "", err
+		return nil, "", notLatin1("password")
 	}
 	r, err := enc(realm)
 	if err != nil {
-		return nil, "", err
+		return nil, "", notLatin1("server's realm")
 	}
 	const nc, qop = "00000001", "auth"
 	ha1 := digestHA1(u, r, p, nonce, cnonce)
@@ -152,13 +165,23 @@ func hexMD5(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// notLatin1 is the error of a field that DIGEST-MD5 without utf-8
+// cannot carry; it names the field, not its value.
+func notLatin1(field string) error {
+	return fmt.Errorf("%w: DIGEST-MD5: the %s is not ISO 8859-1 and the server did not offer charset=utf-8 "+
+		"(a real ZooKeeper server always does: check for something rewriting the traffic, and use WithTLS)", ErrAuthFailed, field)
+}
+
+// errNotLatin1 is latin1's error; it never carries the text.
+var errNotLatin1 = errors.New("not ISO 8859-1")
+
 // latin1 encodes s in ISO 8859-1, DIGEST-MD5's charset when the server
 // names none.
 func latin1(s string) (string, error) {
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
 		if r > 0xff {
-			return "", fmt.Errorf("%w: DIGEST-MD5: %q is not ISO 8859-1 and the server did not offer utf-8", ErrAuthFailed, s)
+			return "", errNotLatin1
 		}
 		out = append(out, byte(r))
 	}

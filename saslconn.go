@@ -27,8 +27,8 @@ import (
 //
 // A failure the server decides (err -115 AUTHFAILED or -124
 // SESSIONCLOSEDREQUIRESASLAUTH in a reply, a mechanism's ErrAuthFailed)
-// is reported to fatal, which stops the client; an I/O error is returned
-// from Read, and go-zookeeper dials again.
+// is reported to refuse (see secure.go); an I/O error is returned from
+// Read, and go-zookeeper dials again.
 
 const (
 	opSASL                      = 102
@@ -40,14 +40,14 @@ const (
 )
 
 // saslDialer wraps dial so that every connection runs m's exchange after
-// the handshake. fatal is told of a failure retrying cannot mend.
-func saslDialer(dial dialFunc, m SASLMechanism, timeout time.Duration, fatal func(error)) dialFunc {
+// the handshake. refuse is told of a failure retrying cannot mend.
+func saslDialer(dial dialFunc, m SASLMechanism, timeout time.Duration, refuse refuseFunc) dialFunc {
 	return func(network, address string, connTimeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, address, connTimeout)
 		if err != nil {
 			return nil, err
 		}
-		return &saslConn{Conn: c, mech: m, server: address, timeout: timeout, fatal: fatal}, nil
+		return &saslConn{Conn: c, mech: m, server: address, timeout: timeout, refuse: refuse}, nil
 	}
 }
 
@@ -58,7 +58,7 @@ type saslConn struct {
 	mech    SASLMechanism
 	server  string
 	timeout time.Duration
-	fatal   func(error)
+	refuse  refuseFunc
 
 	mu        sync.Mutex // guards the deadlines go-zookeeper set
 	rDeadline time.Time
@@ -132,7 +132,7 @@ func (c *saslConn) handshake() error {
 	if err := c.exchange(); err != nil {
 		var f *saslFailure
 		if errors.As(err, &f) {
-			c.fatal(f.err)
+			c.refuse(c.server, f.err)
 			return f.err
 		}
 		return fmt.Errorf("zkrecipes: sasl %s with %s: %w", c.mech.Name(), c.server, err)

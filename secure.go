@@ -8,26 +8,47 @@ import (
 	"time"
 )
 
-// The secured connection: dial = wire(sasl(classify(tls(dial)))).
-// A failure redialling cannot mend (a refused TLS handshake, an untrusted
-// certificate, rejected SASL credentials, a server requiring SASL of a
-// Session without it) fires s.fatal once: Connect returns it, a Session
-// that was connected is lost with it as the cause, and go-zookeeper's
-// client is closed so that it stops redialling.
+// The secured connection: dial = wire(sasl(classify(tls(resolve(dial))))).
+// A refusal redialling the same server cannot mend (a refused TLS
+// handshake, an untrusted certificate, rejected SASL credentials, a
+// server requiring SASL of a Session without it) is reported to refuse
+// with the server as written. It fires s.fatal once every server of
+// Connect's list has refused at its latest attempt (servers.go): Connect
+// returns it, a Session that was connected is lost with it as the cause,
+// and go-zookeeper's client is closed so that it stops redialling. Until
+// then go-zookeeper moves on to the next server.
+
+// refuseFunc is told of a server's refusal that redialling it cannot mend.
+type refuseFunc = func(server string, err error)
 
 // secureDialer wraps dial with WithTLS and WithSASL.
 func (s *Session) secureDialer(dial dialFunc) dialFunc {
 	bound := max(s.cfg.timeout/3, minSASLTimeout) // of the TLS handshake, and of the SASL exchange
 	if s.cfg.tls != nil {
-		dial = tlsDialer(dial, s.cfg.tls, bound, s.failFatal)
+		dial = tlsDialer(dial, s.cfg.tls, bound, s.refuse)
 	}
-	dial = classifyDial(dial, s.failFatal)
+	dial = classifyDial(dial, s.refuse)
 	if s.cfg.sasl != nil {
-		dial = saslDialer(dial, s.cfg.sasl, bound, s.failFatal)
+		dial = saslDialer(dial, s.cfg.sasl, bound, s.refuse)
 	} else {
-		dial = requiredWatch(dial, s.failFatal)
+		dial = requiredWatch(dial, s.refuse)
 	}
 	return dial
+}
+
+// refuse takes server's refusal of the Session: final (failFatal) once
+// every server of the list has refused at its latest attempt, or at once
+// for a Session without a server list (NewSession). It never blocks.
+func (s *Session) refuse(server string, err error) {
+	if s.servers == nil {
+		s.failFatal(err)
+		return
+	}
+	if all := s.servers.refuse(server, err); all != nil {
+		s.failFatal(all)
+		return
+	}
+	s.cfg.log.Warn("zkrecipes: server refused the session; trying the other servers", "server", server, "err", err)
 }
 
 // failFatal ends the Session's connecting for good with err. It never
@@ -70,7 +91,7 @@ func (s *Session) saslRequired(err error) error {
 		return err
 	}
 	e := fmt.Errorf("%w (%v)", ErrSASLRequired, err)
-	s.failFatal(e)
+	s.refuse(s.conn.Server(), e)
 	return e
 }
 
@@ -80,19 +101,20 @@ func (s *Session) saslRequired(err error) error {
 // answers it with err -124 and no body, then closes the connection.
 // Only the ConnectResponse and that reply's header are looked at; the
 // bytes pass through unchanged.
-func requiredWatch(dial dialFunc, fatal func(error)) dialFunc {
+func requiredWatch(dial dialFunc, refuse refuseFunc) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return &watchConn{Conn: c, fatal: fatal}, nil
+		return &watchConn{Conn: c, server: address, refuse: refuse}, nil
 	}
 }
 
 type watchConn struct {
 	net.Conn
-	fatal  func(error)
+	server string
+	refuse refuseFunc
 	done   bool
 	prefix []byte // the stream's first bytes, until the first reply's header
 }
@@ -129,7 +151,7 @@ func (c *watchConn) check() {
 		return
 	}
 	if int32(binary.BigEndian.Uint32(b[hs+16:hs+20])) == errCodeSessionRequiresSASL {
-		c.fatal(fmt.Errorf("%w (the server answered the first request with err -124 and closed the connection)", ErrSASLRequired))
+		c.refuse(c.server, fmt.Errorf("%w (%s answered the first request with err -124 and closed the connection)", ErrSASLRequired, c.server))
 	}
 	c.stop()
 }

@@ -100,7 +100,7 @@ func TestRequiredWatchSeesErr124OnTheFirstReplyAcrossReadBoundaries(t *testing.T
 	} {
 		for _, chunk := range []int{1, 3, 7, 100} {
 			var got error
-			c := &watchConn{Conn: &chunkConn{b: tc.stream, n: chunk}, fatal: func(err error) { got = err }}
+			c := &watchConn{Conn: &chunkConn{b: tc.stream, n: chunk}, refuse: func(_ string, err error) { got = err }}
 			buf := make([]byte, 64)
 			for range len(tc.stream) {
 				if _, err := c.Read(buf); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +30,7 @@ type Session struct {
 	ownsConn bool
 	cfg      sessionConfig
 	wire     *wire.Layer // Connect's connections (nil: NewSession, or WithWireLayer(false); see internal/wire)
+	servers  *serverList // Connect's servers (nil: NewSession; see servers.go)
 	owned    sync.Map    // path -> struct{}: ephemeral nodes this Session created and has not deleted
 	drops    sync.Map    // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 	held     heldNodes   // the nodes its leases hold, watched through the event callback (holdwatch.go)
@@ -68,10 +68,19 @@ type generation struct {
 	*signal
 }
 
-// Connect dials the ensemble (a list of "host:port"), waits until a
-// ZooKeeper session is established, and returns a Session that owns the
-// connection. It fails with ctx's error if no session is established before
-// ctx ends, and with ErrInvalidArgument or ErrInvalidPath for bad options.
+// Connect dials the ensemble (a list of "host:port"; a missing port is
+// 2181), waits until a ZooKeeper session is established, and returns a
+// Session that owns the connection. Servers are tried one at a time, in an
+// order shuffled once, as the Java client does; each name is resolved again
+// at each attempt and reaches WithTLS and WithSASL as written (see
+// WithResolver), so a name that does not resolve is skipped, not fatal.
+// Connect succeeds as soon as any server accepts the Session. If none has
+// when ctx ends, it fails with a *ConnectError that gives each server's
+// reason and matches ErrNoServerAccepted and ctx's error; it fails the same
+// way before then once every server has refused the Session for a reason
+// redialling cannot mend (see WithTLS and WithSASL). It fails with
+// ErrInvalidArgument for a server that is not host:port, and with
+// ErrInvalidArgument or ErrInvalidPath for bad options.
 //
 // A Session holds about 3 MB of go-zookeeper's buffers (a 1.5 MB send
 // buffer, and a 1.5 MB receive buffer for each connection), whatever its
@@ -85,24 +94,31 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	if err := validateServers(servers); err != nil {
+	servers, err = normalizeServers(servers)
+	if err != nil {
 		return nil, err
 	}
 	s := newSession(cfg)
 	s.ownsConn = true
 	s.direct = true // zk.WithEventCallback below
-	dial := cfg.dialer
-	if dial == nil {
-		dial = net.DialTimeout
-	}
+	s.servers = newServerList(servers, cfg.log)
+	// The dialer stack, from go-zookeeper down: each server reaches TLS
+	// and SASL by name, as written; it is resolved at the bottom, at each
+	// connection attempt (servers.go).
+	dial := s.servers.dialer(cfg.resolver, cfg.dialer)
 	dial = s.secureDialer(dial) // WithTLS, WithSASL (secure.go)
 	if !cfg.noWire {
 		s.wire = wire.New()
+		s.wire.OnResumeFallback = func(waited time.Duration) {
+			s.cfg.log.Warn("zkrecipes: a resumed connection's replies waited for go-zookeeper to re-set its watches until the read deadline, then passed; a watched node changed while the client was cut off may go unreported",
+				"waited", waited)
+		}
 		dial = s.wire.Dialer(dial)
 	}
+	dial = s.servers.recorder(dial)
 	conn, _, err := zk.Connect(servers, cfg.timeout, zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{cfg.log}), zk.WithLogInfo(false),
-		zk.WithDialer(zk.Dialer(dial)))
+		zk.WithHostProvider(s.servers), zk.WithDialer(zk.Dialer(dial)))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}
@@ -111,7 +127,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	s.stopOnFatal()
 	if err := s.awaitFirst(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("zkrecipes: connect to %s: %w", strings.Join(servers, ","), err)
+		return nil, err
 	}
 	if err := s.authenticate(); err != nil {
 		s.Close()
@@ -168,7 +184,7 @@ func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts
 	s.start()
 	if err := s.awaitFirst(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("zkrecipes: adopt connection: %w", err)
+		return nil, err
 	}
 	if err := s.authenticate(); err != nil {
 		s.Close()
@@ -189,18 +205,6 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 		cfg.err = checkConfigSizes(cfg)
 	}
 	return cfg, cfg.err
-}
-
-func validateServers(servers []string) error {
-	if len(servers) == 0 {
-		return invalidArg("empty server list")
-	}
-	for _, s := range servers {
-		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t\n/") {
-			return invalidArg("bad server address %q (want host:port)", s)
-		}
-	}
-	return nil
 }
 
 func newSession(cfg sessionConfig) *Session {
@@ -242,9 +246,15 @@ func (s *Session) awaitFirst(ctx context.Context) error {
 	case <-ready:
 		return nil
 	case <-s.fatal.done:
-		return s.fatal.err
+		if s.servers != nil {
+			return s.fatal.err // a *ConnectError: it names every server
+		}
+		return fmt.Errorf("zkrecipes: adopt connection: %w", s.fatal.err)
 	case <-ctx.Done():
-		return ctx.Err()
+		if s.servers != nil {
+			return s.servers.connectError(ctx.Err())
+		}
+		return fmt.Errorf("zkrecipes: adopt connection: %w", ctx.Err())
 	}
 }
 

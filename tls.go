@@ -12,8 +12,9 @@ import (
 // WithTLS connects to the servers' TLS port (ZooKeeper's secureClientPort,
 // served by its Netty connection factory) with config, a copy of which is
 // made. Unless config sets ServerName, each connection verifies the
-// server's certificate against the host it dials (an IP address must then
-// be in the certificate's IP SANs). Put a client certificate in
+// server's certificate against the server's host as written in Connect's
+// list, never an address it resolved to (an IP address written there must
+// then be in the certificate's IP SANs). Put a client certificate in
 // Certificates for a server with ssl.clientAuth=need (ZooKeeper's
 // default) or want; with an x509 authentication provider, the session then
 // holds the id x509:<subject DN> (see X509ACL). WithTLS goes with WithSASL
@@ -21,12 +22,16 @@ import (
 // the connection the dialer returns).
 //
 // The handshake is bounded by a third of the session timeout (at least
-// 2s). A handshake the server refuses (no client certificate, or one it does
-// not trust) makes Connect fail with an error matching ErrTLSRefused, and
-// a server certificate that cannot be verified with one matching
-// ErrTLSUntrusted, instead of redialling for ever; on a later reconnect
-// either ends the Session's current session (StateLost) with that cause.
-// Only Connect uses it. Default: no TLS.
+// 2s). A handshake a server refuses (no client certificate, or one it does
+// not trust) is that server's refusal matching ErrTLSRefused, and a server
+// certificate that cannot be verified one matching ErrTLSUntrusted. A
+// refusal is final only once every server of Connect's list has refused at
+// its latest attempt (one round over the servers): until then the Session
+// tries the next server, which may accept it (a rolling certificate
+// change, say). Once every server has refused, Connect fails at once with
+// a *ConnectError matching the refusals instead of redialling for ever;
+// on a later reconnect the Session's current session ends (StateLost) with
+// that cause. Only Connect uses it. Default: no TLS.
 func WithTLS(config *tls.Config) SessionOption {
 	return func(c *sessionConfig) {
 		if config == nil {
@@ -40,7 +45,7 @@ func WithTLS(config *tls.Config) SessionOption {
 // tlsDialer wraps dial with a TLS client handshake, bounded by
 // handshake (go-zookeeper's dial timeout, 1s, is short for a JVM's first
 // handshakes), with ServerName taken from the dialled host unless set.
-func tlsDialer(dial dialFunc, config *tls.Config, handshake time.Duration, fatal func(error)) dialFunc {
+func tlsDialer(dial dialFunc, config *tls.Config, handshake time.Duration, refuse refuseFunc) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		raw, err := dial(network, address, timeout)
 		if err != nil {
@@ -65,7 +70,7 @@ func tlsDialer(dial dialFunc, config *tls.Config, handshake time.Duration, fatal
 		// Under TLS 1.3 the server judges the client's certificate after
 		// the client's side of the handshake is over: its refusal comes as
 		// the first read's error.
-		return &tlsConn{Conn: c, address: address, fatal: fatal}, nil
+		return &tlsConn{Conn: c, address: address, refuse: refuse}, nil
 	}
 }
 
@@ -74,7 +79,7 @@ func tlsDialer(dial dialFunc, config *tls.Config, handshake time.Duration, fatal
 type tlsConn struct {
 	net.Conn
 	address string
-	fatal   func(error)
+	refuse  refuseFunc
 	read    bool
 }
 
@@ -86,7 +91,7 @@ func (c *tlsConn) Read(p []byte) (int, error) {
 	if err != nil && !c.read {
 		if kind := tlsFailure(err); kind != nil {
 			err = &tlsError{kind, fmt.Errorf("zkrecipes: tls with %s: %w", c.address, err)}
-			c.fatal(err)
+			c.refuse(c.address, err)
 		}
 	}
 	return n, err
@@ -122,16 +127,16 @@ func (e *tlsError) Error() string {
 }
 func (e *tlsError) Unwrap() []error { return []error{e.kind, e.err} }
 
-// classifyDial reports to fatal a dial error that shows a TLS
+// classifyDial reports to refuse a dial error that shows a TLS
 // configuration error (from WithTLS's handshake or a WithDialer that does
 // TLS), wrapped so that it matches ErrTLSRefused or ErrTLSUntrusted.
-func classifyDial(dial dialFunc, fatal func(error)) dialFunc {
+func classifyDial(dial dialFunc, refuse refuseFunc) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, address, timeout)
 		if err != nil {
 			if kind := tlsFailure(err); kind != nil {
 				err = &tlsError{kind, err}
-				fatal(err)
+				refuse(address, err)
 			}
 			return nil, err
 		}

@@ -191,7 +191,8 @@ func (c *TreeCache) Path() string { return c.path }
 // ctx's error, ErrClosed (after the Session's Close, or after or during
 // the cache's Close, then also matching ErrCacheStarted), ErrCacheStarted
 // when called twice, ErrInvalidPath, ErrInvalidArgument or
-// ErrNilSession, or a read's error; after a failure the cache is closed.
+// ErrNilSession, the Session's error at once when it is lost for good, or
+// a read's error; after a failure the cache is closed.
 func (c *TreeCache) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
@@ -263,7 +264,8 @@ func (c *TreeCache) Len() int {
 func (c *TreeCache) Events() <-chan CacheEvent { return c.events }
 
 // Err returns nil while the cache runs or after its Close, and why it
-// stopped on its own otherwise: ErrClosed after the Session's Close, or a
+// stopped on its own otherwise: ErrClosed after the Session's Close, the
+// Session's error once it is lost for good (as Session.Err reports it), or a
 // read's error (such as one matching zk.ErrNoAuth).
 func (c *TreeCache) Err() error { return c.stopped() }
 

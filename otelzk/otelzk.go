@@ -8,8 +8,10 @@
 //	s, err := zkrecipes.Connect(ctx, servers, zkrecipes.WithObserver(obs),
 //		zkrecipes.WithPathNames(func(p string) string { return "orders" }))
 //
-// No attribute carries a raw ZooKeeper path unless WithRawPaths is given:
-// lock paths are unbounded (a lock per entity). Name recipes instead, with
+// No attribute carries a raw ZooKeeper path unless WithRawPaths is given,
+// not even the message of an error recorded on a span (exception.message,
+// where every path is replaced by "<path>"): lock paths are unbounded (a
+// lock per entity) and may name the entity. Name recipes instead, with
 // zkrecipes.WithLockName, zkrecipes.WithElectionName or the Session's
 // zkrecipes.WithPathNames; their name is the zookeeper.recipe.name
 // attribute. docs/observability.md lists every metric, span and attribute.
@@ -27,6 +29,10 @@ package otelzk
 import (
 	"context"
 	"errors"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +95,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config)
 
 // WithRawPaths adds the recipe's path (zookeeper.recipe.path) to the
 // recipe metrics and spans, and the node's path to request spans (never to
-// the request metric: node names are unique). Paths are unbounded: use it
+// the request metric: node names are unique), and keeps the paths in the
+// messages of the errors recorded on spans. Paths are unbounded: use it
 // only where the set of recipe paths is small and fixed. Default: off.
 func WithRawPaths() Option { return func(c *config) { c.raw = true } }
 
@@ -296,7 +303,7 @@ func (o *Observer) OpDone(ctx context.Context, ev zr.OpEvent) {
 	_, span := o.tracer.Start(ctx, "zookeeper "+ev.Op, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(ev.Start), trace.WithAttributes(attrs...))
 	if ev.Err != nil {
-		span.RecordError(ev.Err)
+		o.recordError(span, ev.Err, ev.Path)
 		span.SetStatus(codes.Error, ErrorType(ev.Err))
 	}
 	span.End(trace.WithTimestamp(ev.Start.Add(ev.Latency)))
@@ -381,7 +388,7 @@ func (o *Observer) AcquireEnd(ctx context.Context, ev zr.AcquireEndEvent) {
 		span.SetAttributes(AttrErrorType.String(ErrorType(ev.Err))) // an answer, not a failure
 	default:
 		span.SetAttributes(AttrErrorType.String(ErrorType(ev.Err)))
-		span.RecordError(ev.Err)
+		o.recordError(span, ev.Err, ev.Recipe.Path)
 		span.SetStatus(codes.Error, ErrorType(ev.Err))
 	}
 	span.End()
@@ -404,7 +411,9 @@ func (o *Observer) LeaseEnd(ctx context.Context, ev zr.LeaseEndEvent) {
 	end := time.Now()
 	_, span := o.tracer.Start(ctx, "zkrecipes.lease.lost "+ev.Recipe.Kind, trace.WithTimestamp(end.Add(-ev.Held)),
 		trace.WithAttributes(o.recipeAttrs(ev.Recipe, cause, attribute.Int64("zookeeper.lease.token", ev.Token))...))
-	span.RecordError(ev.Err)
+	if ev.Err != nil {
+		o.recordError(span, ev.Err, ev.Recipe.Path)
+	}
 	span.SetStatus(codes.Error, string(ev.Cause))
 	span.End(trace.WithTimestamp(end))
 }
@@ -493,4 +502,57 @@ var errorTypes = []struct {
 	{zk.ErrNoAuth, "no_auth"},
 	{zk.ErrAuthFailed, "auth_failed"},
 	{zk.ErrAPIError, "api_error"},
+}
+
+// recordError records err on span as span.RecordError does (an
+// "exception" event with its type and message) and, without
+// WithRawPaths, with every path in the message replaced by "<path>":
+// first the known paths (which may hold spaces), then any word that
+// starts with a slash.
+func (o *Observer) recordError(span trace.Span, err error, known ...string) {
+	if o.raw {
+		span.RecordError(err)
+		return
+	}
+	if !span.IsRecording() {
+		return
+	}
+	span.AddEvent("exception", trace.WithAttributes(
+		attribute.String("exception.type", typeName(err)),
+		attribute.String("exception.message", redactPaths(err.Error(), known...))))
+}
+
+// redactedPath stands for a path taken out of a message.
+const redactedPath = "<path>"
+
+// pathWord is a word that starts with a slash, at the start of the text
+// or after a space, a quote, a bracket or "=".
+var pathWord = regexp.MustCompile(`(^|[\s"'(\[=])/[^\s"']*`)
+
+// redactPaths replaces the known paths, and every word that starts with a
+// slash, in msg by "<path>" (punctuation that ends a sentence stays).
+func redactPaths(msg string, known ...string) string {
+	slices.SortFunc(known, func(a, b string) int { return len(b) - len(a) }) // the longest first: a path holds its parent's
+	for _, p := range known {
+		if len(p) > 1 {
+			msg = strings.ReplaceAll(msg, p, redactedPath)
+		}
+	}
+	return pathWord.ReplaceAllStringFunc(msg, func(m string) string {
+		lead := ""
+		if m[0] != '/' {
+			lead, m = m[:1], m[1:]
+		}
+		trail := strings.TrimRight(m, ":,;.)]")
+		return lead + redactedPath + m[len(trail):]
+	})
+}
+
+// typeName is the exception.type span.RecordError gives err.
+func typeName(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
 }

@@ -523,3 +523,60 @@ func TestErrorTypeIsLowCardinality(t *testing.T) {
 	assert.Equal(t, "locked", otelzk.ErrorType(fmt.Errorf("%w: /x", zr.ErrLocked)))
 	assert.Equal(t, "other", otelzk.ErrorType(fmt.Errorf("something at /x/y")))
 }
+
+// Without WithRawPaths no span carries a raw path, not even the message
+// of an error recorded on it: an acquisition refused by the node's ACL
+// fails with an error that names the node, and its spans (the
+// acquisition's and its requests') record the error without the path.
+// With WithRawPaths the message is kept as it is.
+func TestRecordedErrorsCarryNoRawPathWithoutWithRawPaths(t *testing.T) {
+	c := server(t)
+	for _, raw := range []bool{false, true} {
+		t.Run(fmt.Sprintf("raw=%v", raw), func(t *testing.T) {
+			var oopts []otelzk.Option
+			if raw {
+				oopts = append(oopts, otelzk.WithRawPaths())
+			}
+			r := newRigWith(t, c, nil, oopts)
+			secret := "customer-4711-" + unsafe.ReplaceAllString(t.Name(), "_")
+			path := testPath(t) + "/" + secret
+			for _, p := range []string{"/otel", testPath(t)} {
+				if _, err := r.Conn().Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+					require.ErrorIs(t, err, zk.ErrNodeExists)
+				}
+			}
+			_, err := r.Conn().Create(path, nil, 0, zk.WorldACL(zk.PermRead)) // no one may create below it
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = r.Conn().Delete(path, -1) })
+
+			ctx, parent := r.tp.Tracer("test").Start(ctxT(t, 10*time.Second), "acquire")
+			_, err = zr.NewMutex(r.Session, path).Acquire(ctx)
+			parent.End()
+			require.ErrorIs(t, err, zk.ErrNoAuth)
+			require.Contains(t, err.Error(), secret, "the error names the node")
+
+			var messages []string
+			for _, s := range r.spans.Ended() {
+				for _, a := range s.Attributes() {
+					if a.Key != otelzk.AttrRecipePath {
+						messages = append(messages, a.Value.String())
+					}
+				}
+				for _, ev := range s.Events() {
+					for _, a := range ev.Attributes {
+						messages = append(messages, a.Value.String())
+					}
+				}
+				messages = append(messages, s.Status().Description, s.Name())
+			}
+			all := strings.Join(messages, "\n")
+			require.Contains(t, all, "no_auth", "the error is recorded")
+			if raw {
+				require.Contains(t, all, secret, "WithRawPaths keeps the message")
+			} else {
+				require.NotContains(t, all, secret)
+				require.Contains(t, all, "zkrecipes: create <path>: zk: not authenticated", "the message stays, without the path")
+			}
+		})
+	}
+}

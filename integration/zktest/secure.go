@@ -51,7 +51,8 @@ type SecureServer struct {
 }
 
 // TLSMaterial is the test PKI a TLS SecureServer made at start: a CA, the
-// server's certificate (SAN IP:127.0.0.1 and DNS:localhost) and a client
+// server's certificate (SAN IP:127.0.0.1 and DNS:localhost, unless
+// WithServerCertHosts says otherwise) and a client
 // certificate, all signed by the CA.
 type TLSMaterial struct {
 	// CAFile is the CA certificate (PEM); CA holds it as a pool.
@@ -100,6 +101,7 @@ type secureConfig struct {
 	zooCfg     []string
 	dir        string
 	pkiDir     string // a Cluster's PKI, shared by its members
+	certHosts  []string
 	tick       time.Duration
 	timeout    time.Duration
 }
@@ -124,6 +126,15 @@ func WithSASLEnforced() SecureOption {
 // x509 authentication provider. Optional, defaults to no TLS port.
 func WithTLS(auth ClientAuth) SecureOption {
 	return func(c *secureConfig) { c.tls, c.clientAuth = true, auth }
+}
+
+// WithServerCertHosts sets the hosts the server's TLS certificate is
+// issued for: an IP literal becomes an IP SAN, any other host a DNS SAN.
+// WithServerCertHosts("localhost") makes a certificate that a client
+// verifying against 127.0.0.1 refuses, as a real ensemble's certificates,
+// issued for names, are. Optional, defaults to 127.0.0.1 and localhost.
+func WithServerCertHosts(hosts ...string) SecureOption {
+	return func(c *secureConfig) { c.certHosts = slices.Clone(hosts) }
 }
 
 // WithServerJAAS replaces the JAAS configuration the server runs with
@@ -206,7 +217,7 @@ func StartSecure(ctx context.Context, opts ...SecureOption) (*SecureServer, erro
 		return nil, err
 	}
 	if cfg.tls {
-		if s.tls, err = makeTestPKI(filepath.Join(s.Dir, "pki")); err != nil {
+		if s.tls, err = makeTestPKI(filepath.Join(s.Dir, "pki"), cfg.certHosts...); err != nil {
 			return fail(err)
 		}
 	}

@@ -36,7 +36,7 @@ func (c *config) securePKI(dir string) (*TLSMaterial, error) {
 	sc := *c.secure
 	sc.pkiDir = filepath.Join(dir, "pki")
 	c.secure = &sc
-	return makeTestPKI(sc.pkiDir)
+	return makeTestPKI(sc.pkiDir, sc.certHosts...)
 }
 
 // TLS returns the test PKI of a Cluster started WithSecurity(WithTLS(...)):

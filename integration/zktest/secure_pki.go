@@ -14,10 +14,28 @@ import (
 	"time"
 )
 
+// defaultCertHosts are the server certificate's SANs unless
+// WithServerCertHosts says otherwise.
+var defaultCertHosts = []string{"127.0.0.1", "localhost"}
+
 // makeTestPKI writes a fresh CA, server and client certificate under dir,
 // as ZooKeeper reads them with ssl.*Store.type=PEM: ca.pem (trust store),
-// server.pem (PKCS#8 key + certificate + CA), client.crt, client.key.
-func makeTestPKI(dir string) (*TLSMaterial, error) {
+// server.pem (PKCS#8 key + certificate + CA), client.crt, client.key. The
+// server's certificate names hosts (an IP literal as an IP SAN, any other
+// as a DNS SAN); none means defaultCertHosts.
+func makeTestPKI(dir string, hosts ...string) (*TLSMaterial, error) {
+	if len(hosts) == 0 {
+		hosts = defaultCertHosts
+	}
+	var ips []net.IP
+	var names []string
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			names = append(names, h)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -56,8 +74,8 @@ func makeTestPKI(dir string) (*TLSMaterial, error) {
 			Subject:     pkix.Name{Organization: []string{"zktest"}, CommonName: cn},
 			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 			ExtKeyUsage: []x509.ExtKeyUsage{eku},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-			DNSNames:    []string{"localhost"},
+			IPAddresses: ips,
+			DNSNames:    names,
 		}, ca, caKey)
 		return key, der, err
 	}

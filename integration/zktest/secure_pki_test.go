@@ -53,3 +53,28 @@ func TestTestPKIVerifiesForLoopbackAndClientAuth(t *testing.T) {
 	_, err = tls.LoadX509KeyPair(m.ClientCertFile, m.ClientKeyFile)
 	require.NoError(t, err)
 }
+
+// WithServerCertHosts("localhost") makes a certificate for the name only:
+// it does not verify against 127.0.0.1.
+func TestTestPKIForANameOnlyHasNoIPSAN(t *testing.T) {
+	dir := t.TempDir()
+	m, err := makeTestPKI(dir, "localhost")
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "server.pem"))
+	require.NoError(t, err)
+	var leaf *x509.Certificate
+	for blk, rest := pem.Decode(b); blk != nil; blk, rest = pem.Decode(rest) {
+		if blk.Type == "CERTIFICATE" {
+			leaf, err = x509.ParseCertificate(blk.Bytes)
+			require.NoError(t, err)
+			break
+		}
+	}
+	require.NotNil(t, leaf)
+	require.Empty(t, leaf.IPAddresses)
+	require.Equal(t, []string{"localhost"}, leaf.DNSNames)
+	_, err = leaf.Verify(x509.VerifyOptions{DNSName: "localhost", Roots: m.CA})
+	require.NoError(t, err)
+	_, err = leaf.Verify(x509.VerifyOptions{DNSName: "127.0.0.1", Roots: m.CA})
+	require.Error(t, err)
+}

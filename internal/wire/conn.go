@@ -42,6 +42,9 @@ type conn struct {
 	own     ownState // own requests (own.go)
 	dm      demux    // frame tracking on the read side (own.go)
 
+	rdeadline atomic.Int64 // the read deadline go-zookeeper set last, in Unix ns (0: none)
+	sinceZxid int64        // the layer's last zxid when the handshake was written (zxid.go)
+
 	dmu      sync.Mutex // guards the write deadline (see flushLate)
 	deadline time.Time  // the write deadline go-zookeeper set last
 	flushing bool       // flushLate's own deadline is in force
@@ -58,6 +61,11 @@ func (c *conn) Write(p []byte) (int, error) {
 		return c.writeFrame(p)
 	}
 	c.resume.onHandshake(p)
+	if c.layer != nil {
+		// go-zookeeper's own last zxid stays 0 (zxid.go): the layer's goes out.
+		p = append([]byte(nil), p...)
+		c.sinceZxid = c.layer.handshakeZxid(p)
+	}
 	n, err := c.Conn.Write(p)
 	c.shook = err == nil
 	return n, err

@@ -54,6 +54,9 @@ func (c *conn) writeFrame(p []byte) (int, error) {
 	defer g.mu.Unlock()
 	c.resume.beforeFrame(p)
 	defer c.resume.afterFrame(p) // once written (or gathered)
+	if c.layer != nil && isSetWatches(p) {
+		setWatchesZxid(p, c.sinceZxid) // go-zookeeper's own is 0 (zxid.go)
+	}
 	if c.layer != nil {
 		// Noted before the write: its reply may be read before this
 		// goroutine runs again (shots.go).
@@ -148,9 +151,9 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// SetDeadline sets both deadlines through SetWriteDeadline's record.
+// SetDeadline sets both deadlines through their records.
 func (c *conn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetReadDeadline(t); err != nil {
+	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
 	return c.SetWriteDeadline(t)

@@ -23,7 +23,14 @@ type Layer struct {
 	xid   atomic.Uint32 // the own requests' sequence (own.go)
 	w     watches       // the persistent watches (watches.go)
 	wlist atomic.Pointer[[]*Watch]
-	shots shots // go-zookeeper's one-shot watches on their paths (shots.go)
+	shots shots        // go-zookeeper's one-shot watches on their paths (shots.go)
+	zxid  atomic.Int64 // go-zookeeper's last zxid, kept for it (zxid.go)
+
+	// OnResumeFallback, if set before the first connection, is called on
+	// the reading goroutine when a resumed connection's replies waited for
+	// go-zookeeper's SetWatches until the read deadline (resume.go), with
+	// how long they waited. It must not block.
+	OnResumeFallback func(waited time.Duration)
 }
 
 // New returns a Layer with no connection yet.

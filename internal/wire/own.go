@@ -29,9 +29,10 @@ import (
 //     the rest). The connection tracks frame boundaries (demux below): at
 //     each boundary it peeks at the length and xid in its read buffer; an
 //     own reply is taken out whole and handed to its waiter, anything else
-//     passes through untouched, bounded to the frame, without a copy. So
-//     go-zookeeper's replies, its lastZxid (taken from its replies only),
-//     its pings and notifications are as they would be without the layer.
+//     passes through bounded to the frame, without a copy, untouched but
+//     for the zxid of go-zookeeper's replies (zxid.go). So go-zookeeper's
+//     replies, its pings and notifications are as they would be without
+//     the layer.
 //   - Loss. A request waits on its connection: when the connection closes
 //     (go-zookeeper closes it on any read or write failure, and before every
 //     reconnection), every request still waiting fails with ErrConnLost.
@@ -94,9 +95,11 @@ type ownState struct {
 
 // demux is the read side's frame tracking (reading goroutine only).
 type demux struct {
-	left int    // bytes of the frame passing through not yet read
-	tap  bool   // the frame passing through is a notification being copied
-	tbuf []byte // its bytes so far
+	left  int    // bytes of the frame passing through not yet read
+	size  int    // its length, its length field included
+	blank bool   // its zxid reaches go-zookeeper as 0 (zxid.go)
+	tap   bool   // the frame passing through is a notification being copied
+	tbuf  []byte // its bytes so far
 }
 
 // nextXid returns a fresh own xid.
@@ -257,11 +260,23 @@ func (c *conn) readFrames(p []byte) (int, error) {
 			}
 			c.layer.shots.repliedAt(xid, int32(binary.BigEndian.Uint32(hdr[16:20])), int64(binary.BigEndian.Uint64(hdr[8:16])))
 		}
-		d.left = n
+		d.left, d.size = n, n
+		d.blank = false
+		if passesZxid(xid) && n >= zxidAt+8 && c.layer != nil {
+			// go-zookeeper gets it with a zxid of 0 (zxid.go)
+			if hdr, err = c.r.Peek(zxidAt + 8); err != nil {
+				return 0, err
+			}
+			c.layer.recordZxid(hdr)
+			d.blank = true
+		}
 		d.tap = xid == -1 && c.layer != nil && c.layer.tapping()
 		d.tbuf = d.tbuf[:0]
 	}
 	k, err := c.r.Read(p[:min(len(p), d.left)])
+	if d.blank {
+		blankZxid(p[:k], d.size-d.left)
+	}
 	d.left -= k
 	if d.tap {
 		d.tbuf = append(d.tbuf, p[:k]...)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -27,33 +26,32 @@ import (
 //     ahead is safe; a child or data watch is not.)
 //
 // The Java client builds SetWatches before it reads any reply on the new
-// connection. A connection of the layer does the same for go-zookeeper: after
-// the handshake of a resumed session, no reply is read until the
+// connection. A connection of the layer does the same for go-zookeeper:
+// after the handshake of a resumed session, while go-zookeeper holds a
+// one-shot watch (shots.go follows them), no reply is read until the
 // SetWatches request has been written (go-zookeeper builds it, reading the
 // last zxid, before it writes it, so every reply is then recorded after),
 // except the replies to the credentials an authenticated client sends
-// first (below).
-// A client that holds no watch sends no SetWatches and reads no zxid; its
-// replies wait resumeWait at most (a sixth of the session timeout when
-// that is less: go-zookeeper's read deadline is two thirds of it), then
-// go on. A new session (the first connection, or one after an expiry)
-// holds no watch to re-set.
-
-// resumeWait (200 ms) is the longest a resumed connection's replies wait for the
-// SetWatches request: go-zookeeper writes it within microseconds when it
-// holds watches, and sends none when it holds none. It only has to outlast
-// go-zookeeper finding its watch list empty, microseconds after the
-// handshake; a client without watches pays it once per reconnection.
-var resumeWait atomic.Int64 // nanoseconds; SetResumeWait
-
-func init() { resumeWait.Store(int64(200 * time.Millisecond)) }
-
-// SetResumeWait sets resumeWait (tests only; a connection of an earlier
-// test may still read it) and returns the function that restores it.
-func SetResumeWait(d time.Duration) (restore func()) {
-	old := resumeWait.Swap(int64(d))
-	return func() { resumeWait.Store(old) }
-}
+// first (below). A client that holds no watch sends no SetWatches and
+// reads no zxid: its replies pass at once. A new session (the first
+// connection, or one after an expiry) holds no watch to re-set.
+//
+// Holding none is decided at the handshake; a reply read after it may
+// still give go-zookeeper a watch before its loop goroutine gets to
+// SetWatches. That costs nothing: go-zookeeper records no zxid of its
+// own (zxid.go), and the relativeZxid its SetWatches carries is the one
+// of the handshake, whatever was read since.
+//
+// The hold has no timer of its own: go-zookeeper writes SetWatches as soon
+// as its loop goroutine runs, which on a busy machine can be seconds after
+// the handshake. Its only bound is a liveness fallback, shortly before the
+// read deadline go-zookeeper set for the read that waits (two thirds of
+// the session timeout): should go-zookeeper never write SetWatches
+// although the layer counted a watch it holds, the replies pass then, and
+// the fallback is counted (Counts.ResumeFallbacks) and reported
+// (Layer.OnResumeFallback). No data race follows (zxid.go); what is at
+// stake is the next reconnection's relativeZxid, should this connection be
+// lost before go-zookeeper re-sets its watches on it.
 
 // Opcodes of the requests a resumed connection starts with.
 const (
@@ -81,7 +79,8 @@ type resumer struct {
 
 	// Read side only.
 	state     int         // resumeUnknown, resumeHolding or resumeDone
-	timer     *time.Timer // the bound of resumeHolding
+	timer     *time.Timer // the liveness fallback of resumeHolding
+	since     time.Time   // when the hold began
 	off, size int         // the SetAuth reply being passed through: bytes passed, its length
 }
 
@@ -116,9 +115,15 @@ func (r *resumer) beforeFrame(p []byte) {
 
 // afterFrame notes a request frame written (or gathered): SetWatches.
 func (r *resumer) afterFrame(p []byte) {
-	if r.reset != nil && len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opSetWatches {
+	if r.reset != nil && isSetWatches(p) {
 		r.resetOne.Do(func() { close(r.reset) })
 	}
+}
+
+// isSetWatches reports whether a request frame (length, xid, opcode, ...)
+// is a SetWatches.
+func isSetWatches(p []byte) bool {
+	return len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opSetWatches
 }
 
 func (r *resumer) isAuth(xid int32) bool {
@@ -134,11 +139,12 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 	r := &c.resume
 	if r.state == resumeUnknown {
 		r.state = resumeDone
-		if r.reset == nil || granted != r.asked {
+		if r.reset == nil || granted != r.asked || !c.zkHoldsWatches() {
 			return c.readFrames(p)
 		}
 		r.state = resumeHolding
-		r.timer = time.NewTimer(min(time.Duration(resumeWait.Load()), timeout/6))
+		r.since = time.Now()
+		r.timer = time.NewTimer(c.readBound(timeout))
 	}
 	if r.off < r.size { // the rest of a SetAuth reply
 		return r.pass(c.r, p)
@@ -147,6 +153,7 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 	case <-r.reset:
 	case <-r.closed:
 	case <-r.timer.C:
+		c.fellBack()
 	case <-r.authed:
 		hdr, err := c.r.Peek(8) // length, xid
 		for err == nil && isOwn(int32(binary.BigEndian.Uint32(hdr[4:8]))) {
@@ -168,6 +175,7 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 		case <-r.reset:
 		case <-r.closed:
 		case <-r.timer.C:
+			c.fellBack()
 		}
 	}
 	r.done()
@@ -184,6 +192,43 @@ func (r *resumer) pass(br *bufio.Reader, p []byte) (int, error) {
 func (r *resumer) done() {
 	r.state = resumeDone
 	r.timer.Stop()
+}
+
+// zkHoldsWatches reports whether go-zookeeper holds a one-shot watch, and
+// so will send SetWatches (without a layer, in tests: presumed so).
+func (c *conn) zkHoldsWatches() bool {
+	return c.layer == nil || c.layer.shots.holding()
+}
+
+// readBound is the hold's liveness fallback: nine tenths of the time left
+// until the read deadline go-zookeeper set for this read (or of two thirds
+// of the session timeout, go-zookeeper's read timeout, when it set none),
+// so that the read after it still finds the deadline ahead.
+func (c *conn) readBound(timeout time.Duration) time.Duration {
+	left := timeout * 2 / 3
+	if d := c.rdeadline.Load(); d != 0 {
+		left = max(time.Until(time.Unix(0, d)), 0)
+	}
+	return left * 9 / 10
+}
+
+// fellBack counts and reports a hold that ended on its fallback.
+func (c *conn) fellBack() {
+	counts.resumeFallbacks.Add(1)
+	if c.layer != nil && c.layer.OnResumeFallback != nil {
+		c.layer.OnResumeFallback(time.Since(c.resume.since))
+	}
+}
+
+// SetReadDeadline records the read deadline go-zookeeper sets before
+// each read (the hold's fallback), and sets it.
+func (c *conn) SetReadDeadline(t time.Time) error {
+	var d int64
+	if !t.IsZero() {
+		d = t.UnixNano()
+	}
+	c.rdeadline.Store(d)
+	return c.Conn.SetReadDeadline(t)
 }
 
 // close releases a read that waits.

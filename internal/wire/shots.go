@@ -28,11 +28,14 @@ import (
 //     NodeDataChanged the data and exist watches, NodeChildrenChanged the
 //     child watch, NodeDeleted all three (the server's rule, and
 //     go-zookeeper's);
-//   - a new connection starts with none: the server keeps watches with the
-//     connection. On a resumed session go-zookeeper's SetWatches sets its
-//     watches again, and its lists are taken as they are (a watch whose
-//     node changed meanwhile fires at once, and its notification clears
-//     it as above). A new session's go-zookeeper holds none.
+//   - a new connection fails the requests still unanswered (go-zookeeper
+//     fails them: they set no watch), and the watches go-zookeeper holds
+//     stay followed: on a resumed session its SetWatches sets them again
+//     (a watch whose node changed meanwhile fires at once, and its
+//     notification clears it as above), and until then they are what its
+//     SetWatches will carry, which the resume hold (resume.go) needs to
+//     know. A handshake that finds the session expired clears them all:
+//     go-zookeeper drops its watches then, and a new session holds none.
 //
 // The SetWatches that puts them back carries the zxid of the removal's
 // reply: every change up to it was notified to the connection (the
@@ -56,6 +59,7 @@ type shots struct {
 	pend  map[int32]pendShot   // go-zookeeper's watching requests written, by xid
 	npend atomic.Int32         // len(pend), read without the lock on every reply
 	n     atomic.Int32         // len(paths), read without the lock on every notification
+	held  int                  // paths with kinds != 0: go-zookeeper holds a watch
 }
 
 type shotPath struct {
@@ -134,6 +138,17 @@ func (s *shots) at(path []byte) *shotPath {
 	return sp
 }
 
+// setKinds sets sp's kinds, keeping s.held (s.mu held).
+func (s *shots) setKinds(sp *shotPath, k uint8) {
+	switch {
+	case sp.kinds == 0 && k != 0:
+		s.held++
+	case sp.kinds != 0 && k == 0:
+		s.held--
+	}
+	sp.kinds = k
+}
+
 // drop forgets sp once it holds nothing (s.mu held).
 func (s *shots) drop(sp *shotPath) {
 	if sp.kinds == 0 && sp.pending == 0 && s.paths[sp.path] == sp {
@@ -163,11 +178,11 @@ func (s *shots) repliedAt(xid, code int32, zxid int64) {
 	}
 	switch {
 	case code == CodeOK && (p.op == opGetData || p.op == opExists):
-		sp.kinds |= shotData
+		s.setKinds(sp, sp.kinds|shotData)
 	case code == codeNoNode && p.op == opExists:
-		sp.kinds |= shotExist
+		s.setKinds(sp, sp.kinds|shotExist)
 	case code == CodeOK && (p.op == opGetChildren || p.op == opGetChildren2):
-		sp.kinds |= shotChild
+		s.setKinds(sp, sp.kinds|shotChild)
 		sp.childZxid = zxid
 	}
 	s.drop(sp)
@@ -184,26 +199,49 @@ func (s *shots) fired(path []byte, typ int32) {
 	}
 	switch typ {
 	case 1: // NodeCreated
-		sp.kinds &^= shotExist
+		s.setKinds(sp, sp.kinds&^shotExist)
 	case 3: // NodeDataChanged
-		sp.kinds &^= shotExist | shotData
+		s.setKinds(sp, sp.kinds&^(shotExist|shotData))
 	case 4: // NodeChildrenChanged
-		sp.kinds &^= shotChild
+		s.setKinds(sp, sp.kinds&^shotChild)
 	case 2: // NodeDeleted
-		sp.kinds = 0
+		s.setKinds(sp, 0)
 	}
 	s.drop(sp)
 }
 
-// reset forgets everything: a new connection holds no watch, and the
-// requests written on the last one are failed by go-zookeeper.
-func (s *shots) reset() {
+// newConnection forgets the requests written on the last connection:
+// go-zookeeper fails them, and they set no watch. The watches it holds
+// stay (see above).
+func (s *shots) newConnection() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.pend)
+	s.npend.Store(0)
+	for _, sp := range s.paths {
+		sp.pending, sp.pendChild = 0, 0
+		s.drop(sp)
+	}
+}
+
+// expired forgets everything: go-zookeeper drops its watches when it
+// learns that its session expired.
+func (s *shots) expired() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.pend)
 	s.npend.Store(0)
 	clear(s.paths)
 	s.n.Store(0)
+	s.held = 0
+}
+
+// holding reports whether go-zookeeper holds a one-shot watch, and so
+// sends SetWatches on a resumed session.
+func (s *shots) holding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held > 0
 }
 
 // setWatches counts the watches of go-zookeeper's SetWatches request
@@ -231,7 +269,7 @@ func (s *shots) setWatches(b []byte) {
 				return
 			}
 			sp := s.at(b[4 : 4+m])
-			sp.kinds |= k
+			s.setKinds(sp, sp.kinds|k)
 			if k == shotChild {
 				sp.childZxid = rel
 			}

@@ -517,13 +517,17 @@ func (l *Layer) Forget(w *Watch) {
 // over c from now on, and every registered watch is set on it.
 func (c *conn) onSession() {
 	if c.sessionID() == 0 || c.timeout() <= 0 {
+		if c.layer != nil {
+			c.layer.shots.expired() // go-zookeeper drops its watches (shots.go)
+			c.layer.zxid.Store(0)   // and forgets its last zxid (zxid.go)
+		}
 		return // expired: go-zookeeper reconnects
 	}
 	c.g.mu.Lock()
 	defer c.g.mu.Unlock()
 	c.own.ready = true
 	if c.layer != nil {
-		c.layer.shots.reset() // a new connection holds no watch (shots.go)
+		c.layer.shots.newConnection() // the last one's requests set no watch (shots.go)
 		if c.layer.watching() {
 			c.layer.probeTypedLocked(c)
 		}
@@ -715,6 +719,7 @@ func (l *Layer) probeTypedLocked(c *conn) {
 // against which server.
 var counts struct {
 	typedRemovals, anyRemovals, reArms atomic.Int64
+	resumeFallbacks                    atomic.Int64
 }
 
 // Counts is a snapshot of the persistent watches' requests of every Layer
@@ -731,13 +736,19 @@ type Counts struct {
 	// go-zookeeper's that sets a watch on their path, or its SetWatches
 	// (servers 3.6 to 3.8, and any server until the probe answered).
 	ReArms int64
+	// ResumeFallbacks: resumed connections whose replies waited for
+	// go-zookeeper's SetWatches until the read deadline, then passed
+	// (resume.go). Zero unless go-zookeeper never wrote a SetWatches the
+	// layer expected.
+	ResumeFallbacks int64
 }
 
 // ReadCounts returns the process's counts so far.
 func ReadCounts() Counts {
 	return Counts{
-		TypedRemovals: counts.typedRemovals.Load(),
-		AnyRemovals:   counts.anyRemovals.Load(),
-		ReArms:        counts.reArms.Load(),
+		TypedRemovals:   counts.typedRemovals.Load(),
+		AnyRemovals:     counts.anyRemovals.Load(),
+		ReArms:          counts.reArms.Load(),
+		ResumeFallbacks: counts.resumeFallbacks.Load(),
 	}
 }

@@ -1,0 +1,221 @@
+package zkrecipes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+)
+
+// The provider satisfies go-zookeeper's contract.
+var _ zk.HostProvider = (*serverList)(nil)
+
+func TestNormalizeServersKeepsNamesAndRejectsWhatIsNotHostPort(t *testing.T) {
+	got, err := normalizeServers([]string{"zk1.example.com:2281", "zk2", "[::1]:2181", "zk1.example.com:2281"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"zk1.example.com:2281", "zk2:2181", "[::1]:2181", "zk1.example.com:2281"}, got)
+	for _, bad := range []string{"", " ", "a b:1", "host:port", "host:0", "host:70000", ":2181", "::1", "zk/chroot:1"} {
+		_, err := normalizeServers([]string{"ok:1", bad})
+		require.ErrorIs(t, err, ErrInvalidArgument, "%q", bad)
+	}
+	_, err = normalizeServers(nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// noShuffle keeps the list's order, for tests that follow the rounds.
+func testServerList(given ...string) (*serverList, *bytes.Buffer) {
+	var logs bytes.Buffer
+	p := newServerList(given, slog.New(slog.NewTextHandler(&logs, nil)))
+	p.shuffle = func([]string) {}
+	return p, &logs
+}
+
+// Next walks the list in rounds; retryStart is true once every server was
+// tried since the last Connected, as in go-zookeeper's DNSHostProvider
+// (whose loop sleeps a second then).
+func TestServerListRoundsFollowGoZookeeperContract(t *testing.T) {
+	p, _ := testServerList("a:1", "b:1", "c:1")
+	require.NoError(t, p.Init([]string{"a:1", "b:1", "c:1"}))
+	require.Equal(t, 3, p.Len())
+	type step struct {
+		server string
+		retry  bool
+	}
+	next := func() step { s, r := p.Next(); return step{s, r} }
+	require.Equal(t, []step{{"a:1", false}, {"b:1", false}, {"c:1", false}, {"a:1", true}, {"b:1", false}},
+		[]step{next(), next(), next(), next(), next()})
+	p.Connected() // on b
+	require.Equal(t, []step{{"c:1", false}, {"a:1", false}, {"b:1", true}}, []step{next(), next(), next()})
+}
+
+func TestServerListInitShufflesAndKeepsDuplicates(t *testing.T) {
+	p, _ := testServerList("a:1", "b:1")
+	var shuffled []string
+	p.shuffle = func(s []string) { shuffled = append([]string(nil), s...); s[0], s[len(s)-1] = s[len(s)-1], s[0] }
+	require.NoError(t, p.Init([]string{"a:1", "b:1", "a:1", "b:1"}))
+	require.Equal(t, []string{"a:1", "b:1", "a:1", "b:1"}, shuffled)
+	require.Equal(t, 4, p.Len())
+	s, _ := p.Next()
+	require.Equal(t, "b:1", s)
+	require.ErrorIs(t, p.Init(nil), ErrInvalidArgument)
+}
+
+// The real shuffle moves servers: over many lists, the first is not
+// always first.
+func TestServerListShuffleMovesServers(t *testing.T) {
+	firsts := map[string]bool{}
+	for range 200 {
+		p := newServerList([]string{"a:1", "b:1", "c:1"}, slog.Default())
+		require.NoError(t, p.Init([]string{"a:1", "b:1", "c:1"}))
+		s, _ := p.Next()
+		firsts[s] = true
+	}
+	require.Len(t, firsts, 3)
+}
+
+// A refusal is final once every server's latest attempt was refused; a
+// new attempt at a server forgets its refusal.
+func TestServerListRefusalIsFinalOnlyOnceEveryServerRefused(t *testing.T) {
+	p, _ := testServerList("a:1", "b:1")
+	require.NoError(t, p.Init([]string{"a:1", "b:1"}))
+	refusedA := errors.New("a refused")
+	refusedB := errors.New("b refused")
+
+	s, _ := p.Next()
+	require.Nil(t, p.refuse(s, refusedA))
+	s, _ = p.Next()
+	p.failed(s, errors.New("b unreachable")) // not a refusal: b may accept once back
+	s, _ = p.Next()
+	require.Equal(t, "a:1", s)
+	require.Nil(t, p.refuse(s, refusedA))
+	s, _ = p.Next()
+	err := p.refuse(s, refusedB)
+	require.Error(t, err)
+	require.ErrorIs(t, err, ErrNoServerAccepted)
+	require.ErrorIs(t, err, refusedA)
+	require.ErrorIs(t, err, refusedB)
+	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, "zkrecipes: no server accepted the session (every server refused it): a:1: a refused; b:1: b refused", err.Error())
+
+	// A server that accepts in between breaks the streak.
+	q, _ := testServerList("a:1", "b:1")
+	require.NoError(t, q.Init([]string{"a:1", "b:1"}))
+	s, _ = q.Next()
+	require.Nil(t, q.refuse(s, refusedA))
+	_, _ = q.Next() // b accepts, then drops
+	q.Connected()
+	s, _ = q.Next()
+	require.Nil(t, q.refuse(s, refusedA), "b's latest attempt was not refused")
+}
+
+func TestConnectErrorGivesEachServerInTheOrderGiven(t *testing.T) {
+	p, _ := testServerList("b:1", "a:1", "c:1")
+	require.NoError(t, p.Init([]string{"a:1", "b:1", "c:1"}))
+	lookup := errors.New("lookup b: no such host")
+	p.failed("b:1", lookup)
+	p.failed("a:1", errors.New("zkrecipes: dial tcp a:1: connection refused"))
+	err := p.connectError(context.DeadlineExceeded)
+	var ce *ConnectError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, []ServerError{{"b:1", lookup}, {"a:1", ce.Servers[1].Err}, {"c:1", nil}}, ce.Servers)
+	require.ErrorIs(t, err, ErrNoServerAccepted)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, lookup)
+	require.Equal(t, "zkrecipes: no server accepted the session (context deadline exceeded): "+
+		"b:1: lookup b: no such host; a:1: dial tcp a:1: connection refused; c:1: no session established", err.Error())
+}
+
+// fakeResolver answers from a map; a name not in it does not resolve.
+type fakeResolver map[string][]string
+
+func (f fakeResolver) LookupHost(ctx context.Context, host string) ([]string, error) {
+	if a, ok := f[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// The dialer resolves the name as written at each attempt, dials each
+// address until one answers, and dials an IP literal as it is; a name
+// that does not resolve is logged once until it resolves again.
+func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
+	p, logs := testServerList("zk.test:2181")
+	r := fakeResolver{}
+	var dialled []string
+	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dialled = append(dialled, address)
+		if address == "127.0.0.9:2181" {
+			return nil, errors.New("refused")
+		}
+		c1, c2 := net.Pipe()
+		_ = c2.Close()
+		return c1, nil
+	}
+	d := p.dialer(r, dial)
+
+	for range 3 {
+		_, err := d("tcp", "zk.test:2181", time.Second)
+		require.ErrorContains(t, err, "zkrecipes: resolve zk.test: ")
+		var dnsErr *net.DNSError
+		require.ErrorAs(t, err, &dnsErr)
+	}
+	require.Empty(t, dialled)
+	require.Equal(t, 1, strings.Count(logs.String(), "does not resolve"), logs.String())
+
+	r["zk.test"] = []string{"127.0.0.9", "127.0.0.10"}
+	c, err := d("tcp", "zk.test:2181", time.Second)
+	require.NoError(t, err)
+	_ = c.Close()
+	require.Contains(t, dialled, "127.0.0.10:2181")
+	require.Contains(t, logs.String(), "resolves again")
+
+	delete(r, "zk.test")
+	_, err = d("tcp", "zk.test:2181", time.Second)
+	require.Error(t, err)
+	require.Equal(t, 2, strings.Count(logs.String(), "does not resolve"), "logged again once it stopped resolving again")
+
+	dialled = nil
+	c, err = d("tcp", "127.0.0.1:2181", time.Second)
+	require.NoError(t, err)
+	_ = c.Close()
+	require.Equal(t, []string{"127.0.0.1:2181"}, dialled, "an IP literal is not looked up")
+
+	r["empty.test"] = []string{}
+	_, err = d("tcp", "empty.test:1", time.Second)
+	require.ErrorContains(t, err, "no address")
+}
+
+// Every lookup is bounded, whatever the resolver does with its ctx.
+func TestServerListDialerBoundsEachLookup(t *testing.T) {
+	p, _ := testServerList("slow.test:1")
+	var deadline time.Time
+	r := resolverFunc(func(ctx context.Context, host string) ([]string, error) {
+		deadline, _ = ctx.Deadline()
+		return nil, errors.New("nothing")
+	})
+	start := time.Now()
+	_, _ = p.dialer(r, nil)("tcp", "slow.test:1", time.Second)
+	require.False(t, deadline.IsZero(), "the lookup has a deadline")
+	require.WithinDuration(t, start.Add(lookupTimeout), deadline, time.Second)
+}
+
+type resolverFunc func(ctx context.Context, host string) ([]string, error)
+
+func (f resolverFunc) LookupHost(ctx context.Context, host string) ([]string, error) {
+	return f(ctx, host)
+}
+
+func TestWithResolverRejectsNil(t *testing.T) {
+	_, err := buildConfig([]SessionOption{WithResolver(nil)})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	cfg, err := buildConfig(nil)
+	require.NoError(t, err)
+	require.Equal(t, net.DefaultResolver, cfg.resolver)
+}
