@@ -75,18 +75,20 @@ type shotPath struct {
 type pendShot struct {
 	sp *shotPath
 	op int32
+	g  *gap // marked with the reply's zxid, when not nil (watches.go)
 }
 
 // wrote notes a request frame of go-zookeeper's (length, xid, opcode,
-// request) about to be written: a watching request, or a SetWatches.
-func (s *shots) wrote(p []byte) {
+// request) about to be written: a watching request, or a SetWatches. The
+// reply to a watching request marks g, when not nil, with its zxid.
+func (s *shots) wrote(p []byte, g *gap) {
 	if len(p) < 12 {
 		return
 	}
 	switch op := int32(binary.BigEndian.Uint32(p[8:12])); op {
 	case opExists, opGetData, opGetChildren, opGetChildren2:
 		if path, ok := watchingPath(p); ok {
-			s.asked(int32(binary.BigEndian.Uint32(p[4:8])), op, path)
+			s.asked(int32(binary.BigEndian.Uint32(p[4:8])), op, path, g)
 		}
 	case opSetWatches:
 		s.setWatches(p[12:])
@@ -109,7 +111,7 @@ func watchingPath(p []byte) ([]byte, bool) {
 
 // asked notes go-zookeeper's request xid (op) that sets a watch on path
 // once answered.
-func (s *shots) asked(xid, op int32, path []byte) {
+func (s *shots) asked(xid, op int32, path []byte, g *gap) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp := s.at(path)
@@ -120,7 +122,7 @@ func (s *shots) asked(xid, op int32, path []byte) {
 	if s.pend == nil {
 		s.pend = make(map[int32]pendShot)
 	}
-	s.pend[xid] = pendShot{sp: sp, op: op}
+	s.pend[xid] = pendShot{sp: sp, op: op, g: g}
 	s.npend.Store(int32(len(s.pend)))
 }
 
@@ -171,6 +173,9 @@ func (s *shots) repliedAt(xid, code int32, zxid int64) {
 	}
 	delete(s.pend, xid)
 	s.npend.Store(int32(len(s.pend)))
+	if p.g != nil {
+		p.g.mark(zxid)
+	}
 	sp := p.sp
 	sp.pending--
 	if p.op == opGetChildren || p.op == opGetChildren2 {

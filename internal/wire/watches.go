@@ -585,7 +585,9 @@ const (
 // is written (or gathered): behind one that sets a watch on the path of a
 // persistent watch (or a SetWatches), the persistent watch is set again
 // (see above).
-func (l *Layer) afterClientFrame(c *conn, p []byte) {
+//
+// g, when not nil, is the gap the re-arms close (reArmGap).
+func (l *Layer) afterClientFrame(c *conn, p []byte, g *gap) {
 	if !l.watching() || len(p) < 12 || !c.own.ready {
 		return
 	}
@@ -610,7 +612,7 @@ func (l *Layer) afterClientFrame(c *conn, p []byte) {
 		// would never come.
 		if path, ok := watchingPath(p); ok {
 			if _, rec := l.onPath(string(path)); !rec {
-				counts.reArms.Add(l.addAllLocked(c, path, false, nil))
+				counts.reArms.Add(l.addAllLocked(c, path, false, g))
 			}
 		}
 	case opExists, opGetData:
@@ -618,9 +620,33 @@ func (l *Layer) afterClientFrame(c *conn, p []byte) {
 			return
 		}
 		if path, ok := watchingPath(p); ok {
-			counts.reArms.Add(l.addAllLocked(c, path, false, nil))
+			counts.reArms.Add(l.addAllLocked(c, path, false, g))
 		}
 	}
+}
+
+// reArmGap returns the gap a request frame of go-zookeeper's about to be
+// written on c opens, or nil. A getData, exists or getChildren with the
+// watch flag on the path of a persistent watch turns that path's server
+// watch (its data or its child side) into a one-shot on a server that
+// keeps one mode per path (3.6 to 3.8), until the re-arm behind it
+// (afterClientFrame): a change it fires on deletes it, and a change below
+// a recursive watch's path is not notified. The request's reply marks the
+// gap with its zxid (shots.go), and a re-arm's reply with another zxid
+// tells the watch's owner to read again (onAdded).
+func (l *Layer) reArmGap(c *conn, p []byte) *gap {
+	if !l.watching() || len(p) < 12 || !c.own.ready || c.own.typed.Load() == 1 {
+		return nil
+	}
+	switch binary.BigEndian.Uint32(p[8:12]) {
+	case opExists, opGetData, opGetChildren, opGetChildren2:
+		if path, ok := watchingPath(p); ok {
+			if found, _ := l.onPath(string(path)); found {
+				return &gap{}
+			}
+		}
+	}
+	return nil
 }
 
 // notified is called on the reading goroutine with a whole notification
