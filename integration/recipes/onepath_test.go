@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
@@ -270,12 +271,13 @@ func onePathCase(t *testing.T, c *zktest.Cluster, other *zk.Conn, a, b string, c
 	check := func(stage string, ws ...*onePathWatcher) {
 		t.Helper()
 		for _, w := range ws {
-			held := ""
-			require.Eventuallyf(t, func() bool {
-				var ok bool
-				ok, held = w.current(i)
+			if !assert.Eventuallyf(t, func() bool {
+				ok, _ := w.current(i)
 				return ok
-			}, 10*time.Second, 5*time.Millisecond, "%s: %s does not reflect change %d: holds %s", stage, w.kind, i, &held)
+			}, 10*time.Second, 5*time.Millisecond, "%s: %s does not reflect change %d", stage, w.kind, i) {
+				_, held := w.current(i)
+				t.Fatalf("%s: %s holds %s", stage, w.kind, held)
+			}
 		}
 	}
 	bump := func() {
