@@ -36,6 +36,14 @@ import (
 // server is ZooKeeper 3.6 or later; elsewhere a one-shot watch set again
 // after every change (an exists watch while the node does not exist).
 //
+// Beside other watchers of its Session on its node (a TreeCache rooted
+// there, a PersistentWatch, WatchData, WatchChildren), in any order of
+// Start and Close, the cache and they each stay current. Before ZooKeeper
+// 3.9 they share one server watch (see PersistentWatch): beside a
+// recursive one, the Session receives the subtree's notifications, which
+// the cache ignores; the cache's Close leaves the watch to the others; and
+// a one-shot watch set on the node may cost the cache a getData.
+//
 // NewNodeCache does no I/O. A NodeCache is safe for concurrent use; it
 // runs from Start until Close, the Session's Close, or a read error that
 // cannot pass (see Err). No goroutine of it is left after Close returns,

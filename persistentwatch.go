@@ -35,6 +35,22 @@ import (
 // Start returns ErrPersistentWatchUnsupported, and the reader falls back to
 // one-shot watches (WatchData, WatchChildren, TreeCache).
 //
+// Several watchers on one path: a Session may hold any mix of
+// PersistentWatch (node or recursive), TreeCache, NodeCache, WatchData and
+// WatchChildren on one path, started and closed in any order, and each
+// reports every change it reports alone, across reconnections and new
+// sessions. On ZooKeeper 3.9 and later each is a watch of its own on the
+// server. Before 3.9 the server keeps one watch per Session and path, and
+// the watchers of a path share it, at a cost: while any of them is
+// recursive, the Session receives the whole subtree's notifications, and a
+// node watch there learns of its children's changes from their creations
+// and deletions (a child the Session may not read then goes unreported);
+// the watch stays on the server until the last watcher on the path
+// closes; and a one-shot watch set on the path (WatchData, WatchChildren,
+// go-zookeeper's GetW, ExistsW, ChildrenW) may be followed by a WatchReset
+// on each persistent watch there, when anything was written on the
+// ensemble while it was set.
+//
 // NewPersistentWatch does no I/O. A PersistentWatch is safe for concurrent
 // use. It starts once; no goroutine of it is left after Close (or the
 // Session's Close) returns.
@@ -326,11 +342,9 @@ func (w *PersistentWatch) Err() error {
 // A server before ZooKeeper 3.9 cannot remove a persistent watch alone
 // (ZOOKEEPER-4472): there Close removes every watch of the Session on the
 // watch's path (not below it) and sets the Session's one-shot watches on
-// that path again at once, so they stay and still fire. Those servers keep
-// one watch per Session and path (ZOOKEEPER-4466): two persistent watches
-// of one Session on the same path, one recursive and one not, are one
-// watch there (the mode set last), and the Close of one sets the other
-// again.
+// that path again at once, so they stay and still fire. Where other
+// watchers of the Session are on the path, Close there removes nothing:
+// the watch stays for them (see PersistentWatch).
 func (w *PersistentWatch) Close() error {
 	w.mu.Lock()
 	if w.closed {

@@ -52,6 +52,15 @@ import (
 // remove them). In both modes the whole tree is read again after every
 // reconnection, and no goroutine runs per node.
 //
+// Beside other watchers of its Session on its root (a NodeCache of the
+// root, a PersistentWatch, WatchData, WatchChildren), in any order of
+// Start and Close, the cache and they each stay current. Before ZooKeeper
+// 3.9 they share one server watch (see PersistentWatch): while the cache
+// runs, a node watch on its root receives the whole subtree's
+// notifications; the cache's Close leaves the watch to the others; and a
+// one-shot watch set on the root may cost the cache a read of the whole
+// tree, as after a reconnection.
+//
 // On a Session made by NewSession, go-zookeeper hands notifications over
 // a channel that drops them when a burst outgrows its buffer; the cache
 // may then miss changes until the next reconnection. Use Connect.

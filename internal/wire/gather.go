@@ -60,8 +60,9 @@ func (c *conn) writeFrame(p []byte) (int, error) {
 	if c.layer != nil {
 		// Noted before the write: its reply may be read before this
 		// goroutine runs again (shots.go).
-		c.layer.shots.wrote(p)
-		defer c.layer.afterClientFrame(c, p) // runs before afterFrame
+		g := c.layer.reArmGap(c, p)
+		c.layer.shots.wrote(p, g)
+		defer c.layer.afterClientFrame(c, p, g) // runs before afterFrame
 	}
 	if g.want == 0 {
 		// Told before the write, not after: the reply may come back, and the

@@ -258,7 +258,7 @@ func (c *conn) readFrames(p []byte) (int, error) {
 			if hdr, err = c.r.Peek(20); err != nil {
 				return 0, err
 			}
-			c.layer.shots.replied(xid, int32(binary.BigEndian.Uint32(hdr[16:20])))
+			c.layer.shots.repliedAt(xid, int32(binary.BigEndian.Uint32(hdr[16:20])), int64(binary.BigEndian.Uint64(hdr[8:16])))
 		}
 		d.left, d.size = n, n
 		d.blank = false

@@ -66,23 +66,29 @@ type shotPath struct {
 	path    string
 	kinds   uint8 // go-zookeeper's one-shot watches there
 	pending int   // watching requests on the path not answered yet
+	// childZxid: the zxid the child watch was set at (its reply's, or the
+	// SetWatches' relative zxid), for setting it again (watches.go).
+	childZxid int64
+	pendChild int // getChildren requests with the watch flag not answered yet
 }
 
 type pendShot struct {
 	sp *shotPath
 	op int32
+	g  *gap // marked with the reply's zxid, when not nil (watches.go)
 }
 
 // wrote notes a request frame of go-zookeeper's (length, xid, opcode,
-// request) about to be written: a watching request, or a SetWatches.
-func (s *shots) wrote(p []byte) {
+// request) about to be written: a watching request, or a SetWatches. The
+// reply to a watching request marks g, when not nil, with its zxid.
+func (s *shots) wrote(p []byte, g *gap) {
 	if len(p) < 12 {
 		return
 	}
 	switch op := int32(binary.BigEndian.Uint32(p[8:12])); op {
 	case opExists, opGetData, opGetChildren, opGetChildren2:
 		if path, ok := watchingPath(p); ok {
-			s.asked(int32(binary.BigEndian.Uint32(p[4:8])), op, path)
+			s.asked(int32(binary.BigEndian.Uint32(p[4:8])), op, path, g)
 		}
 	case opSetWatches:
 		s.setWatches(p[12:])
@@ -105,15 +111,18 @@ func watchingPath(p []byte) ([]byte, bool) {
 
 // asked notes go-zookeeper's request xid (op) that sets a watch on path
 // once answered.
-func (s *shots) asked(xid, op int32, path []byte) {
+func (s *shots) asked(xid, op int32, path []byte, g *gap) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp := s.at(path)
 	sp.pending++
+	if op == opGetChildren || op == opGetChildren2 {
+		sp.pendChild++
+	}
 	if s.pend == nil {
 		s.pend = make(map[int32]pendShot)
 	}
-	s.pend[xid] = pendShot{sp: sp, op: op}
+	s.pend[xid] = pendShot{sp: sp, op: op, g: g}
 	s.npend.Store(int32(len(s.pend)))
 }
 
@@ -152,7 +161,10 @@ func (s *shots) drop(sp *shotPath) {
 
 // replied counts the watch a reply (xid, error code) of go-zookeeper's
 // sets, if it answers a request asked noted.
-func (s *shots) replied(xid, code int32) {
+func (s *shots) replied(xid, code int32) { s.repliedAt(xid, code, 0) }
+
+// repliedAt is replied, for a reply whose header says zxid.
+func (s *shots) repliedAt(xid, code int32, zxid int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.pend[xid]
@@ -161,8 +173,14 @@ func (s *shots) replied(xid, code int32) {
 	}
 	delete(s.pend, xid)
 	s.npend.Store(int32(len(s.pend)))
+	if p.g != nil {
+		p.g.mark(zxid)
+	}
 	sp := p.sp
 	sp.pending--
+	if p.op == opGetChildren || p.op == opGetChildren2 {
+		sp.pendChild--
+	}
 	switch {
 	case code == CodeOK && (p.op == opGetData || p.op == opExists):
 		s.setKinds(sp, sp.kinds|shotData)
@@ -170,6 +188,7 @@ func (s *shots) replied(xid, code int32) {
 		s.setKinds(sp, sp.kinds|shotExist)
 	case code == CodeOK && (p.op == opGetChildren || p.op == opGetChildren2):
 		s.setKinds(sp, sp.kinds|shotChild)
+		sp.childZxid = zxid
 	}
 	s.drop(sp)
 }
@@ -205,7 +224,7 @@ func (s *shots) newConnection() {
 	clear(s.pend)
 	s.npend.Store(0)
 	for _, sp := range s.paths {
-		sp.pending = 0
+		sp.pending, sp.pendChild = 0, 0
 		s.drop(sp)
 	}
 }
@@ -236,6 +255,7 @@ func (s *shots) setWatches(b []byte) {
 	if len(b) < 8 {
 		return
 	}
+	rel := int64(binary.BigEndian.Uint64(b))
 	b = b[8:]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -255,6 +275,9 @@ func (s *shots) setWatches(b []byte) {
 			}
 			sp := s.at(b[4 : 4+m])
 			s.setKinds(sp, sp.kinds|k)
+			if k == shotChild {
+				sp.childZxid = rel
+			}
 			b = b[4+m:]
 		}
 	}
@@ -268,6 +291,24 @@ func (s *shots) kinds(path string) uint8 {
 		return sp.kinds
 	}
 	return 0
+}
+
+// child returns the zxid go-zookeeper's one-shot child watch on path was
+// set at, if it holds one; 0 (a change since then is unknown: fire at
+// once) when one is asked for and not answered yet.
+func (s *shots) child(path string) (zxid int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp := s.paths[path]
+	switch {
+	case sp == nil:
+		return 0, false
+	case sp.pendChild > 0:
+		return 0, true
+	case sp.kinds&shotChild != 0:
+		return sp.childZxid, true
+	}
+	return 0, false
 }
 
 // setWatchesBody is a SetWatches request putting go-zookeeper's one-shot

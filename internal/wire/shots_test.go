@@ -434,14 +434,14 @@ func BenchmarkShotsWrite(b *testing.B) {
 		var s shots
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			s.wrote(plain)
+			s.wrote(plain, nil)
 		}
 	})
 	b.Run("watch", func(b *testing.B) {
 		var s shots
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			s.wrote(req2(int32(i), path))
+			s.wrote(req2(int32(i), path), nil)
 			s.replied(int32(i), CodeOK)
 		}
 	})

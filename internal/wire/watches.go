@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -34,6 +35,43 @@ import (
 // (getData, exists, getChildren with the watch flag; SetWatches after a
 // reconnection), the layer writes that persistent watch's addWatch again,
 // right behind it. On 3.9 and later that addWatch changes nothing.
+//
+// Several persistent watches on one path (a NodeCache's plain watch beside
+// a TreeCache's recursive one). 3.6 to 3.8 keep the mode set last, for the
+// data and the child watch of the path alike, so no order of two addWatch
+// gives both: recursive drops the path's NodeChildrenChanged, plain drops
+// the subtree. The rule there (the probe answered "untyped"): the server
+// watch of a path is recursive while any registered watch on it is, and
+// every addWatch the layer writes on that path says so (mode), so that no
+// add, re-arm or re-add turns it plain. A plain watch carried by it gets
+// every event of its node from it but NodeChildrenChanged, which the
+// layer derives from the NodeCreated and NodeDeleted of the node's direct
+// children the recursive watch delivers: the server fires
+// NodeChildrenChanged of a node exactly on those (DataTree.createNode,
+// deleteNode), with the same zxid, right after them. The layer knows the
+// mode the server has from the replies: the reply to an addWatch comes
+// after every notification of the mode before it and before every one of
+// the mode it set (recOn). A real NodeChildrenChanged on such a path can
+// only be go-zookeeper's one-shot child watch firing: a plain watch takes
+// the derived one only, so it never sees one twice. (A child the Session
+// may not read is not notified to a recursive watch on 3.8.4 and later,
+// CVE-2024-23944: its creation is not derived either.)
+// Until the probe has answered, each watch is written in its own mode,
+// the plain ones first, so the last one a 3.6 to 3.8 server reads is
+// recursive; a plain one written on a path whose recursive watch is
+// armed is followed by that recursive watch again.
+//
+// Closing one of several watches on a path there removes nothing: the
+// server watch stays, serving the others (the notifications only the
+// closed one wanted are dropped by covers), until the last one goes or
+// the connection does. Removing every watch of the path and setting the
+// others again would open a window in which a change reaches none of
+// them. Where a watch must be set again after such a gap (putBack, and a
+// recursive watch behind a plain add), the zxids of the replies on either
+// side tell whether anything happened meanwhile: a server processes no
+// read while it applies a write (CommitProcessor), so two replies with
+// the same zxid prove no change was made between them; otherwise the
+// watch's owner is told as on a reconnection (OnReset).
 //
 // Resumed sessions (resume.go). The replies of a resumed connection wait
 // until go-zookeeper has written SetWatches, so that go-zookeeper reads
@@ -132,7 +170,79 @@ func (w *Watch) isArmedOn(c *conn) bool {
 // every frame written.
 type watches struct {
 	mu sync.Mutex
+
+	recMu sync.Mutex
+	rec   map[string]*conn // paths whose server watch is recursive on that connection (3.6 to 3.8)
 }
+
+// setRec notes the mode of path's server watch on c, as the reply to an
+// addWatch of the layer's says (mode), on a server that keeps one mode
+// per path.
+func (l *Layer) setRec(c *conn, path string, mode int32) {
+	l.w.recMu.Lock()
+	defer l.w.recMu.Unlock()
+	switch {
+	case mode == modePersistentRecursive && c.own.typed.Load() != 1:
+		if l.w.rec == nil {
+			l.w.rec = make(map[string]*conn)
+		}
+		l.w.rec[path] = c
+	case l.w.rec[path] == c:
+		delete(l.w.rec, path)
+	}
+}
+
+// recOn tells whether path's server watch on c is recursive on a server
+// that keeps one mode per path: a plain watch on path then derives its
+// NodeChildrenChanged.
+func (l *Layer) recOn(c *conn, path string) bool {
+	l.w.recMu.Lock()
+	defer l.w.recMu.Unlock()
+	return l.w.rec[path] == c && c.own.typed.Load() != 1
+}
+
+// onPath tells whether a registered watch has path, and whether a
+// recursive one does.
+func (l *Layer) onPath(path string) (found, recursive bool) {
+	for _, x := range l.registered() {
+		if x.Path == path {
+			found = true
+			recursive = recursive || x.Recursive
+		}
+	}
+	return found, recursive
+}
+
+// modeOn is the mode the layer writes for w on c: on a server known to
+// keep one mode per path, recursive when any watch on w's path is; else
+// w's own.
+func (l *Layer) modeOn(c *conn, w *Watch) int32 {
+	if !w.Recursive && c.own.typed.Load() == -1 {
+		if _, rec := l.onPath(w.Path); rec {
+			return modePersistentRecursive
+		}
+	}
+	return w.mode()
+}
+
+// gap is the zxid of the reply before a gap in which a watch was not set
+// as it should be, for the reply to the addWatch that closes the gap.
+type gap struct {
+	zxid atomic.Int64
+	set  atomic.Bool
+}
+
+func gapAt(zxid int64) *gap {
+	g := &gap{}
+	g.mark(zxid)
+	return g
+}
+
+func (g *gap) mark(zxid int64) { g.zxid.Store(zxid); g.set.Store(true) }
+
+// changed tells whether a change may have been made between the reply
+// that opened the gap and one with zxid.
+func (g *gap) changed(zxid int64) bool { return !g.set.Load() || g.zxid.Load() != zxid }
 
 func (l *Layer) watching() bool {
 	p := l.wlist.Load()
@@ -238,15 +348,36 @@ func (l *Layer) addOn(c *conn, w *Watch) bool {
 	if c != nil {
 		l.probeTypedLocked(c)
 		if c.own.ready {
-			_, _ = c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w))
+			mode := l.modeOn(c, w)
+			var g *gap
+			if _, rec := l.onPath(w.Path); rec && mode == modePersistent && c.own.typed.Load() == 0 {
+				g = &gap{} // a 3.6 to 3.8 server would turn the path plain: set the recursive ones again behind
+			}
+			_ = l.writeAddLocked(c, w, mode, g)
+			if g != nil {
+				l.addAllLocked(c, []byte(w.Path), true, g)
+			}
 		}
 	}
 	return true
 }
 
-// onAdded is the reply handler of an addWatch of w.
-func (l *Layer) onAdded(w *Watch) func(*conn, Reply) {
+// onAdded is the reply handler of an addWatch of w in mode. With a gap
+// not marked yet, it marks it; with one marked, a watch armed on the
+// connection already is told of a change that may have been missed.
+func (l *Layer) onAdded(w *Watch, mode int32, g *gap) func(*conn, Reply) {
 	return func(c *conn, r Reply) {
+		if r.Code == CodeOK {
+			l.setRec(c, w.Path, mode)
+		}
+		missed := false
+		if g != nil {
+			if !g.set.Load() {
+				g.mark(r.Zxid)
+			} else {
+				missed = g.changed(r.Zxid)
+			}
+		}
 		w.mu.Lock()
 		if r.Code != CodeOK {
 			first := !w.firstOK
@@ -263,7 +394,11 @@ func (l *Layer) onAdded(w *Watch) func(*conn, Reply) {
 			return
 		}
 		if w.armedOn == c {
+			sid := w.sid
 			w.mu.Unlock()
+			if missed && w.OnReset != nil {
+				w.OnReset(sid, false) // set again after a gap in which something changed
+			}
 			return // set again behind a one-shot watch's frame: nothing new
 		}
 		sid := c.sessionID()
@@ -289,8 +424,10 @@ func closeOnce(ch chan struct{}) {
 }
 
 // RemoveWatch unregisters w and removes it from the server, unless
-// another registered watch has its path and mode, or w is not registered
-// (never added, refused, or removed before): nothing is sent then. It waits for the reply
+// another registered watch has its path and mode, or, on a server before
+// 3.9, its path (the server watch stays and serves it), or w is not
+// registered (never added, refused, or removed before): nothing is
+// removed then. It waits for the reply
 // until ctx ends. A connection without a session, or lost before the
 // reply, holds no watch: that is success. A server that does not know the
 // persistent watcher types of removeWatches (3.6 to 3.8 answer
@@ -301,6 +438,11 @@ func closeOnce(ch chan struct{}) {
 func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err error) {
 	if shared, found := l.unregistered(w); shared || !found {
 		return CodeOK, nil // another keeps it on the server, or it is not there
+	}
+	if c := l.cur.Load(); c != nil && c.own.typed.Load() == -1 {
+		if others, _ := l.onPath(w.Path); others {
+			return CodeOK, nil // the server watch serves the others: it stays (see above)
+		}
 	}
 	typ := int32(watcherPersistent)
 	if w.Recursive {
@@ -323,6 +465,9 @@ func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err erro
 			counts.typedRemovals.Add(1)
 			return CodeOK, nil
 		case r.Code == CodeMarshalling && typ != watcherAny:
+			if others, _ := l.onPath(w.Path); others {
+				return CodeOK, nil // the server watch serves the others: it stays (see above)
+			}
 			typ = watcherAny // a server before 3.9: see shots.go
 		default:
 			return r.Code, nil
@@ -348,7 +493,8 @@ func (l *Layer) putBack(ctx context.Context, path string, zxid int64) (int32, er
 	if c := l.cur.Load(); c != nil {
 		c.g.mu.Lock()
 		if c.own.ready {
-			l.addAllLocked(c, []byte(path))
+			l.setRec(c, path, modePersistent) // the server holds none there now
+			l.addAllLocked(c, []byte(path), false, gapAt(zxid))
 		}
 		c.g.mu.Unlock()
 	}
@@ -385,23 +531,46 @@ func (c *conn) onSession() {
 		if c.layer.watching() {
 			c.layer.probeTypedLocked(c)
 		}
-		c.layer.addAllLocked(c, nil)
+		c.layer.addAllLocked(c, nil, false, nil)
 	}
 }
 
 // addAllLocked writes an addWatch for every registered watch (on path
-// only, when path is not nil) on c, with c.g.mu held, and returns how many
-// it wrote.
-func (l *Layer) addAllLocked(c *conn, path []byte) (n int64) {
-	for _, w := range l.registered() {
-		if path != nil && w.Path != string(path) {
+// only, when path is not nil; the recursive ones only, when recOnly) on c,
+// with c.g.mu held, the plain ones first (see above), and returns how
+// many it wrote. g, when not nil, is the gap the adds close.
+func (l *Layer) addAllLocked(c *conn, path []byte, recOnly bool, g *gap) (n int64) {
+	list := l.registered()
+	for _, rec := range []bool{false, true} {
+		if !rec && recOnly {
 			continue
 		}
-		if _, err := c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, w.mode()), l.onAdded(w)); err == nil {
-			n++
+		for _, w := range list {
+			if w.Recursive != rec || path != nil && w.Path != string(path) {
+				continue
+			}
+			if l.writeAddLocked(c, w, l.modeOn(c, w), g) == nil {
+				n++
+			}
 		}
 	}
 	return n
+}
+
+// writeAddLocked writes an addWatch of w in mode on c (c.g.mu held). On a
+// server that may keep one mode per path, a recursive one turns the
+// path's child watch recursive too, which never fires NodeChildrenChanged:
+// a one-shot child watch go-zookeeper holds there is set again right
+// behind it, relative to the zxid it was set at (a change since fires it
+// at once, as it would have).
+func (l *Layer) writeAddLocked(c *conn, w *Watch, mode int32, g *gap) error {
+	_, err := c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, mode), l.onAdded(w, mode, g))
+	if err == nil && mode == modePersistentRecursive && c.own.typed.Load() != 1 {
+		if zxid, ok := l.shots.child(w.Path); ok {
+			_, _ = c.sendLocked(l.nextXid(), opSetWatches, setWatchesBody(zxid, w.Path, shotChild), func(*conn, Reply) {})
+		}
+	}
+	return err
 }
 
 // Opcodes of go-zookeeper's requests that may set a watch.
@@ -416,7 +585,9 @@ const (
 // is written (or gathered): behind one that sets a watch on the path of a
 // persistent watch (or a SetWatches), the persistent watch is set again
 // (see above).
-func (l *Layer) afterClientFrame(c *conn, p []byte) {
+//
+// g, when not nil, is the gap the re-arms close (reArmGap).
+func (l *Layer) afterClientFrame(c *conn, p []byte, g *gap) {
 	if !l.watching() || len(p) < 12 || !c.own.ready {
 		return
 	}
@@ -429,15 +600,53 @@ func (l *Layer) afterClientFrame(c *conn, p []byte) {
 		if typed {
 			return
 		}
-		counts.reArms.Add(l.addAllLocked(c, nil))
-	case opExists, opGetData, opGetChildren, opGetChildren2:
+		counts.reArms.Add(l.addAllLocked(c, nil, false, nil))
+	case opGetChildren, opGetChildren2:
+		if typed {
+			return
+		}
+		// A child watch changes the path's child-watch mode only; while
+		// the path's server watch is recursive, that one adds nothing to
+		// the data-watch side, which stays recursive: re-arming would make
+		// the child watch recursive, and go-zookeeper's NodeChildrenChanged
+		// would never come.
+		if path, ok := watchingPath(p); ok {
+			if _, rec := l.onPath(string(path)); !rec {
+				counts.reArms.Add(l.addAllLocked(c, path, false, g))
+			}
+		}
+	case opExists, opGetData:
 		if typed {
 			return
 		}
 		if path, ok := watchingPath(p); ok {
-			counts.reArms.Add(l.addAllLocked(c, path))
+			counts.reArms.Add(l.addAllLocked(c, path, false, g))
 		}
 	}
+}
+
+// reArmGap returns the gap a request frame of go-zookeeper's about to be
+// written on c opens, or nil. A getData, exists or getChildren with the
+// watch flag on the path of a persistent watch turns that path's server
+// watch (its data or its child side) into a one-shot on a server that
+// keeps one mode per path (3.6 to 3.8), until the re-arm behind it
+// (afterClientFrame): a change it fires on deletes it, and a change below
+// a recursive watch's path is not notified. The request's reply marks the
+// gap with its zxid (shots.go), and a re-arm's reply with another zxid
+// tells the watch's owner to read again (onAdded).
+func (l *Layer) reArmGap(c *conn, p []byte) *gap {
+	if !l.watching() || len(p) < 12 || !c.own.ready || c.own.typed.Load() == 1 {
+		return nil
+	}
+	switch binary.BigEndian.Uint32(p[8:12]) {
+	case opExists, opGetData, opGetChildren, opGetChildren2:
+		if path, ok := watchingPath(p); ok {
+			if found, _ := l.onPath(string(path)); found {
+				return &gap{}
+			}
+		}
+	}
+	return nil
 }
 
 // notified is called on the reading goroutine with a whole notification
@@ -459,7 +668,16 @@ func (l *Layer) notified(c *conn, b []byte) {
 	}
 	var ev *Notification
 	for _, w := range l.registered() {
-		if !w.covers(string(path), typ) || !w.isArmedOn(c) || w.OnEvent == nil {
+		if w.OnEvent == nil || !w.isArmedOn(c) {
+			continue
+		}
+		if !w.Recursive && (typ == 1 || typ == 2 || typ == 4) && l.carried(c, w, path, typ) {
+			if typ != 4 {
+				w.OnEvent(Notification{Type: 4, Path: w.Path, Zxid: zxid}) // derived (see above)
+			}
+			continue
+		}
+		if !w.covers(string(path), typ) {
 			continue
 		}
 		if ev == nil {
@@ -467,6 +685,34 @@ func (l *Layer) notified(c *conn, b []byte) {
 		}
 		w.OnEvent(*ev)
 	}
+}
+
+// carried tells whether a notification (path, typ: NodeCreated,
+// NodeDeleted or NodeChildrenChanged) bears on the NodeChildrenChanged of
+// the plain watch w whose node's server watch on c is recursive: a child
+// of w's node created or deleted (typ 1, 2), or a real NodeChildrenChanged
+// there (4), which w does not take (see above).
+func (l *Layer) carried(c *conn, w *Watch, path []byte, typ int32) bool {
+	if typ == 4 {
+		if string(path) != w.Path {
+			return false
+		}
+	} else if !isChild(w.Path, path) {
+		return false
+	}
+	return l.recOn(c, w.Path)
+}
+
+// isChild tells whether path is a direct child of parent.
+func isChild(parent string, path []byte) bool {
+	i := bytes.LastIndexByte(path, '/')
+	if i < 0 || i == len(path)-1 {
+		return false
+	}
+	if i == 0 {
+		return parent == "/"
+	}
+	return string(path[:i]) == parent
 }
 
 // probeTypedLocked asks c's server, once per connection and with c.g.mu
