@@ -53,6 +53,8 @@ type Session struct {
 	ready     chan struct{}
 	suspendT  *time.Timer
 	subs      map[*subscriber]struct{}
+	observed  []StateChange // state changes the Observer is yet to be told (unlockReport)
+	reportMu  sync.Mutex    // one goroutine at a time reports them, in order
 	closed    bool
 	closedCh  chan struct{}
 	opsMu     sync.RWMutex // Close takes it to stop new operations
@@ -288,6 +290,7 @@ func (s *Session) Close() error {
 		close(s.closedCh)
 		s.mu.Unlock()
 		s.opsMu.Unlock()
+		s.reportStates() // StateClosed, outside the locks: the Observer may read the Session
 		s.dropUnused()
 		if s.ownsConn {
 			s.conn.Close() // the session ends, and every ephemeral node with it
