@@ -151,7 +151,10 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // written one by one, and after a reconnection go-zookeeper may read a
 // reply before it re-sets its watches, which can lose a notification of a
 // change made while it was cut off (go-zookeeper/zk#35).
-// Prefer Connect.
+// Prefer Connect. Given an option only Connect honours (WithTLS, WithSASL,
+// WithDialer, WithWireLayer, WithResolver), NewSession fails with an error
+// matching ErrConnectOnlyOption and ErrInvalidArgument, before adopting
+// conn.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
@@ -162,6 +165,9 @@ func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.connOnly) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrConnectOnlyOption, strings.Join(cfg.connOnly, ", "))
 	}
 	s := newSession(cfg)
 	s.conn = conn
