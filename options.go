@@ -237,7 +237,10 @@ func WithMaxRequestSize(n int) SessionOption {
 // reply before it re-sets its watches, which can lose the notification of a
 // change made while it was cut off (go-zookeeper/zk#35). Turn it off to
 // rule it out when diagnosing, or with a go-zookeeper it does not fit.
-// Default true (on). Only Connect uses it: NewSession refuses it with
+// Connect turns it off itself, with a warning on the Session's logger,
+// when the binary was built with a go-zookeeper other than the version the
+// layer was tested with (v1.0.4), a fork or a local replace among them; a
+// binary that does not say keeps it. Default true (on). Only Connect uses it: NewSession refuses it with
 // ErrConnectOnlyOption.
 func WithWireLayer(on bool) SessionOption {
 	return func(c *sessionConfig) {

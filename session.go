@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -109,7 +110,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	// connection attempt (servers.go).
 	dial := s.servers.dialer(cfg.resolver, cfg.dialer)
 	dial = s.secureDialer(dial) // WithTLS, WithSASL (secure.go)
-	if !cfg.noWire {
+	if !cfg.noWire && wireFits(cfg.log) {
 		s.wire = wire.New()
 		s.wire.OnResumeFallback = func(waited time.Duration) {
 			s.cfg.log.Warn("zkrecipes: a resumed connection's replies waited for go-zookeeper to re-set its watches until the read deadline, then passed; a watched node changed while the client was cut off may go unreported",
@@ -375,6 +376,25 @@ func (s *Session) deleteOwned() {
 		s.owned.Delete(k)
 		return true
 	})
+}
+
+// readBuildInfo is debug.ReadBuildInfo; a test replaces it.
+var readBuildInfo = debug.ReadBuildInfo
+
+// wireFits reports whether the wire layer may run over the go-zookeeper
+// this binary was built with (see wire.Fits). When it may not, it warns on
+// log: Connect then runs without the layer, as with WithWireLayer(false).
+func wireFits(log *slog.Logger) bool {
+	bi, ok := readBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	fits, found := wire.Fits(bi)
+	if !fits {
+		log.Warn("zkrecipes: this binary's go-zookeeper is not one the wire layer was tested with; running without it, as with WithWireLayer(false)",
+			"found", found, "tested", wire.TestedVersions)
+	}
+	return fits
 }
 
 // zkLogger routes go-zookeeper's messages to slog at Debug level.
