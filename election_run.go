@@ -9,7 +9,8 @@ import (
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	requeue bool
+	requeue        bool
+	requeueOnError bool
 }
 
 // WithRequeue sets whether Run campaigns again after leadership ends (lost,
@@ -17,6 +18,17 @@ type runConfig struct {
 // Default false: Run returns after one term.
 func WithRequeue(enabled bool) RunOption {
 	return func(c *runConfig) { c.requeue = enabled }
+}
+
+// WithRequeueOnError sets whether Run campaigns again when fn returns an
+// error, instead of returning it. The error is logged at Warn on the
+// Session's logger and is not returned; with WithRequeue(false) Run still
+// returns after a term whose fn returned nil. Run does not pause between
+// terms: fn should back off before it returns an error it expects again.
+// Default false: an error returned by fn ends Run, whatever WithRequeue
+// says.
+func WithRequeueOnError(enabled bool) RunOption {
+	return func(c *runConfig) { c.requeueOnError = enabled }
 }
 
 // Run campaigns and, once this participant leads, runs fn while it leads:
@@ -32,7 +44,12 @@ func WithRequeue(enabled bool) RunOption {
 // campaigns again, and without it returns nil. When leadership is lost
 // while fn runs, what fn returns is ignored: with WithRequeue Run
 // campaigns again, without it Run returns the loss (an error matching
-// ErrLockLost and its cause). Run returns ctx's error when ctx ends,
+// ErrLockLost and its cause). context.Cause of fn's ctx says why it was
+// cancelled: the lease's Err (matching ErrLockLost and its cause, or
+// ErrReleased after Resign), or the cause of Run's ctx. By default an error
+// returned by fn ends Run even with WithRequeue(true); with
+// WithRequeueOnError(true) Run logs it and campaigns again.
+// Run returns ctx's error when ctx ends,
 // after cancelling fn's ctx and waiting for fn, and Campaign's error when a
 // campaign fails. Leadership never outlives Run.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *Lease) error, opts ...RunOption) error {
@@ -63,8 +80,10 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 			return lostErr
 		case lostErr != nil:
 			e.s.cfg.log.Info("zkrecipes: leadership lost; campaigning again", "path", e.q.dir, "err", lostErr)
-		case ferr != nil:
+		case ferr != nil && !cfg.requeueOnError:
 			return ferr
+		case ferr != nil:
+			e.s.cfg.log.Warn("zkrecipes: leader's function failed; campaigning again", "path", e.q.dir, "err", ferr)
 		case !cfg.requeue:
 			return nil
 		}
@@ -75,7 +94,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 // when leadership ended before fn returned, the loss (nil after a
 // Resign).
 func runTerm(ctx context.Context, l *Lease, fn func(context.Context, *Lease) error) (ferr, lostErr error) {
-	fctx, cancel := context.WithCancel(ctx)
+	fctx, cancel := l.Context(ctx) // context.Cause(fctx) is the lease's Err once it ends
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- fn(fctx, l) }()

@@ -423,6 +423,15 @@ var (
 // user name without ':'. It also matches ErrInvalidArgument.
 var ErrDigestUser error = &alsoError{"zkrecipes: digest user name contains ':', which ZooKeeper takes as the end of the user name; choose a user name without ':'", ErrInvalidArgument}
 
+// ErrConnectOnlyOption is returned by NewSession given an option only
+// Connect honours (WithTLS, WithSASL, WithDialer, WithWireLayer,
+// WithResolver): NewSession adopts a connection the caller already made,
+// so such an option would be silently ignored, and a caller would believe
+// the connection secured when it is not. The error names the options. Use
+// Connect, or set them on the zk.Conn before adopting it. It also matches
+// ErrInvalidArgument.
+var ErrConnectOnlyOption error = &alsoError{"zkrecipes: option only Connect honours; use Connect, or set it on the zk.Conn before NewSession adopts it", ErrInvalidArgument}
+
 // alsoError is a sentinel that also matches a broader one.
 type alsoError struct {
 	msg  string

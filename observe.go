@@ -46,7 +46,10 @@ type Observer interface {
 	// ends: released, revoked then released, or lost.
 	LeaseEnd(ctx context.Context, ev LeaseEndEvent)
 	// StateChanged is called on each transition of the Session's
-	// ConnState, with the Session's state lock held.
+	// ConnState, one call at a time and in order, with no lock of the
+	// Session held: it may call State, SessionID, Done, Err and the
+	// recipes, but must not call Close (which waits for it). StateClosed
+	// is reported before Close returns.
 	StateChanged(ev StateChange)
 	// CacheSynced is called when a cache has read its whole tree (a
 	// NodeCache: its node): first loaded, or resynced after a
@@ -486,7 +489,8 @@ func (s *Session) reportOp(ctx context.Context, op, path string, start time.Time
 	}
 }
 
-// reportState reports a state change to the Observer (s.mu held).
+// reportState reports a state change to the Observer (s.reportMu held,
+// s.mu not: see reportStates).
 func (s *Session) reportState(ch StateChange) {
 	if s.cfg.obs != nil {
 		s.cfg.obs.StateChanged(ch)

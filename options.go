@@ -31,6 +31,7 @@ type sessionConfig struct {
 	noWire    bool
 	sasl      SASLMechanism // WithSASL (sasl.go)
 	tls       *tls.Config   // WithTLS (tls.go)
+	connOnly  []string      // the Connect-only options given, which NewSession refuses
 	err       error
 }
 
@@ -46,6 +47,9 @@ func defaultSessionConfig() sessionConfig {
 		resolver: net.DefaultResolver,
 	}
 }
+
+// connectOnly records a Connect-only option, which NewSession refuses.
+func (c *sessionConfig) connectOnly(name string) { c.connOnly = append(c.connOnly, name) }
 
 func (c *sessionConfig) fail(err error) {
 	if c.err == nil {
@@ -181,7 +185,8 @@ func WithTracer(t Tracer) SessionOption {
 // over the connection it returns, and see the server's name as written; a
 // TLS handshake it does itself that fails for a reason retrying cannot
 // mend is taken as WithTLS's refusals are (ErrTLSRefused or
-// ErrTLSUntrusted). Only Connect uses it.
+// ErrTLSUntrusted). Only Connect uses it: NewSession refuses it with
+// ErrConnectOnlyOption.
 func WithDialer(dial func(network, address string, timeout time.Duration) (net.Conn, error)) SessionOption {
 	return func(c *sessionConfig) {
 		if dial == nil {
@@ -189,6 +194,7 @@ func WithDialer(dial func(network, address string, timeout time.Duration) (net.C
 			return
 		}
 		c.dialer = dial
+		c.connectOnly("WithDialer")
 	}
 }
 
@@ -231,7 +237,14 @@ func WithMaxRequestSize(n int) SessionOption {
 // reply before it re-sets its watches, which can lose the notification of a
 // change made while it was cut off (go-zookeeper/zk#35). Turn it off to
 // rule it out when diagnosing, or with a go-zookeeper it does not fit.
-// Default true (on). NewSession ignores it.
+// Connect turns it off itself, with a warning on the Session's logger,
+// when the binary was built with a go-zookeeper other than the version the
+// layer was tested with (v1.0.4), a fork or a local replace among them; a
+// binary that does not say keeps it. Default true (on). Only Connect uses it: NewSession refuses it with
+// ErrConnectOnlyOption.
 func WithWireLayer(on bool) SessionOption {
-	return func(c *sessionConfig) { c.noWire = !on }
+	return func(c *sessionConfig) {
+		c.noWire = !on
+		c.connectOnly("WithWireLayer")
+	}
 }

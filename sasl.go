@@ -61,7 +61,8 @@ type SASLClient interface {
 // Connect's list (a Kerberos principal names it), never an address it
 // resolved to.
 //
-// Only Connect uses it (NewSession's connection is the caller's). It works
+// Only Connect uses it (NewSession's connection is the caller's, and
+// NewSession refuses it with ErrConnectOnlyOption). It works
 // with WithDialer (SASL runs over the connection the dialer returns) and
 // with WithTLS (SASL over TLS), with the wire layer on or off. Default:
 // no SASL.
@@ -72,6 +73,7 @@ func WithSASL(m SASLMechanism) SessionOption {
 			return
 		}
 		c.sasl = m
+		c.connectOnly("WithSASL")
 	}
 }
 

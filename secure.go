@@ -55,7 +55,7 @@ func (s *Session) refuse(server string, err error) {
 // blocks: it may run on go-zookeeper's connection goroutine.
 func (s *Session) failFatal(err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockReport()
 	if s.closed || s.fatal.fired() {
 		return
 	}

@@ -34,7 +34,8 @@ const lookupTimeout = 3 * time.Second
 // (through WithDialer, which is given the address). An IP literal is not
 // looked up. A name that does not resolve is skipped, logged once at Warn
 // with the reason, and tried again at the next round over the servers: a
-// name that comes back is used. Only Connect uses it. Default:
+// name that comes back is used. Only Connect uses it: NewSession refuses
+// it with ErrConnectOnlyOption. Default:
 // net.DefaultResolver, the system's resolver as net.Dial uses it.
 func WithResolver(r Resolver) SessionOption {
 	return func(c *sessionConfig) {
@@ -43,6 +44,7 @@ func WithResolver(r Resolver) SessionOption {
 			return
 		}
 		c.resolver = r
+		c.connectOnly("WithResolver")
 	}
 }
 

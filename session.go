@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,8 @@ type Session struct {
 	ready     chan struct{}
 	suspendT  *time.Timer
 	subs      map[*subscriber]struct{}
+	observed  []StateChange // state changes the Observer is yet to be told (unlockReport)
+	reportMu  sync.Mutex    // one goroutine at a time reports them, in order
 	closed    bool
 	closedCh  chan struct{}
 	opsMu     sync.RWMutex // Close takes it to stop new operations
@@ -107,7 +110,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	// connection attempt (servers.go).
 	dial := s.servers.dialer(cfg.resolver, cfg.dialer)
 	dial = s.secureDialer(dial) // WithTLS, WithSASL (secure.go)
-	if !cfg.noWire {
+	if !cfg.noWire && wireFits(cfg.log) {
 		s.wire = wire.New()
 		s.wire.OnResumeFallback = func(waited time.Duration) {
 			s.cfg.log.Warn("zkrecipes: a resumed connection's replies waited for go-zookeeper to re-set its watches until the read deadline, then passed; a watched node changed while the client was cut off may go unreported",
@@ -149,7 +152,10 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // written one by one, and after a reconnection go-zookeeper may read a
 // reply before it re-sets its watches, which can lose a notification of a
 // change made while it was cut off (go-zookeeper/zk#35).
-// Prefer Connect.
+// Prefer Connect. Given an option only Connect honours (WithTLS, WithSASL,
+// WithDialer, WithWireLayer, WithResolver), NewSession fails with an error
+// matching ErrConnectOnlyOption and ErrInvalidArgument, before adopting
+// conn.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
@@ -160,6 +166,9 @@ func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.connOnly) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrConnectOnlyOption, strings.Join(cfg.connOnly, ", "))
 	}
 	s := newSession(cfg)
 	s.conn = conn
@@ -288,6 +297,7 @@ func (s *Session) Close() error {
 		close(s.closedCh)
 		s.mu.Unlock()
 		s.opsMu.Unlock()
+		s.reportStates() // StateClosed, outside the locks: the Observer may read the Session
 		s.dropUnused()
 		if s.ownsConn {
 			s.conn.Close() // the session ends, and every ephemeral node with it
@@ -366,6 +376,25 @@ func (s *Session) deleteOwned() {
 		s.owned.Delete(k)
 		return true
 	})
+}
+
+// readBuildInfo is debug.ReadBuildInfo; a test replaces it.
+var readBuildInfo = debug.ReadBuildInfo
+
+// wireFits reports whether the wire layer may run over the go-zookeeper
+// this binary was built with (see wire.Fits). When it may not, it warns on
+// log: Connect then runs without the layer, as with WithWireLayer(false).
+func wireFits(log *slog.Logger) bool {
+	bi, ok := readBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	fits, found := wire.Fits(bi)
+	if !fits {
+		log.Warn("zkrecipes: this binary's go-zookeeper is not one the wire layer was tested with; running without it, as with WithWireLayer(false)",
+			"found", found, "tested", wire.TestedVersions)
+	}
+	return fits
 }
 
 // zkLogger routes go-zookeeper's messages to slog at Debug level.

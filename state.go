@@ -207,7 +207,7 @@ func (s *Session) drain() {
 
 func (s *Session) onSessionEvent(ev zk.Event) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockReport()
 	if s.closed {
 		return
 	}
@@ -266,7 +266,7 @@ func (s *Session) onSessionEvent(ev zk.Event) {
 // this client can tell.
 func (s *Session) presumeLost(gen *generation) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockReport()
 	if s.closed || s.gen != gen || gen.fired() || s.state != StateSuspended {
 		return
 	}
@@ -302,7 +302,42 @@ func (s *Session) setState(st ConnState, id int64, err error) {
 	for sub := range s.subs {
 		sub.push(ch)
 	}
-	s.reportState(ch) // observe.go
+	if s.cfg.obs != nil {
+		s.observed = append(s.observed, ch) // reported once s.mu is released (unlockReport)
+	}
+}
+
+// unlockReport releases s.mu, then reports the state changes made under
+// it to the Observer. Every holder of s.mu that may have changed the state
+// releases it this way.
+func (s *Session) unlockReport() {
+	s.mu.Unlock()
+	s.reportStates()
+}
+
+// reportStates reports the queued state changes to the Observer, in the
+// order they were made, without s.mu held: the Observer may read the
+// Session back. One goroutine at a time reports; the queue is taken under
+// s.mu, so a change queued while another goroutine reports is reported by
+// whichever takes reportMu next, never out of order.
+func (s *Session) reportStates() {
+	if s.cfg.obs == nil {
+		return
+	}
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	for {
+		s.mu.Lock()
+		batch := s.observed
+		s.observed = nil
+		s.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		for _, ch := range batch {
+			s.reportState(ch) // observe.go
+		}
+	}
 }
 
 // State returns the current connection state.

@@ -31,7 +31,8 @@ import (
 // change, say). Once every server has refused, Connect fails at once with
 // a *ConnectError matching the refusals instead of redialling for ever;
 // on a later reconnect the Session's current session ends (StateLost) with
-// that cause. Only Connect uses it. Default: no TLS.
+// that cause. Only Connect uses it: NewSession refuses it with
+// ErrConnectOnlyOption. Default: no TLS.
 func WithTLS(config *tls.Config) SessionOption {
 	return func(c *sessionConfig) {
 		if config == nil {
@@ -39,6 +40,7 @@ func WithTLS(config *tls.Config) SessionOption {
 			return
 		}
 		c.tls = config.Clone()
+		c.connectOnly("WithTLS")
 	}
 }
 
