@@ -51,7 +51,7 @@ stage fuzz scripts/fuzz.sh
 # example service scraped by its test.
 stage otelzk bash -c 'cd otelzk && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
 stage example-prom bash -c 'cd examples/prometheus-metrics && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
-stage integration bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./...'
+stage integration scripts/integration.sh
 # The persistent watch and cache tests again against ZooKeeper 3.9 (Debian 13's jars,
 # fetched by deps.sh): the typed removal of persistent watches runs there only.
 stage zk39 scripts/test-zk39.sh -race
