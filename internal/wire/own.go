@@ -100,6 +100,11 @@ type demux struct {
 	blank bool   // its zxid reaches go-zookeeper as 0 (zxid.go)
 	tap   bool   // the frame passing through is a notification being copied
 	tbuf  []byte // its bytes so far
+
+	shot     bool  // it may set a one-shot watch of go-zookeeper's: counted once passed whole
+	shotXid  int32 // its xid, error code and zxid
+	shotCode int32
+	shotZxid int64
 }
 
 // nextXid returns a fresh own xid.
@@ -252,13 +257,17 @@ func (c *conn) readFrames(p []byte) (int, error) {
 			}
 			c.sent.replied(b)
 		}
+		d.shot = false
 		if xid > 0 && n >= 20 && c.layer != nil && c.layer.shots.npend.Load() > 0 {
 			// a reply to a request of go-zookeeper's that may set a
-			// one-shot watch (shots.go)
+			// one-shot watch (shots.go): counted once it has passed whole,
+			// as go-zookeeper counts it (a reply cut short by a lost
+			// connection sets no watch)
 			if hdr, err = c.r.Peek(20); err != nil {
 				return 0, err
 			}
-			c.layer.shots.repliedAt(xid, int32(binary.BigEndian.Uint32(hdr[16:20])), int64(binary.BigEndian.Uint64(hdr[8:16])))
+			d.shot, d.shotXid = true, xid
+			d.shotCode, d.shotZxid = int32(binary.BigEndian.Uint32(hdr[16:20])), int64(binary.BigEndian.Uint64(hdr[8:16]))
 		}
 		d.left, d.size = n, n
 		d.blank = false
@@ -278,6 +287,10 @@ func (c *conn) readFrames(p []byte) (int, error) {
 		blankZxid(p[:k], d.size-d.left)
 	}
 	d.left -= k
+	if d.shot && d.left == 0 {
+		d.shot = false
+		c.layer.shots.repliedAt(d.shotXid, d.shotCode, d.shotZxid)
+	}
 	if d.tap {
 		d.tbuf = append(d.tbuf, p[:k]...)
 		if d.left == 0 {

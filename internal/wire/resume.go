@@ -113,11 +113,23 @@ func (r *resumer) beforeFrame(p []byte) {
 	}
 }
 
-// afterFrame notes a request frame written (or gathered): SetWatches.
+// afterFrame notes a request frame written (or gathered): SetWatches, or
+// go-zookeeper's close request. A client closed right after reconnecting
+// never sends the SetWatches it built (its queue is shut), and its reading
+// goroutine must read the close's reply (or the server's end of the
+// connection) to end: the hold ends with the close request.
 func (r *resumer) afterFrame(p []byte) {
-	if r.reset != nil && isSetWatches(p) {
+	if r.reset != nil && (isSetWatches(p) || isClose(p)) {
 		r.resetOne.Do(func() { close(r.reset) })
 	}
+}
+
+// opClose is the opcode of go-zookeeper's close request.
+const opClose = -11
+
+// isClose reports whether a request frame is a close request.
+func isClose(p []byte) bool {
+	return len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opClose
 }
 
 // isSetWatches reports whether a request frame (length, xid, opcode, ...)

@@ -294,3 +294,21 @@ func TestResumedConnectionLetsTheCredentialsReplyThroughAndHoldsTheNext(t *testi
 		t.Fatal("the reply is still held after SetWatches was written")
 	}
 }
+
+// A client closed right after it reconnected never sends the SetWatches it
+// built; its close request ends the hold, so that its reading goroutine
+// reads the close's reply and ends.
+func TestACloseRequestEndsTheHold(t *testing.T) {
+	c, server := shake(t, 0x1234, 0x1234, 600_000)
+	go func() { _, _ = io.Copy(io.Discard, server) }()
+	done := firstReply(c, server)
+	requireHeld(t, done, "the reply was read before SetWatches or a close was written")
+	_, err := c.Write(request(uint32(0xfffffff5))) // opClose, -11
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply is still held after the close request was written")
+	}
+}

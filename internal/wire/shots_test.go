@@ -446,3 +446,34 @@ func BenchmarkShotsWrite(b *testing.B) {
 		}
 	})
 }
+
+// A reply that sets a watch counts only once it has passed whole: one cut
+// short by a lost connection never reaches go-zookeeper, which then sets
+// no watch (and sends no SetWatches for it on the next connection).
+func TestAReplyCutShortSetsNoWatch(t *testing.T) {
+	client, server := net.Pipe()
+	l := New()
+	c, err := l.Dialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil })("tcp", "127.0.0.1:2181", time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	handshake(t, c, server)
+
+	// getData /w with the watch flag: length, xid 7, opcode 4, path, flag.
+	f := binary.BigEndian.AppendUint32(nil, 4+4+4+2+1)
+	f = binary.BigEndian.AppendUint32(f, 7)
+	f = binary.BigEndian.AppendUint32(f, opGetData)
+	f = binary.BigEndian.AppendUint32(f, 2)
+	f = append(f, '/', 'w', 1)
+	go func() { _, _ = io.ReadFull(server, make([]byte, len(f))) }()
+	_, err = c.Write(f)
+	require.NoError(t, err)
+
+	reply := ownTestReply(7, 0x20, 0, []byte("data and a stat"))
+	go func() {
+		_, _ = server.Write(reply[:len(reply)-3])
+		_ = server.Close()
+	}()
+	_, err = io.ReadFull(c, make([]byte, len(reply)))
+	require.Error(t, err, "the connection was lost mid-reply")
+	assert.False(t, l.shots.holding(), "a watch counted that go-zookeeper never set")
+}
