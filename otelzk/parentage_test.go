@@ -110,7 +110,12 @@ func TestMarkedReleaseWatchesAreSpansUnderTheAcquisition(t *testing.T) {
 		}
 		middleErr <- err
 	}()
-	require.Eventually(t, func() bool { return middleS.sum(t, "zookeeper.lock.waiters") == 1 }, 10*time.Second, 5*time.Millisecond)
+	// The middle waiter's node is queued (the waiters gauge counts from
+	// before the create: on a busy machine the third node could come first).
+	require.Eventually(t, func() bool {
+		kids, _, err := holderS.Session.GetChildren(context.Background(), path)
+		return err == nil && len(kids) == 2
+	}, 10*time.Second, 5*time.Millisecond)
 
 	ctx, parent := r.tp.Tracer("test").Start(ctxT(t, 20*time.Second), "handle")
 	got := make(chan error, 1)
