@@ -45,6 +45,13 @@ func (l *connLog) dial(network, address string, timeout time.Duration) (net.Conn
 	return &loggedConn{Conn: c, l: l, i: i}, nil
 }
 
+// dialling returns how many dials have begun.
+func (l *connLog) dialling() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
 func (l *connLog) add(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -121,7 +128,10 @@ func resumeWithQueuedRequest(t *testing.T, opts ...SessionOption) ([]string, tim
 	require.NoError(t, err)
 
 	l.cut()
-	require.Eventually(t, func() bool { return s.State() == StateSuspended }, 10*time.Second, time.Millisecond)
+	// go-zookeeper fails the requests queued before it starts to redial
+	// (with one server it waits a second, then flushes its queue): the
+	// request is sent once it is dialling.
+	require.Eventually(t, func() bool { return l.dialling() == 2 }, 10*time.Second, time.Millisecond)
 	replied := make(chan error, 1)
 	go func() {
 		_, _, err := conn.Exists("/zkt")
@@ -194,15 +204,23 @@ func TestZKResumedAuthenticatedSessionReSetsItsWatches(t *testing.T) {
 // late (it builds and sends SetWatches), and whose current connection can
 // be cut; a dial after a cut waits for let.
 type lateSetWatches struct {
-	delay time.Duration
-	let   chan struct{}
-	mu    sync.Mutex
-	conns []*lateWriter
+	delay   time.Duration
+	let     chan struct{}
+	mu      sync.Mutex
+	conns   []*lateWriter
+	dialled int // dials begun
+}
+
+func (d *lateSetWatches) dialling() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dialled
 }
 
 func (d *lateSetWatches) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	d.mu.Lock()
 	first := len(d.conns) == 0
+	d.dialled++
 	d.mu.Unlock()
 	if !first {
 		<-d.let
@@ -306,6 +324,9 @@ func TestZKResumedSessionWithALateSetWatchesRacesNothingAndMissesNoChange(t *tes
 
 		d.cut()
 		require.Eventually(t, func() bool { return s.State() == StateSuspended }, 10*time.Second, time.Millisecond)
+		// Requests queued before go-zookeeper redials are failed by it:
+		// they are sent once it is dialling.
+		require.Eventually(t, func() bool { return d.dialling() == round+2 }, 10*time.Second, time.Millisecond)
 		_, err = oc.Set(data, []byte(fmt.Sprint(round)), -1)
 		require.NoError(t, err)
 		_, err = oc.Create(fmt.Sprintf("%s/c%d", kids, round), nil, 0, zk.WorldACL(zk.PermAll))
