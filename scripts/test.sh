@@ -57,9 +57,9 @@ stage integration scripts/integration.sh
 stage zk39 scripts/test-zk39.sh -race
 # The contract suite again with the wire layer off (zkrecipes.WithWireLayer(false)), without
 # -race: with the layer off nothing orders go-zookeeper's reading of its last zxid for SetWatches
-# after a reconnection against the goroutine that records each reply's zxid (go-zookeeper/zk#35,
-# go-zookeeper's own race, which only the wire layer's resume hold prevents). A loaded machine
-# trips it at random; the race-clean modes are listed in docs/reliability.md.
+# against the goroutine that records each reply's zxid (go-zookeeper/zk#35, go-zookeeper's own
+# race, which the wire layer removes: internal/wire/zxid.go). A loaded machine trips it at
+# random; the race-clean modes are listed in docs/reliability.md.
 stage contract-nowire bash -c 'cd integration && ZKRECIPES_WIRE=off ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -count=1 -timeout 5m -run Contract ./recipes/'
 stage chaos-leasetime bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run Chaos ./chaos/ -chaos.lease-time=300ms -chaos.duration=15s -chaos.clients=3'
 # The Kerberos (GSSAPI) module: its unit tests, then its tests against a real MIT KDC and a
