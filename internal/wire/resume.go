@@ -25,16 +25,19 @@ import (
 //     reported whatever the zxid, so a lock waiter's watch on the node
 //     ahead is safe; a child or data watch is not.)
 //
-// The Java client builds SetWatches before it reads any reply on the new
-// connection. A connection of the layer does the same for go-zookeeper:
-// after the handshake of a resumed session, while go-zookeeper holds a
-// one-shot watch (shots.go follows them), no reply is read until the
-// SetWatches request has been written (go-zookeeper builds it, reading the
-// last zxid, before it writes it, so every reply is then recorded after),
-// except the replies to the credentials an authenticated client sends
-// first (below). A client that holds no watch sends no SetWatches and
-// reads no zxid: its replies pass at once. A new session (the first
-// connection, or one after an expiry) holds no watch to re-set.
+// The race is gone at its root: go-zookeeper records no zxid of its own
+// (zxid.go), and the layer writes the relativeZxid. The Java client
+// builds SetWatches before it reads any reply on the new connection, and
+// a connection of the layer orders it the same way: after the handshake
+// of a resumed session, while go-zookeeper holds a one-shot watch
+// (shots.go follows them), no reply is read until the SetWatches request
+// has been written, except the replies to the credentials an
+// authenticated client sends first (below). So the zxid the layer keeps
+// never moves past a change made while go-zookeeper's watches were not
+// set on the server, should the connection be lost again before they are.
+// A client that holds no watch sends no SetWatches: its replies pass at
+// once. A new session (the first connection, or one after an expiry)
+// holds no watch to re-set.
 //
 // Holding none is decided at the handshake; a reply read after it may
 // still give go-zookeeper a watch before its loop goroutine gets to
