@@ -139,16 +139,21 @@ func TestDoubleBarrier_LeaveWhoseDeleteReplyIsLostWaitsForTheOthers(t *testing.T
 		}
 
 		// The lossy member has done all it can before the lowest leaves
-		// once it watches the lowest after its failed delete, or has
-		// returned.
+		// once it watches the lowest after a failed request, or has
+		// returned. The failed request is its delete when the reply let
+		// through was its listing's (a hit); on a busy machine a ping's or
+		// a notification's reply can come first, and the listing's reply is
+		// the one lost (a miss: the member lists again and deletes).
 		lost, watching := false, false
 		require.Eventually(t, func() bool {
 			lost, watching = false, false
+			failed := false
 			for _, ev := range ops.since() {
 				switch {
-				case ev.Op == "delete" && ev.Err != nil:
-					lost = true
-				case lost && ev.Op == "getData" && ev.Path == lowest && ev.Err == nil:
+				case ev.Err != nil:
+					failed = true
+					lost = lost || ev.Op == "delete"
+				case failed && ev.Op == "getData" && ev.Path == lowest:
 					watching = true
 				}
 			}
