@@ -60,7 +60,8 @@ public final class CuratorPeer {
     private final String servers;
     private final String path;
     private final long durationMs;
-    private final long deadlineNanos;
+    /** When the work ends: durationMs after the client connected (a busy machine may take seconds to start the JVM). */
+    private volatile long deadlineNanos;
     private final long holdMs;
     private final int sessionTimeoutMs;
     private final FileOutputStream log;
@@ -173,6 +174,7 @@ public final class CuratorPeer {
             client.close();
             throw new IOException("could not connect to " + servers + " within " + durationMs + "ms");
         }
+        deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(durationMs);
     }
 
     /**
@@ -384,7 +386,9 @@ public final class CuratorPeer {
         long grace = Math.max(3000, 2 * holdMs + sessionTimeoutMs / 2);
         Thread t = new Thread(() -> {
             try {
-                Thread.sleep(durationMs + grace);
+                for (long left; (left = remainingMs() + grace) > 0; ) {
+                    Thread.sleep(left); // the deadline moves once, when the client connects
+                }
             } catch (InterruptedException e) {
                 return;
             }
