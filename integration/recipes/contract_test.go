@@ -179,8 +179,9 @@ func contractFIFO(t *testing.T, r recipe) {
 			order <- i
 			_ = l.Release(ctx)
 		}()
-		// Queue them one at a time: wait until this waiter's node is there.
-		require.Eventually(t, func() bool { return r.contenders(t, conn, path) == i+2 }, 10*time.Second, time.Millisecond)
+		// Queue them one at a time: wait until this waiter's node is there
+		// (a new Session and its first requests: seconds on a busy machine).
+		require.Eventually(t, func() bool { return r.contenders(t, conn, path) == i+2 }, 30*time.Second, time.Millisecond)
 	}
 	require.NoError(t, holder.Release(ctx))
 	wg.Wait()
