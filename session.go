@@ -113,7 +113,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if !cfg.noWire && wireFits(cfg.log) {
 		s.wire = wire.New()
 		s.wire.OnResumeFallback = func(waited time.Duration) {
-			s.cfg.log.Warn("zkrecipes: a resumed connection's replies waited for go-zookeeper to re-set its watches until the read deadline, then passed; a watched node changed while the client was cut off may go unreported",
+			s.cfg.log.Warn("zkrecipes: go-zookeeper had not re-set its watches on a resumed connection by its read deadline; replies were let through before it (no change goes unreported: a sign of a starved process)",
 				"waited", waited)
 		}
 		dial = s.wire.Dialer(dial)

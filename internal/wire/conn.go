@@ -43,7 +43,7 @@ type conn struct {
 	dm      demux    // frame tracking on the read side (own.go)
 
 	rdeadline atomic.Int64 // the read deadline go-zookeeper set last, in Unix ns (0: none)
-	sinceZxid int64        // the layer's last zxid when the handshake was written (zxid.go)
+	reset     resetState   // the re-set base (zxid.go)
 
 	dmu      sync.Mutex // guards the write deadline (see flushLate)
 	deadline time.Time  // the write deadline go-zookeeper set last
@@ -61,12 +61,11 @@ func (c *conn) Write(p []byte) (int, error) {
 		return c.writeFrame(p)
 	}
 	c.resume.onHandshake(p)
+	frame := p
 	if c.layer != nil {
-		// go-zookeeper's own last zxid stays 0 (zxid.go): the layer's goes out.
-		p = append([]byte(nil), p...)
-		c.sinceZxid = c.layer.handshakeZxid(p)
+		frame = c.handshakeFrame(p) // go-zookeeper's own last zxid stays 0 (zxid.go)
 	}
-	n, err := c.Conn.Write(p)
+	n, err := c.Conn.Write(frame)
 	c.shook = err == nil
 	return n, err
 }
@@ -107,6 +106,12 @@ func (c *conn) Read(p []byte) (int, error) {
 // handshake's reply (go-zookeeper reads that reply before it writes any
 // request).
 func (c *conn) sessionID() int64 { return int64(binary.BigEndian.Uint64(c.head[12:20])) }
+
+// resumed reports whether the handshake resumed the session it asked for
+// (known once its reply is read).
+func (c *conn) resumed() bool {
+	return c.resume.asked != 0 && c.sessionID() == c.resume.asked
+}
 
 // timeout is the session timeout the handshake's reply granted.
 func (c *conn) timeout() time.Duration {

@@ -55,14 +55,14 @@ func (c *conn) writeFrame(p []byte) (int, error) {
 	c.resume.beforeFrame(p)
 	defer c.resume.afterFrame(p) // once written (or gathered)
 	if c.layer != nil && isSetWatches(p) {
-		setWatchesZxid(p, c.sinceZxid) // go-zookeeper's own is 0 (zxid.go)
+		p = c.setWatchesFrame(p) // go-zookeeper's relativeZxid is 0 (zxid.go)
 	}
 	if c.layer != nil {
 		// Noted before the write: its reply may be read before this
 		// goroutine runs again (shots.go).
-		g := c.layer.reArmGap(c, p)
-		c.layer.shots.wrote(p, g)
-		defer c.layer.afterClientFrame(c, p, g) // runs before afterFrame
+		gp := c.layer.reArmGap(c, p)
+		c.layer.shots.wrote(p, gp)
+		defer c.layer.afterClientFrame(c, p, gp) // runs before afterFrame
 	}
 	if g.want == 0 {
 		// Told before the write, not after: the reply may come back, and the

@@ -25,6 +25,7 @@ type Layer struct {
 	wlist atomic.Pointer[[]*Watch]
 	shots shots        // go-zookeeper's one-shot watches on their paths (shots.go)
 	zxid  atomic.Int64 // go-zookeeper's last zxid, kept for it (zxid.go)
+	base  atomic.Int64 // the zxid its watches may be re-set from (zxid.go)
 
 	// OnResumeFallback, if set before the first connection, is called on
 	// the reading goroutine when a resumed connection's replies waited for

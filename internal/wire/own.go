@@ -273,10 +273,10 @@ func (c *conn) readFrames(p []byte) (int, error) {
 		d.blank = false
 		if passesZxid(xid) && n >= zxidAt+8 && c.layer != nil {
 			// go-zookeeper gets it with a zxid of 0 (zxid.go)
-			if hdr, err = c.r.Peek(zxidAt + 8); err != nil {
+			if hdr, err = c.r.Peek(min(n, zxidAt+12)); err != nil {
 				return 0, err
 			}
-			c.layer.recordZxid(hdr)
+			c.recordZxid(hdr)
 			d.blank = true
 		}
 		d.tap = xid == -1 && c.layer != nil && c.layer.tapping()

@@ -21,23 +21,67 @@ func ownTestReply(xid int32, zxid int64, code int32, body []byte) []byte {
 	return append(f, body...)
 }
 
-// handshake writes a new session's ConnectRequest on c and reads the
-// server's ConnectResponse (session 0x55, 4 s) the way go-zookeeper does.
-func handshake(t *testing.T, c, server net.Conn) {
+// pipeConn returns a connection of l over a pipe, and the server's end;
+// both are closed when the test ends.
+func pipeConn(t *testing.T, l *Layer) (net.Conn, net.Conn) {
 	t.Helper()
-	req := make([]byte, 4+44)
-	binary.BigEndian.PutUint32(req, 44)
-	go func() { _, _ = io.ReadFull(server, make([]byte, len(req))) }()
-	_, err := c.Write(req)
+	client, server := net.Pipe()
+	t.Cleanup(func() { _ = server.Close() })
+	c, err := l.Dialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil })("tcp", "127.0.0.1:2181", time.Second)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, server
+}
+
+// connectRequest is a ConnectRequest frame (length, protocolVersion,
+// lastZxidSeen 0, timeOut, sessionId, password) asking for session asked
+// (0: a new one), as go-zookeeper writes it.
+func connectRequest(asked int64) []byte {
+	req := binary.BigEndian.AppendUint32(nil, 44)
+	req = binary.BigEndian.AppendUint32(req, 0)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 4000)
+	req = binary.BigEndian.AppendUint64(req, uint64(asked))
+	req = binary.BigEndian.AppendUint32(req, 16)
+	return append(req, make([]byte, 16)...)
+}
+
+// connectResponse is a ConnectResponse frame (length, protocolVersion,
+// timeOut, sessionId, password) granting session granted (0: expired) for
+// ms milliseconds.
+func connectResponse(granted int64, ms uint32) []byte {
 	resp := binary.BigEndian.AppendUint32(nil, 36)
 	resp = binary.BigEndian.AppendUint32(resp, 0)
-	resp = binary.BigEndian.AppendUint32(resp, 4000)
-	resp = binary.BigEndian.AppendUint64(resp, 0x55)
+	resp = binary.BigEndian.AppendUint32(resp, ms)
+	resp = binary.BigEndian.AppendUint64(resp, uint64(granted))
 	resp = binary.BigEndian.AppendUint32(resp, 16)
-	resp = append(resp, make([]byte, 16)...)
-	go func() { _, _ = server.Write(resp) }()
+	return append(resp, make([]byte, 16)...)
+}
+
+// shakeAs writes on c a ConnectRequest asking for session asked, reads the
+// server's ConnectResponse (session granted, ms milliseconds) the way
+// go-zookeeper does, and returns the request as the server read it.
+func shakeAs(t *testing.T, c, server net.Conn, asked, granted int64, ms uint32) []byte {
+	t.Helper()
+	req := connectRequest(asked)
+	sent := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(req))
+		_, _ = io.ReadFull(server, b)
+		sent <- b
+	}()
+	_, err := c.Write(req)
+	require.NoError(t, err)
+	go func() { _, _ = server.Write(connectResponse(granted, ms)) }()
 	readOne(t, c)
+	return <-sent
+}
+
+// handshake is shakeAs for a new session's ConnectRequest, answered with
+// session 0x55 and 4 s.
+func handshake(t *testing.T, c, server net.Conn) {
+	t.Helper()
+	shakeAs(t, c, server, 0, 0x55, 4000)
 }
 
 // readOne reads one frame as go-zookeeper does (length, then body) and
@@ -155,23 +199,12 @@ func TestFramesPassingThroughCostNoAllocation(t *testing.T) {
 // However the client reads, no read crosses the end of the handshake's
 // reply, so an own reply right behind it is still taken out.
 func TestReadsStopAtTheHandshakeSoTheFramesBehindItAreDemultiplexed(t *testing.T) {
-	client, server := net.Pipe()
-	defer server.Close()
-	l := New()
-	c, err := l.Dialer(func(string, string, time.Duration) (net.Conn, error) { return client, nil })("tcp", "127.0.0.1:2181", time.Second)
-	require.NoError(t, err)
-	defer c.Close()
-	req := make([]byte, 4+44)
-	binary.BigEndian.PutUint32(req, 44)
+	c, server := pipeConn(t, New())
+	req := connectRequest(0)
 	go func() { _, _ = io.ReadFull(server, make([]byte, len(req))) }()
-	_, err = c.Write(req)
+	_, err := c.Write(req)
 	require.NoError(t, err)
-	resp := binary.BigEndian.AppendUint32(nil, 36)
-	resp = binary.BigEndian.AppendUint32(resp, 0)
-	resp = binary.BigEndian.AppendUint32(resp, 4000)
-	resp = binary.BigEndian.AppendUint64(resp, 0x55)
-	resp = binary.BigEndian.AppendUint32(resp, 16)
-	resp = append(resp, make([]byte, 16)...)
+	resp := connectResponse(0x55, 4000)
 	own := ownTestReply(ownXidMax, 3, 0, nil) // no waiter: dropped
 	next := ownTestReply(1, 4, 0, []byte("go-zookeeper's"))
 	blanked := ownTestReply(1, 0, 0, []byte("go-zookeeper's"))

@@ -25,36 +25,27 @@ import (
 //     reported whatever the zxid, so a lock waiter's watch on the node
 //     ahead is safe; a child or data watch is not.)
 //
-// The race is gone at its root: go-zookeeper records no zxid of its own
-// (zxid.go), and the layer writes the relativeZxid. The Java client
-// builds SetWatches before it reads any reply on the new connection, and
-// a connection of the layer orders it the same way: after the handshake
-// of a resumed session, while go-zookeeper holds a one-shot watch
-// (shots.go follows them), no reply is read until the SetWatches request
-// has been written, except the replies to the credentials an
-// authenticated client sends first (below). So the zxid the layer keeps
-// never moves past a change made while go-zookeeper's watches were not
-// set on the server, should the connection be lost again before they are.
-// A client that holds no watch sends no SetWatches: its replies pass at
-// once. A new session (the first connection, or one after an expiry)
-// holds no watch to re-set.
-//
-// Holding none is decided at the handshake; a reply read after it may
-// still give go-zookeeper a watch before its loop goroutine gets to
-// SetWatches. That costs nothing: go-zookeeper records no zxid of its
-// own (zxid.go), and the relativeZxid its SetWatches carries is the one
-// of the handshake, whatever was read since.
+// Both are gone at their root (zxid.go): go-zookeeper records no zxid of
+// its own, and the layer writes the relativeZxid, from a base that moves
+// only while go-zookeeper's watches are set on the server. The Java client
+// also builds SetWatches before it reads any reply on the new connection,
+// and a connection of the layer keeps that order: after the handshake of a
+// resumed session, while go-zookeeper holds a one-shot watch (shots.go
+// follows them), no reply is read until the SetWatches request has been
+// written, except the replies to the credentials an authenticated client
+// sends first (below). A client that holds no watch sends no SetWatches:
+// its replies pass at once. A new session (the first connection, or one
+// after an expiry) holds no watch to re-set.
 //
 // The hold has no timer of its own: go-zookeeper writes SetWatches as soon
 // as its loop goroutine runs, which on a busy machine can be seconds after
 // the handshake. Its only bound is a liveness fallback, shortly before the
 // read deadline go-zookeeper set for the read that waits (two thirds of
-// the session timeout): should go-zookeeper never write SetWatches
-// although the layer counted a watch it holds, the replies pass then, and
-// the fallback is counted (Counts.ResumeFallbacks) and reported
-// (Layer.OnResumeFallback). No data race follows (zxid.go); what is at
-// stake is the next reconnection's relativeZxid, should this connection be
-// lost before go-zookeeper re-sets its watches on it.
+// the session timeout): should go-zookeeper not have written SetWatches by
+// then, the replies pass, and the fallback is counted
+// (Counts.ResumeFallbacks) and reported (Layer.OnResumeFallback). Nothing
+// is at stake but the order: the relativeZxid and the base do not depend
+// on the hold (zxid.go).
 
 // Opcodes of the requests a resumed connection starts with.
 const (
@@ -154,7 +145,7 @@ func (c *conn) readResumed(p []byte, granted int64, timeout time.Duration) (int,
 	r := &c.resume
 	if r.state == resumeUnknown {
 		r.state = resumeDone
-		if r.reset == nil || granted != r.asked || !c.zkHoldsWatches() {
+		if r.reset == nil || granted != r.asked || !c.owesWatches() {
 			return c.readFrames(p)
 		}
 		r.state = resumeHolding
@@ -209,10 +200,15 @@ func (r *resumer) done() {
 	r.timer.Stop()
 }
 
-// zkHoldsWatches reports whether go-zookeeper holds a one-shot watch, and
-// so will send SetWatches (without a layer, in tests: presumed so).
-func (c *conn) zkHoldsWatches() bool {
-	return c.layer == nil || c.layer.shots.holding()
+// owesWatches notes, on a resumed connection, how many watches
+// go-zookeeper holds and so will re-set (zxid.go), and reports whether
+// there are any (without a layer, in tests: presumed so).
+func (c *conn) owesWatches() bool {
+	if c.layer == nil {
+		return true
+	}
+	c.reset.owed = c.layer.shots.held()
+	return c.reset.owed > 0
 }
 
 // readBound is the hold's liveness fallback: nine tenths of the time left

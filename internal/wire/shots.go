@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 )
@@ -59,7 +60,6 @@ type shots struct {
 	pend  map[int32]pendShot   // go-zookeeper's watching requests written, by xid
 	npend atomic.Int32         // len(pend), read without the lock on every reply
 	n     atomic.Int32         // len(paths), read without the lock on every notification
-	held  int                  // paths with kinds != 0: go-zookeeper holds a watch
 }
 
 type shotPath struct {
@@ -140,17 +140,6 @@ func (s *shots) at(path []byte) *shotPath {
 	return sp
 }
 
-// setKinds sets sp's kinds, keeping s.held (s.mu held).
-func (s *shots) setKinds(sp *shotPath, k uint8) {
-	switch {
-	case sp.kinds == 0 && k != 0:
-		s.held++
-	case sp.kinds != 0 && k == 0:
-		s.held--
-	}
-	sp.kinds = k
-}
-
 // drop forgets sp once it holds nothing (s.mu held).
 func (s *shots) drop(sp *shotPath) {
 	if sp.kinds == 0 && sp.pending == 0 && s.paths[sp.path] == sp {
@@ -159,11 +148,8 @@ func (s *shots) drop(sp *shotPath) {
 	}
 }
 
-// replied counts the watch a reply (xid, error code) of go-zookeeper's
-// sets, if it answers a request asked noted.
-func (s *shots) replied(xid, code int32) { s.repliedAt(xid, code, 0) }
-
-// repliedAt is replied, for a reply whose header says zxid.
+// repliedAt counts the watch a reply (xid, error code, zxid) of
+// go-zookeeper's sets, if it answers a request asked noted.
 func (s *shots) repliedAt(xid, code int32, zxid int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,11 +169,11 @@ func (s *shots) repliedAt(xid, code int32, zxid int64) {
 	}
 	switch {
 	case code == CodeOK && (p.op == opGetData || p.op == opExists):
-		s.setKinds(sp, sp.kinds|shotData)
+		sp.kinds |= shotData
 	case code == codeNoNode && p.op == opExists:
-		s.setKinds(sp, sp.kinds|shotExist)
+		sp.kinds |= shotExist
 	case code == CodeOK && (p.op == opGetChildren || p.op == opGetChildren2):
-		s.setKinds(sp, sp.kinds|shotChild)
+		sp.kinds |= shotChild
 		sp.childZxid = zxid
 	}
 	s.drop(sp)
@@ -204,13 +190,13 @@ func (s *shots) fired(path []byte, typ int32) {
 	}
 	switch typ {
 	case 1: // NodeCreated
-		s.setKinds(sp, sp.kinds&^shotExist)
+		sp.kinds &^= shotExist
 	case 3: // NodeDataChanged
-		s.setKinds(sp, sp.kinds&^(shotExist|shotData))
+		sp.kinds &^= shotExist | shotData
 	case 4: // NodeChildrenChanged
-		s.setKinds(sp, sp.kinds&^shotChild)
+		sp.kinds &^= shotChild
 	case 2: // NodeDeleted
-		s.setKinds(sp, 0)
+		sp.kinds = 0
 	}
 	s.drop(sp)
 }
@@ -238,15 +224,18 @@ func (s *shots) expired() {
 	s.npend.Store(0)
 	clear(s.paths)
 	s.n.Store(0)
-	s.held = 0
 }
 
-// holding reports whether go-zookeeper holds a one-shot watch, and so
-// sends SetWatches on a resumed session.
-func (s *shots) holding() bool {
+// held returns how many one-shot watches go-zookeeper holds (one a path
+// and kind): as many as its SetWatches will carry on a resumed session.
+func (s *shots) held() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.held > 0
+	n := 0
+	for _, sp := range s.paths {
+		n += bits.OnesCount8(sp.kinds)
+	}
+	return n
 }
 
 // setWatches counts the watches of go-zookeeper's SetWatches request
@@ -256,31 +245,44 @@ func (s *shots) setWatches(b []byte) {
 		return
 	}
 	rel := int64(binary.BigEndian.Uint64(b))
-	b = b[8:]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	eachSetWatch(b[8:], func(k uint8, path []byte) {
+		sp := s.at(path)
+		sp.kinds |= k
+		if k == shotChild {
+			sp.childZxid = rel
+		}
+	})
+}
+
+// eachSetWatch calls fn with every watch of a SetWatches request's lists
+// (the data, exist and child watches' paths, after the relativeZxid) and
+// returns how many there were.
+func eachSetWatch(b []byte, fn func(kind uint8, path []byte)) int {
+	n := 0
 	for _, k := range []uint8{shotData, shotExist, shotChild} {
 		if len(b) < 4 {
-			return
+			return n
 		}
-		n := int32(binary.BigEndian.Uint32(b))
+		count := int32(binary.BigEndian.Uint32(b))
 		b = b[4:]
-		for range max(n, 0) {
+		for range max(count, 0) {
 			if len(b) < 4 {
-				return
+				return n
 			}
 			m := int(int32(binary.BigEndian.Uint32(b)))
 			if m < 0 || 4+m > len(b) {
-				return
+				return n
 			}
-			sp := s.at(b[4 : 4+m])
-			s.setKinds(sp, sp.kinds|k)
-			if k == shotChild {
-				sp.childZxid = rel
+			if fn != nil {
+				fn(k, b[4:4+m])
 			}
+			n++
 			b = b[4+m:]
 		}
 	}
+	return n
 }
 
 // kinds returns go-zookeeper's one-shot watches on path.

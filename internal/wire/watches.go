@@ -519,7 +519,7 @@ func (c *conn) onSession() {
 	if c.sessionID() == 0 || c.timeout() <= 0 {
 		if c.layer != nil {
 			c.layer.shots.expired() // go-zookeeper drops its watches (shots.go)
-			c.layer.zxid.Store(0)   // and forgets its last zxid (zxid.go)
+			c.layer.forgetZxid()    // and its last zxid (zxid.go)
 		}
 		return // expired: go-zookeeper reconnects
 	}
