@@ -163,12 +163,9 @@ func resumeWithQueuedRequest(t *testing.T, opts ...SessionOption) ([]string, tim
 var setWatchesWrite = fmt.Sprintf("write op%d", opSetWatches)
 
 // A session resumed on a new connection re-sets its watches before any
-// reply is read there: were a reply read first, go-zookeeper could take
-// the reply's zxid as the point from which the server is to report
-// changes, losing a change made while the client was cut off (and races
-// on that zxid: go-zookeeper/zk#35). A request queued while the
-// connection was down is written before the watches are re-set; its reply
-// must wait.
+// reply is read there, as the Java client orders it. A request queued
+// while the connection was down is written before the watches are re-set;
+// its reply waits for them.
 func TestZKResumedSessionReadsNoReplyBeforeItsWatchesAreReset(t *testing.T) {
 	second, waited := resumeWithQueuedRequest(t)
 	assert.Less(t, waited, 5*time.Second, "the reply waited for the bound, not for SetWatches")
@@ -286,10 +283,9 @@ func (c *lateWriter) Write(p []byte) (int, error) {
 }
 
 // A session resumed while go-zookeeper is slow to re-set its watches (a
-// busy machine) reads no reply before it has, however long that takes:
-// go-zookeeper must take no zxid from a reply before it has built its
-// SetWatches (its race, go-zookeeper/zk#35, which -race reports, and a
-// change made while the client was cut off would go unreported). A data
+// busy machine) reads no reply before it has, however long that takes,
+// races on nothing (go-zookeeper/zk#35 under -race), and misses no change
+// made while the client was cut off. A data
 // watch and a child watch on nodes changed while the client was cut off
 // each fire, reconnection after reconnection, with requests queued
 // meanwhile; a watch on a node nobody changed does not.

@@ -2,9 +2,12 @@
 // go-zookeeper's TCP connection: reading the handshake (the granted session
 // timeout and the session id: conn.go), telling when a create's frame is
 // written and reading the zxid of its reply, the new node's czxid
-// (notice.go), gathering request frames into one write
-// (gather.go), holding a resumed session's replies until its watches
-// are re-set (resume.go), and sending requests of its own that go-zookeeper
+// (notice.go), gathering request frames into one write (gather.go),
+// keeping go-zookeeper's last zxid for it (zxid.go: go-zookeeper records
+// none, so its race on that field cannot occur), holding a resumed
+// session's replies until its watches are re-set (resume.go), checking the
+// go-zookeeper a binary was built with (version.go), and sending requests
+// of its own that go-zookeeper
 // has no call for (own.go): ZooKeeper 3.6's persistent watches
 // (watches.go), whose removal on servers before 3.9 puts back the
 // one-shot watches go-zookeeper holds, which the layer follows on every
@@ -12,7 +15,9 @@
 //
 // The seam is Layer: its Dialer wraps the connections of one go-zookeeper
 // client; Granted, Gather, Expect, and AddWatch, RemoveWatch and Forget
-// for the persistent watches, are all the recipes use. A nil *Layer is the
+// for the persistent watches, are all the recipes use, with
+// OnResumeFallback for the Session's log, ReadCounts for the tests and
+// Fits for Connect's version check. A nil *Layer is the
 // layer switched off (zkrecipes.WithWireLayer(false)).
 //
 // The layer's own frames carry xids go-zookeeper never uses (negative,
@@ -41,6 +46,9 @@
 //   - Each of those writes is bounded by SetWriteDeadline(now + two thirds
 //     of the session timeout) and the deadline is cleared after; the
 //     layer's own timer-driven write (flushLate) sets the same bound.
-//   - On a resumed session, SetAuth frames come first, then SetWatches,
-//     and go-zookeeper builds SetWatches from the last zxid it read.
+//   - On a resumed session, SetAuth frames come first, then SetWatches.
+//
+// And on how it reads: it records a reply's zxid as its last only when it
+// is above 0, uses that field only in its ConnectRequest and SetWatches,
+// and hands a reply's zxid to no caller (zxid.go blanks it).
 package wire
