@@ -392,7 +392,7 @@ func wireFits(log *slog.Logger) bool {
 	fits, found := wire.Fits(bi)
 	if !fits {
 		log.Warn("zkrecipes: this binary's go-zookeeper is not one the wire layer was tested with; running without it, as with WithWireLayer(false)",
-			"found", found, "tested", wire.TestedVersions)
+			"found", found, "tested", wire.TestedVersions())
 	}
 	return fits
 }

@@ -1,17 +1,24 @@
 package wire
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"slices"
+)
 
-// ZKModule is the module path of go-zookeeper, whose framing the layer
+// zkModule is the module path of go-zookeeper, whose framing the layer
 // relies on.
-const ZKModule = "github.com/go-zookeeper/zk"
+const zkModule = "github.com/go-zookeeper/zk"
 
-// TestedVersions are the go-zookeeper versions the layer was tested with.
-var TestedVersions = []string{"v1.0.4"}
+// testedVersions are the go-zookeeper versions the layer was tested with.
+var testedVersions = []string{"v1.0.4"}
+
+// TestedVersions returns the go-zookeeper versions the layer was tested
+// with (a copy).
+func TestedVersions() []string { return slices.Clone(testedVersions) }
 
 // Fits reports whether the layer may run in a binary built as bi says:
 // true when the binary's go-zookeeper (after any replace) is one of
-// TestedVersions, and when the binary cannot tell (bi nil, as in a binary
+// TestedVersions(), and when the binary cannot tell (bi nil, as in a binary
 // built without module support, or no go-zookeeper listed in it). A
 // replace by another module path (a fork) or a local directory never
 // fits. found names what the binary was built with, for the warning.
@@ -20,12 +27,12 @@ func Fits(bi *debug.BuildInfo) (fits bool, found string) {
 		return true, ""
 	}
 	for _, m := range bi.Deps {
-		if m == nil || m.Path != ZKModule {
+		if m == nil || m.Path != zkModule {
 			continue
 		}
 		if r := m.Replace; r != nil {
 			found = r.Path + " " + r.Version
-			if r.Path != ZKModule {
+			if r.Path != zkModule {
 				return false, found
 			}
 			return tested(r.Version), found
@@ -35,11 +42,4 @@ func Fits(bi *debug.BuildInfo) (fits bool, found string) {
 	return true, ""
 }
 
-func tested(v string) bool {
-	for _, t := range TestedVersions {
-		if v == t {
-			return true
-		}
-	}
-	return false
-}
+func tested(v string) bool { return slices.Contains(testedVersions, v) }

@@ -12,7 +12,7 @@ import (
 func TestFitsOnlyTheTestedGoZookeeper(t *testing.T) {
 	zk := func(v string, r *debug.Module) *debug.BuildInfo {
 		return &debug.BuildInfo{Main: debug.Module{Path: "example.com/app", Version: "(devel)"},
-			Deps: []*debug.Module{{Path: "golang.org/x/text", Version: "v0.3.0"}, {Path: ZKModule, Version: v, Replace: r}}}
+			Deps: []*debug.Module{{Path: "golang.org/x/text", Version: "v0.3.0"}, {Path: zkModule, Version: v, Replace: r}}}
 	}
 	for _, c := range []struct {
 		name string
@@ -25,8 +25,8 @@ func TestFitsOnlyTheTestedGoZookeeper(t *testing.T) {
 		{"an older version", zk("v1.0.3", nil), false},
 		{"a newer version", zk("v1.0.5", nil), false},
 		{"a pseudo-version", zk("v1.0.5-0.20240101000000-abcdefabcdef", nil), false},
-		{"replaced by the tested version", zk("v1.0.3", &debug.Module{Path: ZKModule, Version: "v1.0.4"}), true},
-		{"replaced by another version", zk("v1.0.4", &debug.Module{Path: ZKModule, Version: "v1.0.5"}), false},
+		{"replaced by the tested version", zk("v1.0.3", &debug.Module{Path: zkModule, Version: "v1.0.4"}), true},
+		{"replaced by another version", zk("v1.0.4", &debug.Module{Path: zkModule, Version: "v1.0.5"}), false},
 		{"replaced by a fork", zk("v1.0.4", &debug.Module{Path: "github.com/someone/zk", Version: "v1.0.4"}), false},
 		{"replaced by a local directory", zk("v1.0.4", &debug.Module{Path: "../zk"}), false},
 	} {
