@@ -61,7 +61,7 @@ func (l *Layer) afterClientFrame(c *conn, p []byte, g *gap) {
 	// A server that keeps a watch per mode on a path (3.9 and later) needs
 	// none of this: the persistent watch stays what it is. Until the probe
 	// has answered, the layer does as for an older server (harmless there).
-	typed := c.own.typed.Load() == 1
+	typed := c.watchModes().typed()
 	switch binary.BigEndian.Uint32(p[8:12]) {
 	case opSetWatches:
 		if typed {
@@ -102,7 +102,7 @@ func (l *Layer) afterClientFrame(c *conn, p []byte, g *gap) {
 // gap with its zxid (shots.go), and a re-arm's reply with another zxid
 // tells the watch's owner to read again (onAdded).
 func (l *Layer) reArmGap(c *conn, p []byte) *gap {
-	if !l.watching() || len(p) < 12 || !c.own.ready || c.own.typed.Load() == 1 {
+	if !l.watching() || len(p) < 12 || !c.own.ready || c.watchModes().typed() {
 		return nil
 	}
 	switch binary.BigEndian.Uint32(p[8:12]) {

@@ -68,14 +68,14 @@ func (r *recPaths) is(c *conn, path string) bool {
 // addWatch of the layer's says (mode), on a server that keeps one mode
 // per path.
 func (l *Layer) setRec(c *conn, path string, mode int32) {
-	l.w.rec.set(c, path, mode == modePersistentRecursive && c.own.typed.Load() != 1)
+	l.w.rec.set(c, path, mode == modePersistentRecursive && !c.watchModes().typed())
 }
 
 // recOn tells whether path's server watch on c is recursive on a server
 // that keeps one mode per path: a plain watch on path then derives its
 // NodeChildrenChanged.
 func (l *Layer) recOn(c *conn, path string) bool {
-	return l.w.rec.is(c, path) && c.own.typed.Load() != 1
+	return l.w.rec.is(c, path) && !c.watchModes().typed()
 }
 
 // onPath tells whether a registered watch has path, and whether a
@@ -94,7 +94,7 @@ func (l *Layer) onPath(path string) (found, recursive bool) {
 // keep one mode per path, recursive when any watch on w's path is; else
 // w's own.
 func (l *Layer) modeOn(c *conn, w *Watch) int32 {
-	if !w.Recursive && c.own.typed.Load() == -1 {
+	if !w.Recursive && c.watchModes().perPath() {
 		if _, rec := l.onPath(w.Path); rec {
 			return modePersistentRecursive
 		}

@@ -212,7 +212,7 @@ func (l *Layer) addOn(c *conn, w *Watch) bool {
 		if c.own.ready {
 			mode := l.modeOn(c, w)
 			var g *gap
-			if _, rec := l.onPath(w.Path); rec && mode == modePersistent && c.own.typed.Load() == 0 {
+			if _, rec := l.onPath(w.Path); rec && mode == modePersistent && !c.watchModes().known() {
 				g = &gap{} // a 3.6 to 3.8 server would turn the path plain: set the recursive ones again behind
 			}
 			_ = l.writeAddLocked(c, w, mode, g)
@@ -301,7 +301,7 @@ func (l *Layer) RemoveWatch(ctx context.Context, w *Watch) (code int32, err erro
 	if shared, found := l.unregistered(w); shared || !found {
 		return CodeOK, nil // another keeps it on the server, or it is not there
 	}
-	if c := l.cur.Load(); c != nil && c.own.typed.Load() == -1 {
+	if c := l.cur.Load(); c != nil && c.watchModes().perPath() {
 		if others, _ := l.onPath(w.Path); others {
 			return CodeOK, nil // the server watch serves the others: it stays (sharedpath.go)
 		}
@@ -427,7 +427,7 @@ func (l *Layer) addAllLocked(c *conn, path []byte, recOnly bool, g *gap) (n int6
 // at once, as it would have).
 func (l *Layer) writeAddLocked(c *conn, w *Watch, mode int32, g *gap) error {
 	_, err := c.sendLocked(l.nextXid(), addWatchOp.Load(), addBody(w.Path, mode), l.onAdded(w, mode, g))
-	if err == nil && mode == modePersistentRecursive && c.own.typed.Load() != 1 {
+	if err == nil && mode == modePersistentRecursive && !c.watchModes().typed() {
 		if zxid, ok := l.shots.child(w.Path); ok {
 			_, _ = c.sendLocked(l.nextXid(), opSetWatches, setWatchesBody(zxid, w.Path, shotChild), func(*conn, Reply) {})
 		}
