@@ -48,70 +48,79 @@ const (
 	opGetChildren2 = 12
 )
 
-// afterClientFrame is called, c.g.mu held, once a frame of go-zookeeper's
-// is written (or gathered): behind one that sets a watch on the path of a
-// persistent watch (or a SetWatches), the persistent watch is set again
-// (see above).
-//
-// g, when not nil, is the gap the re-arms close (reArmGap).
-func (l *Layer) afterClientFrame(c *conn, p []byte, g *gap) {
-	if !l.watching() || len(p) < 12 || !c.own.ready {
-		return
-	}
+// reArm is what a frame of go-zookeeper's asks of the persistent watches
+// (reArmFor): nothing (the zero value), every registered watch set again
+// (all: behind a SetWatches), or the watches on path set again, closing
+// gap (behind a request that sets a watch on path).
+type reArm struct {
+	all  bool
+	path []byte
+	gap  *gap
+}
+
+// reArmFor tells, c.g.mu held, what a frame of go-zookeeper's about to be
+// written on c asks of the persistent watches. A getData, exists or
+// getChildren with the watch flag on the path of a persistent watch turns
+// that path's server watch (its data or its child side) into a one-shot
+// on a server that keeps one mode per path, until the re-arm behind it: a
+// change it fires on deletes it, and a change below a recursive watch's
+// path is not notified. The request's reply marks the gap with its zxid
+// (shots.go), and a re-arm's reply with another zxid tells the watch's
+// owner to read again (onAdded).
+func (l *Layer) reArmFor(c *conn, p []byte) reArm {
 	// A server that keeps a watch per mode on a path (3.9 and later) needs
 	// none of this: the persistent watch stays what it is. Until the probe
 	// has answered, the layer does as for an older server (harmless there).
-	typed := c.watchModes().typed()
-	switch binary.BigEndian.Uint32(p[8:12]) {
+	if !l.watching() || len(p) < 12 || !c.own.ready || c.watchModes().typed() {
+		return reArm{}
+	}
+	op := int32(binary.BigEndian.Uint32(p[8:12]))
+	switch op {
 	case opSetWatches:
-		if typed {
-			return
-		}
-		counts.reArms.Add(l.addAllLocked(c, nil, false, nil))
-	case opGetChildren, opGetChildren2:
-		if typed {
-			return
-		}
+		return reArm{all: true}
+	case opExists, opGetData, opGetChildren, opGetChildren2:
+	default:
+		return reArm{}
+	}
+	path, ok := watchingPath(p)
+	if !ok {
+		return reArm{}
+	}
+	found, rec := l.onPath(string(path))
+	if !found || rec && (op == opGetChildren || op == opGetChildren2) {
 		// A child watch changes the path's child-watch mode only; while
 		// the path's server watch is recursive, that one adds nothing to
 		// the data-watch side, which stays recursive: re-arming would make
 		// the child watch recursive, and go-zookeeper's NodeChildrenChanged
 		// would never come.
-		if path, ok := watchingPath(p); ok {
-			if _, rec := l.onPath(string(path)); !rec {
-				counts.reArms.Add(l.addAllLocked(c, path, false, g))
-			}
-		}
-	case opExists, opGetData:
-		if typed {
-			return
-		}
-		if path, ok := watchingPath(p); ok {
-			counts.reArms.Add(l.addAllLocked(c, path, false, g))
-		}
+		return reArm{}
+	}
+	return reArm{path: path, gap: &gap{}}
+}
+
+// reArmed writes, c.g.mu held, the addWatch frames r asks for behind the
+// frame r was made of, once that frame is written (or gathered).
+func (l *Layer) reArmed(c *conn, r reArm) {
+	if c.watchModes().typed() {
+		return // the probe answered while the frame was written
+	}
+	switch {
+	case r.all:
+		counts.reArms.Add(l.addAllLocked(c, nil, false, nil))
+	case r.path != nil:
+		counts.reArms.Add(l.addAllLocked(c, r.path, false, r.gap))
 	}
 }
 
-// reArmGap returns the gap a request frame of go-zookeeper's about to be
-// written on c opens, or nil. A getData, exists or getChildren with the
-// watch flag on the path of a persistent watch turns that path's server
-// watch (its data or its child side) into a one-shot on a server that
-// keeps one mode per path (3.6 to 3.8), until the re-arm behind it
-// (afterClientFrame): a change it fires on deletes it, and a change below
-// a recursive watch's path is not notified. The request's reply marks the
-// gap with its zxid (shots.go), and a re-arm's reply with another zxid
-// tells the watch's owner to read again (onAdded).
-func (l *Layer) reArmGap(c *conn, p []byte) *gap {
-	if !l.watching() || len(p) < 12 || !c.own.ready || c.watchModes().typed() {
-		return nil
-	}
-	switch binary.BigEndian.Uint32(p[8:12]) {
-	case opExists, opGetData, opGetChildren, opGetChildren2:
-		if path, ok := watchingPath(p); ok {
-			if found, _ := l.onPath(string(path)); found {
-				return &gap{}
-			}
-		}
-	}
-	return nil
+// reArmGap returns the gap a frame of go-zookeeper's about to be written
+// on c opens (reArmFor), or nil.
+func (l *Layer) reArmGap(c *conn, p []byte) *gap { return l.reArmFor(c, p).gap }
+
+// afterClientFrame is called, c.g.mu held, once a frame of go-zookeeper's
+// is written (or gathered): it writes the re-arms the frame asks for
+// (reArmFor) behind it, closing g, the gap reArmGap returned.
+func (l *Layer) afterClientFrame(c *conn, p []byte, g *gap) {
+	r := l.reArmFor(c, p)
+	r.gap = g
+	l.reArmed(c, r)
 }
