@@ -11,7 +11,9 @@
 // has no call for (own.go): ZooKeeper 3.6's persistent watches
 // (watches.go), whose removal on servers before 3.9 puts back the
 // one-shot watches go-zookeeper holds, which the layer follows on every
-// path (shots.go).
+// path (shots.go), and which those servers, keeping one watch mode per
+// path, need set again behind go-zookeeper's watches (rearm.go) and
+// shared by the watches on one path (sharedpath.go).
 //
 // The seam is Layer: its Dialer wraps the connections of one go-zookeeper
 // client; Granted, Gather, Expect, and AddWatch, RemoveWatch and Forget

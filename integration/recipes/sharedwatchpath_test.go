@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,18 +23,18 @@ import (
 // per connection and path (ZOOKEEPER-4466) and cannot remove a persistent
 // watch alone (ZOOKEEPER-4472); 3.9 can. Whatever the mix, each watcher
 // must follow every change.
-var onePathKinds = []string{"TreeCache", "NodeCache", "PersistentWatch", "RecursiveWatch", "WatchData", "WatchChildren"}
+var sharedPathKinds = []string{"TreeCache", "NodeCache", "PersistentWatch", "RecursiveWatch", "WatchData", "WatchChildren"}
 
-// onePathWatcher is one watcher of the mix, as the test sees it.
-type onePathWatcher struct {
+// sharedPathWatcher is one watcher of the mix, as the test sees it.
+type sharedPathWatcher struct {
 	kind    string
 	current func(i int) (bool, string) // reflects bump i? and what it holds
 	close   func() error
 }
 
-// bumpOnePath makes change i at p: p's data, p/kid's data, and a new
+// bumpSharedPath makes change i at p: p's data, p/kid's data, and a new
 // child p/c<i>; every kind of watcher sees one of them.
-func bumpOnePath(conn *zk.Conn, p string, i int) error {
+func bumpSharedPath(conn *zk.Conn, p string, i int) error {
 	v := []byte(strconv.Itoa(i))
 	if _, err := conn.Set(p, v, -1); err != nil {
 		return err
@@ -45,27 +46,26 @@ func bumpOnePath(conn *zk.Conn, p string, i int) error {
 	return err
 }
 
-// startOnePath starts a watcher of kind at p on s.
-func startOnePath(t *testing.T, s *zr.Session, p, kind string) *onePathWatcher {
+// startSharedPath starts a watcher of kind at p on s.
+func startSharedPath(t *testing.T, s *zr.Session, p, kind string) *sharedPathWatcher {
 	t.Helper()
 	ctx := ctxT(t, 20*time.Second)
 	want := func(i int) string { return strconv.Itoa(i) }
-	kid := fmt.Sprintf
 	switch kind {
 	case "TreeCache":
 		c := zr.NewTreeCache(s, p)
 		require.NoError(t, c.Start(ctx))
-		return &onePathWatcher{kind: kind, close: c.Close, current: func(i int) (bool, string) {
+		return &sharedPathWatcher{kind: kind, close: c.Close, current: func(i int) (bool, string) {
 			n, _ := c.Get(p)
 			k, _ := c.Get(p + "/kid")
-			_, ok := c.Get(kid("%s/c%d", p, i))
+			_, ok := c.Get(fmt.Sprintf("%s/c%d", p, i))
 			return string(n.Data) == want(i) && string(k.Data) == want(i) && ok,
 				fmt.Sprintf("%s=%q kid=%q c%d:%v", p, n.Data, k.Data, i, ok)
 		}}
 	case "NodeCache":
 		c := zr.NewNodeCache(s, p)
 		require.NoError(t, c.Start(ctx))
-		return &onePathWatcher{kind: kind, close: c.Close, current: func(i int) (bool, string) {
+		return &sharedPathWatcher{kind: kind, close: c.Close, current: func(i int) (bool, string) {
 			n, _ := c.Get()
 			return string(n.Data) == want(i), fmt.Sprintf("%q", n.Data)
 		}}
@@ -76,14 +76,15 @@ func startOnePath(t *testing.T, s *zr.Session, p, kind string) *onePathWatcher {
 		m := &mirror{s: s, p: p, rec: rec, kids: map[string]bool{}}
 		done := make(chan struct{})
 		go func() { defer close(done); m.follow(w) }()
-		return &onePathWatcher{kind: kind, current: m.current, close: func() error {
+		return &sharedPathWatcher{kind: kind, current: m.current, close: func() error {
 			err := w.Close()
 			<-done
 			return err
 		}}
 	case "WatchData", "WatchChildren":
 		var mu sync.Mutex
-		var held string
+		var held string   // WatchData: the data
+		var kids []string // WatchChildren: the children
 		wctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
@@ -96,24 +97,24 @@ func startOnePath(t *testing.T, s *zr.Session, p, kind string) *onePathWatcher {
 				})
 				return
 			}
-			done <- zr.WatchChildren(wctx, s, p, func(kids []string, _ *zr.NodeStat) error {
+			done <- zr.WatchChildren(wctx, s, p, func(k []string, _ *zr.NodeStat) error {
 				mu.Lock()
-				held = fmt.Sprint(kids)
+				kids = slices.Clone(k)
 				mu.Unlock()
 				return nil
 			})
 		}()
 		t.Cleanup(cancel)
-		return &onePathWatcher{kind: kind, current: func(i int) (bool, string) {
+		return &sharedPathWatcher{kind: kind, current: func(i int) (bool, string) {
 			mu.Lock()
 			defer mu.Unlock()
 			if kind == "WatchData" {
 				return held == want(i), held
 			}
-			return slices.Contains(splitKids(held), kid("c%d", i)), held
+			return slices.Contains(kids, fmt.Sprintf("c%d", i)), fmt.Sprint(kids)
 		}, close: func() error {
 			cancel()
-			if err := <-done; err != context.Canceled {
+			if err := <-done; !errors.Is(err, context.Canceled) {
 				return err
 			}
 			return nil
@@ -121,23 +122,6 @@ func startOnePath(t *testing.T, s *zr.Session, p, kind string) *onePathWatcher {
 	}
 	t.Fatalf("no kind %s", kind)
 	return nil
-}
-
-func splitKids(s string) []string {
-	var out []string
-	cur := ""
-	for _, r := range s {
-		switch r {
-		case '[', ']', ' ':
-			if cur != "" {
-				out = append(out, cur)
-			}
-			cur = ""
-		default:
-			cur += string(r)
-		}
-	}
-	return out
 }
 
 // mirror is a PersistentWatch's reader as an application writes it: it
@@ -209,11 +193,11 @@ func (m *mirror) current(i int) (bool, string) {
 	return m.data == strconv.Itoa(i) && m.kids[c], fmt.Sprintf("data=%q %s:%v", m.data, c, m.kids[c])
 }
 
-// onePathHeavy are the pairs, one per kind of mix of server watches
+// sharedPathHeavy are the pairs, one per kind of mix of server watches
 // (recursive, plain, one-shot data, one-shot child), that also go through
 // a reconnection and a new session; every other pair goes through Start
 // and Close only, which is where the order of the two matters.
-var onePathHeavy = map[[2]string]bool{
+var sharedPathHeavy = map[[2]string]bool{
 	{"TreeCache", "RecursiveWatch"}:      true, // recursive + recursive
 	{"TreeCache", "NodeCache"}:           true, // recursive + plain
 	{"NodeCache", "TreeCache"}:           true, // plain + recursive
@@ -236,39 +220,39 @@ func TestWatchersOnOnePathStayCurrentWhateverTheMixAndOrder(t *testing.T) {
 	}
 	other := raw(t, c)
 	persistent := func(k string) bool { return k != "WatchData" && k != "WatchChildren" }
-	for _, a := range onePathKinds {
-		for _, b := range onePathKinds {
+	for _, a := range sharedPathKinds {
+		for _, b := range sharedPathKinds {
 			if a == b || !persistent(a) && !persistent(b) {
 				continue
 			}
 			for _, closeFirst := range []bool{true, false} {
 				closing := map[bool]string{true: "first", false: "second"}[closeFirst]
-				heavy := closeFirst && onePathHeavy[[2]string{a, b}]
+				heavy := closeFirst && sharedPathHeavy[[2]string{a, b}]
 				t.Run(fmt.Sprintf("%s_then_%s_close_%s", a, b, closing), func(t *testing.T) {
 					t.Parallel() // a path and a Session of its own
-					onePathCase(t, c, other, a, b, closeFirst, heavy)
+					sharedPathCase(t, c, other, a, b, closeFirst, heavy)
 				})
 			}
 		}
 	}
 }
 
-func onePathCase(t *testing.T, c *zktest.Cluster, other *zk.Conn, a, b string, closeFirst, heavy bool) {
+func sharedPathCase(t *testing.T, c *zktest.Cluster, other *zk.Conn, a, b string, closeFirst, heavy bool) {
 	p := testPath(t)
 	freshPath(t, other, p)
 	mkdirs(t, other, p+"/kid")
 	proxy := zktest.NewProxy(t, c.Servers()[0])
 	s := connect(t, c, []string{proxy.Addr()})
-	wa := startOnePath(t, s.Session, p, a)
-	wb := startOnePath(t, s.Session, p, b)
-	both := []*onePathWatcher{wa, wb}
+	wa := startSharedPath(t, s.Session, p, a)
+	wb := startSharedPath(t, s.Session, p, b)
+	both := []*sharedPathWatcher{wa, wb}
 	t.Cleanup(func() {
 		for _, w := range both {
 			_ = w.close()
 		}
 	})
 	i := 0
-	check := func(stage string, ws ...*onePathWatcher) {
+	check := func(stage string, ws ...*sharedPathWatcher) {
 		t.Helper()
 		for _, w := range ws {
 			if !assert.Eventuallyf(t, func() bool {
@@ -283,7 +267,7 @@ func onePathCase(t *testing.T, c *zktest.Cluster, other *zk.Conn, a, b string, c
 	bump := func() {
 		t.Helper()
 		i++
-		require.NoError(t, bumpOnePath(other, p, i))
+		require.NoError(t, bumpSharedPath(other, p, i))
 	}
 	bump()
 	check("both started", both...)
@@ -307,7 +291,7 @@ func onePathCase(t *testing.T, c *zktest.Cluster, other *zk.Conn, a, b string, c
 	proxy.SetDelay(20 * time.Millisecond)
 	closed := make(chan error, 1)
 	go func() { closed <- gone.close() }()
-	both = []*onePathWatcher{left}
+	both = []*sharedPathWatcher{left}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for closing := true; closing; {
