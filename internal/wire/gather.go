@@ -60,9 +60,9 @@ func (c *conn) writeFrame(p []byte) (int, error) {
 	if c.layer != nil {
 		// Noted before the write: its reply may be read before this
 		// goroutine runs again (shots.go).
-		gp := c.layer.reArmGap(c, p)
-		c.layer.shots.wrote(p, gp)
-		defer c.layer.afterClientFrame(c, p, gp) // runs before afterFrame
+		r := c.layer.reArmFor(c, p)
+		c.layer.shots.wrote(p, r.gap)
+		defer c.layer.reArmed(c, r) // runs before afterFrame
 	}
 	if g.want == 0 {
 		// Told before the write, not after: the reply may come back, and the

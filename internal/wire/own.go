@@ -81,10 +81,8 @@ type pending struct {
 // ownState is a connection's side of the own requests.
 type ownState struct {
 	ready  bool // the handshake reply was read and granted a session; guarded by g.mu
-	probed bool // the server's removal by type was probed (watches.go); guarded by g.mu
-	// typed is the probe's answer: 0 not known yet, 1 the server removes a
-	// persistent watch by its type and keeps one watch per mode on a path
-	// (3.9 and later), -1 it does neither (3.6 to 3.8).
+	probed bool // the server's removal by type was probed (probe.go); guarded by g.mu
+	// typed is the probe's answer, a serverWatchModes (probe.go).
 	typed atomic.Int32
 
 	mu      sync.Mutex

@@ -111,16 +111,3 @@ func (l *Layer) reArmed(c *conn, r reArm) {
 		counts.reArms.Add(l.addAllLocked(c, r.path, false, r.gap))
 	}
 }
-
-// reArmGap returns the gap a frame of go-zookeeper's about to be written
-// on c opens (reArmFor), or nil.
-func (l *Layer) reArmGap(c *conn, p []byte) *gap { return l.reArmFor(c, p).gap }
-
-// afterClientFrame is called, c.g.mu held, once a frame of go-zookeeper's
-// is written (or gathered): it writes the re-arms the frame asks for
-// (reArmFor) behind it, closing g, the gap reArmGap returned.
-func (l *Layer) afterClientFrame(c *conn, p []byte, g *gap) {
-	r := l.reArmFor(c, p)
-	r.gap = g
-	l.reArmed(c, r)
-}

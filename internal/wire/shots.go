@@ -75,7 +75,7 @@ type shotPath struct {
 type pendShot struct {
 	sp *shotPath
 	op int32
-	g  *gap // marked with the reply's zxid, when not nil (watches.go)
+	g  *gap // marked with the reply's zxid, when not nil (rearm.go)
 }
 
 // wrote notes a request frame of go-zookeeper's (length, xid, opcode,
