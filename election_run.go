@@ -94,7 +94,11 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 // when leadership ended before fn returned, the loss (nil after a
 // Resign).
 func runTerm(ctx context.Context, l *Lease, fn func(context.Context, *Lease) error) (ferr, lostErr error) {
-	fctx, cancel := l.Context(ctx) // context.Cause(fctx) is the lease's Err once it ends
+	// fctx ends with the lease (the lease's hook cancels it with the
+	// lease's Err) or with ctx (which cancels it with ctx's cause). Done
+	// closes before either has cancelled fctx: cancelling it here would
+	// race them and could give fn context.Canceled as the cause.
+	fctx, cancel := l.Context(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- fn(fctx, l) }()
@@ -102,14 +106,12 @@ func runTerm(ctx context.Context, l *Lease, fn func(context.Context, *Lease) err
 	case ferr = <-done:
 		return ferr, nil
 	case <-l.Done():
-		cancel()
 		<-done
 		if err := l.Err(); !errors.Is(err, ErrReleased) {
 			return nil, err
 		}
 		return nil, nil
 	case <-ctx.Done():
-		cancel()
 		return <-done, nil
 	}
 }
