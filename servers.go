@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,6 +258,7 @@ func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 		if err != nil {
 			return nil, err
 		}
+		addrs = slices.Clone(addrs) // the resolver's: a caching one may share it
 		p.shuffle(addrs)
 		var errs []error
 		for _, a := range addrs {

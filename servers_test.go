@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,15 @@ func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 	require.NoError(t, err)
 	_ = c.Close()
 	require.Equal(t, []string{"127.0.0.1:2181"}, dialled, "an IP literal is not looked up")
+
+	r["many.test"] = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	p.shuffle = func(s []string) { slices.Reverse(s) }
+	dialled = nil
+	c, err = d("tcp", "many.test:1", time.Second)
+	require.NoError(t, err)
+	_ = c.Close()
+	require.Equal(t, []string{"127.0.0.3:1"}, dialled, "the addresses are shuffled")
+	require.Equal(t, []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, r["many.test"], "on a copy: the resolver's slice is left alone")
 
 	r["empty.test"] = []string{}
 	_, err = d("tcp", "empty.test:1", time.Second)
