@@ -82,15 +82,6 @@ func normalizeServers(servers []string) ([]string, error) {
 	return out, nil
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // serverList is the zk.HostProvider of Connect's Sessions: it yields the
 // servers as written (host:port), in an order shuffled once, as the Java
 // client's StaticHostProvider does. Resolving is left to its dialer, at
@@ -117,7 +108,7 @@ type serverList struct {
 func newServerList(given []string, log *slog.Logger) *serverList {
 	var uniq []string
 	for _, s := range given {
-		if !containsString(uniq, s) {
+		if !slices.Contains(uniq, s) {
 			uniq = append(uniq, s)
 		}
 	}
