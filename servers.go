@@ -83,10 +83,12 @@ func normalizeServers(servers []string) ([]string, error) {
 }
 
 // serverList is the zk.HostProvider of Connect's Sessions: it yields the
-// servers as written (host:port), in an order shuffled once, as the Java
-// client's StaticHostProvider does. Resolving is left to its dialer, at
-// each connection attempt. It also keeps, per server, why its latest
-// attempt failed and whether that was a refusal (see refuse).
+// servers as written (host:port), in the order Init is given them
+// (zk.Connect shuffles the list once before, as the Java client's
+// StaticHostProvider does). Resolving is left to its dialer, at each
+// connection attempt, which shuffles a name's addresses. It also keeps,
+// per server, why its latest attempt failed and whether that was a
+// refusal (see refuse).
 //
 // go-zookeeper calls Init once, then Next before each dial (from its one
 // connecting goroutine) and Connected after each handshake; Next's
@@ -94,7 +96,7 @@ func normalizeServers(servers []string) ([]string, error) {
 // makes it sleep a second before dialling.
 type serverList struct {
 	log     *slog.Logger
-	shuffle func([]string)
+	shuffle func([]string) // of a name's addresses
 
 	mu         sync.Mutex
 	given      []string         // as the caller gave them (normalised, each once): the order of reports
@@ -122,17 +124,16 @@ func newServerList(given []string, log *slog.Logger) *serverList {
 	}
 }
 
-// Init takes the servers and shuffles them. It does no lookup, so it
-// never fails on a name. A server listed twice is tried twice a round, as
-// go-zookeeper's own provider does.
+// Init takes the servers in the order given: zk.Connect has shuffled
+// them. It does no lookup, so it never fails on a name. A server listed
+// twice is tried twice a round, as go-zookeeper's own provider does.
 func (p *serverList) Init(servers []string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.order = append([]string(nil), servers...)
+	p.order = slices.Clone(servers)
 	if len(p.order) == 0 {
 		return invalidArg("empty server list")
 	}
-	p.shuffle(p.order)
 	p.curr, p.last = -1, -1
 	return nil
 }

@@ -56,27 +56,38 @@ func TestServerListRoundsFollowGoZookeeperContract(t *testing.T) {
 	require.Equal(t, []step{{"c:1", false}, {"a:1", false}, {"b:1", true}}, []step{next(), next(), next()})
 }
 
-func TestServerListInitShufflesAndKeepsDuplicates(t *testing.T) {
-	p, _ := testServerList("a:1", "b:1")
-	var shuffled []string
-	p.shuffle = func(s []string) { shuffled = append([]string(nil), s...); s[0], s[len(s)-1] = s[len(s)-1], s[0] }
-	require.NoError(t, p.Init([]string{"a:1", "b:1", "a:1", "b:1"}))
-	require.Equal(t, []string{"a:1", "b:1", "a:1", "b:1"}, shuffled)
+// Init keeps the order it is given (zk.Connect shuffled it) and the
+// duplicates in it.
+func TestServerListInitKeepsTheOrderGivenAndDuplicates(t *testing.T) {
+	p := newServerList([]string{"a:1", "b:1"}, slog.Default())
+	p.shuffle = func([]string) { t.Error("Init shuffled the servers") }
+	require.NoError(t, p.Init([]string{"b:1", "a:1", "b:1", "a:1"}))
 	require.Equal(t, 4, p.Len())
-	s, _ := p.Next()
-	require.Equal(t, "b:1", s)
+	var got []string
+	for range 4 {
+		s, _ := p.Next()
+		got = append(got, s)
+	}
+	require.Equal(t, []string{"b:1", "a:1", "b:1", "a:1"}, got)
 	require.ErrorIs(t, p.Init(nil), ErrInvalidArgument)
 }
 
-// The real shuffle moves servers: over many lists, the first is not
-// always first.
-func TestServerListShuffleMovesServers(t *testing.T) {
+// The real shuffle moves a name's addresses: over many dials, the first
+// dialled is not always the first resolved.
+func TestServerListDialerShuffleMovesAddresses(t *testing.T) {
+	p := newServerList([]string{"zk.test:1"}, slog.Default())
+	r := fakeResolver{"zk.test": {"127.0.0.1", "127.0.0.2", "127.0.0.3"}}
 	firsts := map[string]bool{}
+	d := p.dialer(r, func(network, address string, timeout time.Duration) (net.Conn, error) {
+		firsts[address] = true
+		c1, c2 := net.Pipe()
+		_ = c2.Close()
+		return c1, nil
+	})
 	for range 200 {
-		p := newServerList([]string{"a:1", "b:1", "c:1"}, slog.Default())
-		require.NoError(t, p.Init([]string{"a:1", "b:1", "c:1"}))
-		s, _ := p.Next()
-		firsts[s] = true
+		c, err := d("tcp", "zk.test:1", time.Second)
+		require.NoError(t, err)
+		_ = c.Close()
 	}
 	require.Len(t, firsts, 3)
 }
