@@ -96,7 +96,8 @@ func normalizeServers(servers []string) ([]string, error) {
 // makes it sleep a second before dialling.
 type serverList struct {
 	log     *slog.Logger
-	shuffle func([]string) // of a name's addresses
+	shuffle func([]string)  // of a name's addresses
+	closed  <-chan struct{} // the Session's closedCh: it ends a lookup under way
 
 	mu         sync.Mutex
 	given      []string         // as the caller gave them (normalised, each once): the order of reports
@@ -107,7 +108,7 @@ type serverList struct {
 	unresolved map[string]bool  // the name did not resolve at its latest attempt, and was logged
 }
 
-func newServerList(given []string, log *slog.Logger) *serverList {
+func newServerList(given []string, log *slog.Logger, closed <-chan struct{}) *serverList {
 	var uniq []string
 	for _, s := range given {
 		if !slices.Contains(uniq, s) {
@@ -116,6 +117,7 @@ func newServerList(given []string, log *slog.Logger) *serverList {
 	}
 	return &serverList{
 		log:        log,
+		closed:     closed,
 		shuffle:    func(s []string) { rand.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] }) },
 		given:      uniq,
 		refused:    map[string]bool{},
@@ -226,8 +228,9 @@ func (p *serverList) resolved(server string, err error) {
 
 // dialer returns the bottom of Connect's dialer stack: from a server as
 // written (host:port) to a connection. It resolves the host with r, each
-// lookup bounded by lookupTimeout, and dials the addresses in random order
-// with dial until one answers. An IP literal is dialled as it is.
+// lookup bounded by lookupTimeout and ended by the Session's Close, and
+// dials the addresses in random order with dial until one answers. An IP
+// literal is dialled as it is.
 func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(address)
@@ -237,8 +240,10 @@ func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 		if net.ParseIP(host) != nil {
 			return dial(network, address, timeout)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+		ctx, cancel := ctxUntil(p.closed)
+		ctx, stop := context.WithTimeout(ctx, lookupTimeout)
 		addrs, err := r.LookupHost(ctx, host)
+		stop()
 		cancel()
 		if err == nil && len(addrs) == 0 {
 			err = errors.New("no address")

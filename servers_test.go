@@ -30,10 +30,11 @@ func TestNormalizeServersKeepsNamesAndRejectsWhatIsNotHostPort(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
-// noShuffle keeps the list's order, for tests that follow the rounds.
+// testServerList returns a list whose dialer keeps a name's addresses in
+// the order resolved, and the buffer it logs to.
 func testServerList(given ...string) (*serverList, *bytes.Buffer) {
 	var logs bytes.Buffer
-	p := newServerList(given, slog.New(slog.NewTextHandler(&logs, nil)))
+	p := newServerList(given, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	p.shuffle = func([]string) {}
 	return p, &logs
 }
@@ -59,7 +60,7 @@ func TestServerListRoundsFollowGoZookeeperContract(t *testing.T) {
 // Init keeps the order it is given (zk.Connect shuffled it) and the
 // duplicates in it.
 func TestServerListInitKeepsTheOrderGivenAndDuplicates(t *testing.T) {
-	p := newServerList([]string{"a:1", "b:1"}, slog.Default())
+	p, _ := testServerList("a:1", "b:1")
 	p.shuffle = func([]string) { t.Error("Init shuffled the servers") }
 	require.NoError(t, p.Init([]string{"b:1", "a:1", "b:1", "a:1"}))
 	require.Equal(t, 4, p.Len())
@@ -75,8 +76,8 @@ func TestServerListInitKeepsTheOrderGivenAndDuplicates(t *testing.T) {
 // The real shuffle moves a name's addresses: over many dials, the first
 // dialled is not always the first resolved.
 func TestServerListDialerShuffleMovesAddresses(t *testing.T) {
-	p := newServerList([]string{"zk.test:1"}, slog.Default())
-	r := fakeResolver{"zk.test": {"127.0.0.1", "127.0.0.2", "127.0.0.3"}}
+	p := newServerList([]string{"zk.test:1"}, slog.Default(), nil)
+	r := fromMap(map[string][]string{"zk.test": {"127.0.0.1", "127.0.0.2", "127.0.0.3"}})
 	firsts := map[string]bool{}
 	d := p.dialer(r, func(network, address string, timeout time.Duration) (net.Conn, error) {
 		firsts[address] = true
@@ -144,14 +145,21 @@ func TestConnectErrorGivesEachServerInTheOrderGiven(t *testing.T) {
 		"b:1: lookup b: no such host; a:1: dial tcp a:1: connection refused; c:1: no session established", err.Error())
 }
 
-// fakeResolver answers from a map; a name not in it does not resolve.
-type fakeResolver map[string][]string
+// fakeResolver is a Resolver made of a function.
+type fakeResolver func(ctx context.Context, host string) ([]string, error)
 
 func (f fakeResolver) LookupHost(ctx context.Context, host string) ([]string, error) {
-	if a, ok := f[host]; ok {
-		return a, nil
+	return f(ctx, host)
+}
+
+// fromMap answers from m; a name not in it does not resolve.
+func fromMap(m map[string][]string) fakeResolver {
+	return func(_ context.Context, host string) ([]string, error) {
+		if a, ok := m[host]; ok {
+			return a, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 // The dialer resolves the name as written at each attempt, dials each
@@ -159,7 +167,7 @@ func (f fakeResolver) LookupHost(ctx context.Context, host string) ([]string, er
 // that does not resolve is logged once until it resolves again.
 func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 	p, logs := testServerList("zk.test:2181")
-	r := fakeResolver{}
+	r := map[string][]string{}
 	var dialled []string
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		dialled = append(dialled, address)
@@ -170,7 +178,7 @@ func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 		_ = c2.Close()
 		return c1, nil
 	}
-	d := p.dialer(r, dial)
+	d := p.dialer(fromMap(r), dial)
 
 	for range 3 {
 		_, err := d("tcp", "zk.test:2181", time.Second)
@@ -213,11 +221,13 @@ func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 	require.ErrorContains(t, err, "no address")
 }
 
-// Every lookup is bounded, whatever the resolver does with its ctx.
-func TestServerListDialerBoundsEachLookup(t *testing.T) {
-	p, _ := testServerList("slow.test:1")
+// Each lookup's ctx has a deadline lookupTimeout away, and ends when the
+// Session closes.
+func TestServerListDialerBoundsEachLookupAndEndsItOnClose(t *testing.T) {
+	closed := make(chan struct{})
+	p := newServerList([]string{"slow.test:1"}, slog.Default(), closed)
 	var deadline time.Time
-	r := resolverFunc(func(ctx context.Context, host string) ([]string, error) {
+	r := fakeResolver(func(ctx context.Context, host string) ([]string, error) {
 		deadline, _ = ctx.Deadline()
 		return nil, errors.New("nothing")
 	})
@@ -225,12 +235,22 @@ func TestServerListDialerBoundsEachLookup(t *testing.T) {
 	_, _ = p.dialer(r, nil)("tcp", "slow.test:1", time.Second)
 	require.False(t, deadline.IsZero(), "the lookup has a deadline")
 	require.WithinDuration(t, start.Add(lookupTimeout), deadline, time.Second)
-}
 
-type resolverFunc func(ctx context.Context, host string) ([]string, error)
-
-func (f resolverFunc) LookupHost(ctx context.Context, host string) ([]string, error) {
-	return f(ctx, host)
+	looking := make(chan struct{})
+	r = func(ctx context.Context, host string) ([]string, error) {
+		close(looking)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.dialer(r, nil)("tcp", "slow.test:1", time.Second)
+		errc <- err
+	}()
+	<-looking
+	close(closed)
+	err := <-errc
+	require.ErrorIs(t, err, context.Canceled, "Close ended the lookup, not its deadline")
 }
 
 func TestWithResolverRejectsNil(t *testing.T) {

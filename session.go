@@ -104,7 +104,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	s := newSession(cfg)
 	s.ownsConn = true
 	s.direct = true // zk.WithEventCallback below
-	s.servers = newServerList(servers, cfg.log)
+	s.servers = newServerList(servers, cfg.log, s.closedCh)
 	// The dialer stack, from go-zookeeper down: each server reaches TLS
 	// and SASL by name, as written; it is resolved at the bottom, at each
 	// connection attempt (servers.go).
