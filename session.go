@@ -385,10 +385,7 @@ var readBuildInfo = debug.ReadBuildInfo
 // this binary was built with (see wire.Fits). When it may not, it warns on
 // log: Connect then runs without the layer, as with WithWireLayer(false).
 func wireFits(log *slog.Logger) bool {
-	bi, ok := readBuildInfo()
-	if !ok {
-		bi = nil
-	}
+	bi, _ := readBuildInfo() // nil when not ok, which Fits takes as "cannot tell"
 	fits, found := wire.Fits(bi)
 	if !fits {
 		log.Warn("zkrecipes: this binary's go-zookeeper is not one the wire layer was tested with; running without it, as with WithWireLayer(false)",
