@@ -30,7 +30,7 @@ var tamperedChallenges = []string{
 func checkNoSecret(t *testing.T, what, text, password string) {
 	t.Helper()
 	forms := []string{password}
-	if l, err := latin1(password); err == nil {
+	if l, ok := latin1(password); ok {
 		forms = append(forms, l)
 	}
 	for _, f := range forms {
@@ -107,8 +107,8 @@ func FuzzDigestMD5ErrorsNeverShowThePassword(f *testing.F) {
 				seen += err.Error()
 			}
 		}
-		l, lerr := latin1(password)
-		if len(password) < 4 || strings.Contains(seen, password) || (lerr == nil && strings.Contains(seen, l)) {
+		l, ok := latin1(password)
+		if len(password) < 4 || strings.Contains(seen, password) || (ok && strings.Contains(seen, l)) {
 			t.Skip()
 		}
 		for _, err := range runDigest("alice", password, []byte(challenge), []byte(final)) {
