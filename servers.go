@@ -265,9 +265,24 @@ func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 			}
 			errs = append(errs, err)
 		}
-		return nil, errors.Join(errs...)
+		return nil, addrErrors(errs)
 	}
 }
+
+// addrErrors is why every address of a name failed. It matches each, and
+// reads on one line, "; " between them, as a ConnectError's message does
+// (errors.Join would put each on a line of its own).
+type addrErrors []error
+
+func (e addrErrors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (e addrErrors) Unwrap() []error { return e }
 
 // recorder wraps the top of the dialer stack: a failed dial is the
 // server's reason in a ConnectError.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -219,6 +220,23 @@ func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 	r["empty.test"] = []string{}
 	_, err = d("tcp", "empty.test:1", time.Second)
 	require.ErrorContains(t, err, "no address")
+}
+
+// When every address of a name fails, the error matches each failure and
+// reads on one line, in a ConnectError too.
+func TestServerListDialerFailureOfEveryAddressReadsOnOneLine(t *testing.T) {
+	p, _ := testServerList("zk.test:1")
+	r := fromMap(map[string][]string{"zk.test": {"127.0.0.1", "127.0.0.2"}})
+	refused := errors.New("refused")
+	d := p.recorder(p.dialer(r, func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return nil, fmt.Errorf("dial %s: %w", address, refused)
+	}))
+	_, err := d("tcp", "zk.test:1", time.Second)
+	require.ErrorIs(t, err, refused)
+	require.Equal(t, "dial 127.0.0.1:1: refused; dial 127.0.0.2:1: refused", err.Error())
+	require.Equal(t, "zkrecipes: no server accepted the session (context deadline exceeded): "+
+		"zk.test:1: dial 127.0.0.1:1: refused; dial 127.0.0.2:1: refused",
+		p.connectError(context.DeadlineExceeded).Error())
 }
 
 // Each lookup's ctx has a deadline lookupTimeout away, and ends when the
