@@ -1,8 +1,11 @@
 package zkrecipes
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -89,6 +92,17 @@ func TestDigestMD5PrintsWithoutThePassword(t *testing.T) {
 		for _, v := range []any{m, c} {
 			for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 				checkNoSecret(t, "fmt "+verb, fmt.Sprintf(verb, v), pw)
+			}
+			for _, h := range []func(io.Writer) slog.Handler{
+				func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) },
+				func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) },
+			} {
+				var b bytes.Buffer
+				slog.New(h(&b)).Info("sasl", "mech", v)
+				checkNoSecret(t, "slog", b.String(), pw)
+				if !strings.Contains(b.String(), "DIGEST-MD5(alice)") {
+					t.Errorf("slog did not print the mechanism through LogValue: %s", b.String())
+				}
 			}
 		}
 	}
