@@ -38,9 +38,7 @@ func (r *cacheRun) claim(s *Session) (run context.Context, err error) {
 		return nil, ErrCacheStarted
 	}
 	r.started = true
-	run, stop := ctxUntil(s.closedCh)
-	unhook := s.fatal.onFire(stop) // lost for good: the cache ends (at once if it is)
-	r.cancel = func() { unhook(); stop() }
+	run, r.cancel = s.untilEnded()
 	return run, nil
 }
 
@@ -86,7 +84,7 @@ func (r *cacheRun) launch(ctx, run context.Context, s *Session, follow, dispatch
 // Session is closed, its error once it is lost for good), kept unless
 // the cache was closed; it stops the dispatcher.
 func (r *cacheRun) end(s *Session, err error) {
-	if s.isClosed() || s.fatal.fired() {
+	if s.ended() {
 		err = s.endErr()
 	}
 	r.mu.Lock()

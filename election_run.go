@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // RunOption configures Election.Run.
@@ -23,10 +24,13 @@ func WithRequeue(enabled bool) RunOption {
 // WithRequeueOnError sets whether Run campaigns again when fn returns an
 // error, instead of returning it. The error is logged at Warn on the
 // Session's logger and is not returned; with WithRequeue(false) Run still
-// returns after a term whose fn returned nil. Run does not pause between
-// terms: fn should back off before it returns an error it expects again.
-// Default false: an error returned by fn ends Run, whatever WithRequeue
-// says.
+// returns after a term whose fn returned nil. Before campaigning again
+// Run waits as the Session's retry policy says (WithRetryPolicy; by
+// default 50ms growing to 5s over consecutive failed terms, starting over
+// after a term that did not fail), and returns ctx's error if ctx ends
+// meanwhile; once the policy gives up, Run returns fn's last error
+// wrapped in ErrRetriesExhausted. Default false: an error returned by fn
+// ends Run, whatever WithRequeue says.
 func WithRequeueOnError(enabled bool) RunOption {
 	return func(c *runConfig) { c.requeueOnError = enabled }
 }
@@ -48,8 +52,8 @@ func WithRequeueOnError(enabled bool) RunOption {
 // cancelled: the lease's Err (matching ErrLockLost and its cause, or
 // ErrReleased after Resign), or the cause of Run's ctx. By default an error
 // returned by fn ends Run even with WithRequeue(true); with
-// WithRequeueOnError(true) Run logs it and campaigns again.
-// Run returns ctx's error when ctx ends,
+// WithRequeueOnError(true) Run logs it and, after the wait that option
+// states, campaigns again. Run returns ctx's error when ctx ends,
 // after cancelling fn's ctx and waiting for fn, and Campaign's error when a
 // campaign fails. Leadership never outlives Run.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *Lease) error, opts ...RunOption) error {
@@ -66,6 +70,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 		}
 		o(&cfg)
 	}
+	var bo BackOff // paces failed terms; nil until one fails, and after a term that did not
 	for {
 		l, err := e.Campaign(ctx)
 		if err != nil {
@@ -83,10 +88,22 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 		case ferr != nil && !cfg.requeueOnError:
 			return ferr
 		case ferr != nil:
-			e.s.cfg.log.Warn("zkrecipes: leader's function failed; campaigning again", "path", e.q.dir, "err", ferr)
+			if bo == nil {
+				bo = e.s.cfg.retry()
+			}
+			d := bo.NextBackOff()
+			if d == Stop {
+				return fmt.Errorf("%w: leader's function at %s: %w", ErrRetriesExhausted, e.s.rel(e.q.dir), ferr)
+			}
+			e.s.cfg.log.Warn("zkrecipes: leader's function failed; campaigning again", "path", e.q.dir, "err", ferr, "wait", d)
+			if err := sleepCtx(ctx, d); err != nil {
+				return err
+			}
+			continue
 		case !cfg.requeue:
 			return nil
 		}
+		bo = nil
 	}
 }
 
@@ -94,7 +111,11 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 // when leadership ended before fn returned, the loss (nil after a
 // Resign).
 func runTerm(ctx context.Context, l *Lease, fn func(context.Context, *Lease) error) (ferr, lostErr error) {
-	fctx, cancel := l.Context(ctx) // context.Cause(fctx) is the lease's Err once it ends
+	// fctx ends with the lease (the lease's hook cancels it with the
+	// lease's Err) or with ctx (which cancels it with ctx's cause). Done
+	// closes before either has cancelled fctx: cancelling it here would
+	// race them and could give fn context.Canceled as the cause.
+	fctx, cancel := l.Context(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- fn(fctx, l) }()
@@ -102,14 +123,12 @@ func runTerm(ctx context.Context, l *Lease, fn func(context.Context, *Lease) err
 	case ferr = <-done:
 		return ferr, nil
 	case <-l.Done():
-		cancel()
 		<-done
 		if err := l.Err(); !errors.Is(err, ErrReleased) {
 			return nil, err
 		}
 		return nil, nil
 	case <-ctx.Done():
-		cancel()
 		return <-done, nil
 	}
 }

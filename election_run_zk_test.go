@@ -69,3 +69,36 @@ func TestZKElectionRunRequeuesOnErrorOnlyWhenAsked(t *testing.T) {
 	assert.NoError(t, err, "the failed term is followed by another, whose nil ends Run")
 	assert.Equal(t, 2, calls)
 }
+
+// WithRequeueOnError waits between failed terms as the Session's retry
+// policy says, and returns fn's error once the policy gives up.
+func TestZKElectionRunWaitsBetweenFailedTerms(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	ctx, s := zkSession(t, 30*time.Second, WithRetryPolicy(RetryForever(wait)))
+	boom := errors.New("transient")
+	e := NewElection(s, "/zkt/run-wait-"+newUUID())
+	var starts, ends []time.Time
+	err := e.Run(ctx, func(context.Context, *Lease) error {
+		starts = append(starts, time.Now())
+		defer func() { ends = append(ends, time.Now()) }()
+		if len(starts) < 3 {
+			return boom
+		}
+		return nil
+	}, WithRequeueOnError(true))
+	require.NoError(t, err)
+	require.Len(t, starts, 3)
+	for i := 1; i < 3; i++ {
+		assert.GreaterOrEqual(t, starts[i].Sub(ends[i-1]), wait, "term %d starts a wait after the failed one", i+1)
+	}
+
+	_, s = zkSession(t, 30*time.Second, WithRetryPolicy(NoRetry()))
+	calls := 0
+	err = NewElection(s, "/zkt/run-wait-"+newUUID()).Run(ctx, func(context.Context, *Lease) error {
+		calls++
+		return boom
+	}, WithRequeueOnError(true))
+	assert.ErrorIs(t, err, ErrRetriesExhausted)
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, 1, calls, "NoRetry: no second term")
+}

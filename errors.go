@@ -188,8 +188,9 @@ func (cutShortError) Is(target error) bool {
 // ctx ended), and each server's reason (so a refusal matches
 // ErrTLSRefused, ErrTLSUntrusted, ErrAuthFailed...).
 type ConnectError struct {
-	// Servers lists every server as given to Connect (a missing port is
-	// 2181), in that order, with why its latest failed attempt failed.
+	// Servers lists each server given to Connect once (a missing port is
+	// 2181; a server listed twice appears once), in the order of first
+	// mention, with why its latest failed attempt failed.
 	Servers []ServerError
 	// Err is the error of Connect's ctx when it ended the wait, or nil
 	// when every server refused the Session.

@@ -18,7 +18,8 @@ import (
 // Methods are called synchronously from the goroutine doing the work, some
 // with the Session's internal locks held: they must be safe for concurrent
 // use, return quickly, never block, and never call the Session or its
-// recipes. A method that takes a ctx gets the caller's ctx where there is
+// recipes, except that StateChanged may call State, SessionID, Done and
+// Err. A method that takes a ctx gets the caller's ctx where there is
 // one (the ctx of Acquire, Campaign, Release; the ctx an operation was
 // issued under; for every request of an acquisition, its wait loop's
 // included, the ctx AcquireStart returned) and context.Background()
@@ -47,9 +48,11 @@ type Observer interface {
 	LeaseEnd(ctx context.Context, ev LeaseEndEvent)
 	// StateChanged is called on each transition of the Session's
 	// ConnState, one call at a time and in order, with no lock of the
-	// Session held: it may call State, SessionID, Done, Err and the
-	// recipes, but must not call Close (which waits for it). StateClosed
-	// is reported before Close returns.
+	// Session held, on goroutines that deliver the connection's events:
+	// it may call State, SessionID, Done and Err; it must not block, call
+	// Close (which waits for it), or call the recipes (which may wait for
+	// the connection it is holding up). StateClosed is reported before
+	// Close returns.
 	StateChanged(ev StateChange)
 	// CacheSynced is called when a cache has read its whole tree (a
 	// NodeCache: its node): first loaded, or resynced after a

@@ -250,9 +250,7 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 		close(w.done)
 		return ErrPersistentWatchUnsupported
 	}
-	run, stop := ctxUntil(s.closedCh)
-	unhook := s.fatal.onFire(stop) // lost for good: the watch ends (at once if it is)
-	cancel := func() { unhook(); stop() }
+	run, cancel := s.untilEnded()
 	w.cancel = cancel
 	w.ww = &wire.Watch{Path: w.abs, Recursive: w.recursive, OnEvent: w.onEvent, OnReset: w.onReset, OnFail: w.onFail}
 	w.mu.Unlock()
@@ -286,15 +284,6 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 		return s.opError("addWatch", w.abs, err)
 	}
 	return nil
-}
-
-// endErr is why the Session ended the watches on it: the error that
-// stopped it reconnecting for good (secure.go), or ErrClosed.
-func (s *Session) endErr() error {
-	if !s.isClosed() && s.fatal.fired() {
-		return s.fatal.err
-	}
-	return ErrClosed
 }
 
 func (w *PersistentWatch) isClosed() bool {
@@ -375,7 +364,7 @@ func (w *PersistentWatch) Close() error {
 // remove takes ww off the wire layer and the server.
 func (w *PersistentWatch) remove(ww *wire.Watch) error {
 	s := w.s
-	if s.isClosed() || s.fatal.fired() {
+	if s.ended() {
 		s.wire.Forget(ww) // the connection is closing: the watch ends with it
 		return nil
 	}
@@ -486,7 +475,7 @@ func (w *PersistentWatch) dispatch(run context.Context) {
 		defer close(w.batches)
 	}
 	defer func() {
-		if w.s.isClosed() || w.s.fatal.fired() {
+		if w.s.ended() {
 			w.s.wire.Forget(w.ww) // the connection ends, and the watch with it
 			w.mu.Lock()
 			if !w.closed && w.stopErr == nil {

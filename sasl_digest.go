@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -115,24 +114,24 @@ func digestResponse(user, password, cnonce string, challenge []byte) (resp []byt
 		realm = digestRealm
 	}
 	utf8cs := strings.EqualFold(one("charset"), "utf-8")
-	enc := func(s string) (string, error) {
+	enc := func(s string) (string, bool) {
 		if utf8cs {
-			return s, nil
+			return s, true
 		}
 		return latin1(s)
 	}
 	// The errors name the field, never its value: the password's is
 	// secret, and a tampered challenge is how a password gets here.
-	u, err := enc(user)
-	if err != nil {
+	u, ok := enc(user)
+	if !ok {
 		return nil, "", notLatin1("user name")
 	}
-	p, err := enc(password)
-	if err != nil {
+	p, ok := enc(password)
+	if !ok {
 		return nil, "", notLatin1("password")
 	}
-	r, err := enc(realm)
-	if err != nil {
+	r, ok := enc(realm)
+	if !ok {
 		return nil, "", notLatin1("server's realm")
 	}
 	const nc, qop = "00000001", "auth"
@@ -172,20 +171,17 @@ func notLatin1(field string) error {
 		"(a real ZooKeeper server always does: check for something rewriting the traffic, and use WithTLS)", ErrAuthFailed, field)
 }
 
-// errNotLatin1 is latin1's error; it never carries the text.
-var errNotLatin1 = errors.New("not ISO 8859-1")
-
 // latin1 encodes s in ISO 8859-1, DIGEST-MD5's charset when the server
-// names none.
-func latin1(s string) (string, error) {
+// names none; false when s has a character beyond it.
+func latin1(s string) (string, bool) {
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
 		if r > 0xff {
-			return "", errNotLatin1
+			return "", false
 		}
 		out = append(out, byte(r))
 	}
-	return string(out), nil
+	return string(out), true
 }
 
 func hasToken(list, tok string) bool {

@@ -83,15 +83,20 @@ func (s *Session) stopOnFatal() {
 }
 
 // saslRequired turns a request's -124 (SESSIONCLOSEDREQUIRESASLAUTH: the
-// server requires SASL and closed the connection) into ErrSASLRequired and
-// ends the Session with it. go-zookeeper v1.0.4 has no error for the
-// code, only its text.
+// server requires SASL and closed the connection) into ErrSASLRequired.
+// go-zookeeper v1.0.4 has no error for the code, only its text. An
+// adopted connection's Session (NewSession) ends with it. Connect's
+// Sessions are not ended here: their watchConn has already charged the
+// refusal to the server that made it, while by now go-zookeeper may be
+// on another one.
 func (s *Session) saslRequired(err error) error {
 	if err == nil || !strings.Contains(err.Error(), "unknown error: -124") {
 		return err
 	}
 	e := fmt.Errorf("%w (%v)", ErrSASLRequired, err)
-	s.refuse(s.conn.Server(), e)
+	if s.servers == nil {
+		s.refuse(s.conn.Server(), e)
+	}
 	return e
 }
 

@@ -116,3 +116,18 @@ func TestRequiredWatchSeesErr124OnTheFirstReplyAcrossReadBoundaries(t *testing.T
 		}
 	}
 }
+
+// A request's -124 on a Connect Session is ErrSASLRequired and charges no
+// server: the connection's watchConn charged the server that refused, and
+// by the time the request's goroutine sees the error go-zookeeper may be
+// on another one.
+func TestSASLRequiredOfARequestChargesNoServerOnConnectsSession(t *testing.T) {
+	s := newSession(defaultSessionConfig())
+	s.servers = newServerList([]string{"a:1", "b:1"}, s.cfg.log, s.closedCh)
+	require.NoError(t, s.servers.Init([]string{"a:1", "b:1"}))
+	err := s.saslRequired(errors.New("zk: unknown error: -124"))
+	require.ErrorIs(t, err, ErrSASLRequired)
+	require.False(t, s.fatal.fired())
+	require.Empty(t, s.servers.reasons, "no server charged")
+	require.NoError(t, s.saslRequired(nil))
+}

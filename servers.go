@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,20 +82,13 @@ func normalizeServers(servers []string) ([]string, error) {
 	return out, nil
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // serverList is the zk.HostProvider of Connect's Sessions: it yields the
-// servers as written (host:port), in an order shuffled once, as the Java
-// client's StaticHostProvider does. Resolving is left to its dialer, at
-// each connection attempt. It also keeps, per server, why its latest
-// attempt failed and whether that was a refusal (see refuse).
+// servers as written (host:port), in the order Init is given them
+// (zk.Connect shuffles the list once before, as the Java client's
+// StaticHostProvider does). Resolving is left to its dialer, at each
+// connection attempt, which shuffles a name's addresses. It also keeps,
+// per server, why its latest attempt failed and whether that was a
+// refusal (see refuse).
 //
 // go-zookeeper calls Init once, then Next before each dial (from its one
 // connecting goroutine) and Connected after each handshake; Next's
@@ -102,7 +96,8 @@ func containsString(list []string, s string) bool {
 // makes it sleep a second before dialling.
 type serverList struct {
 	log     *slog.Logger
-	shuffle func([]string)
+	shuffle func([]string)  // of a name's addresses
+	closed  <-chan struct{} // the Session's closedCh: it ends a lookup under way
 
 	mu         sync.Mutex
 	given      []string         // as the caller gave them (normalised, each once): the order of reports
@@ -113,15 +108,16 @@ type serverList struct {
 	unresolved map[string]bool  // the name did not resolve at its latest attempt, and was logged
 }
 
-func newServerList(given []string, log *slog.Logger) *serverList {
+func newServerList(given []string, log *slog.Logger, closed <-chan struct{}) *serverList {
 	var uniq []string
 	for _, s := range given {
-		if !containsString(uniq, s) {
+		if !slices.Contains(uniq, s) {
 			uniq = append(uniq, s)
 		}
 	}
 	return &serverList{
 		log:        log,
+		closed:     closed,
 		shuffle:    func(s []string) { rand.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] }) },
 		given:      uniq,
 		refused:    map[string]bool{},
@@ -130,17 +126,16 @@ func newServerList(given []string, log *slog.Logger) *serverList {
 	}
 }
 
-// Init takes the servers and shuffles them. It does no lookup, so it
-// never fails on a name. A server listed twice is tried twice a round, as
-// go-zookeeper's own provider does.
+// Init takes the servers in the order given: zk.Connect has shuffled
+// them. It does no lookup, so it never fails on a name. A server listed
+// twice is tried twice a round, as go-zookeeper's own provider does.
 func (p *serverList) Init(servers []string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.order = append([]string(nil), servers...)
+	p.order = slices.Clone(servers)
 	if len(p.order) == 0 {
 		return invalidArg("empty server list")
 	}
-	p.shuffle(p.order)
 	p.curr, p.last = -1, -1
 	return nil
 }
@@ -233,8 +228,9 @@ func (p *serverList) resolved(server string, err error) {
 
 // dialer returns the bottom of Connect's dialer stack: from a server as
 // written (host:port) to a connection. It resolves the host with r, each
-// lookup bounded by lookupTimeout, and dials the addresses in random order
-// with dial until one answers. An IP literal is dialled as it is.
+// lookup bounded by lookupTimeout and ended by the Session's Close, and
+// dials the addresses in random order with dial until one answers. An IP
+// literal is dialled as it is.
 func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(address)
@@ -244,8 +240,10 @@ func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 		if net.ParseIP(host) != nil {
 			return dial(network, address, timeout)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+		ctx, cancel := ctxUntil(p.closed)
+		ctx, stop := context.WithTimeout(ctx, lookupTimeout)
 		addrs, err := r.LookupHost(ctx, host)
+		stop()
 		cancel()
 		if err == nil && len(addrs) == 0 {
 			err = errors.New("no address")
@@ -257,6 +255,7 @@ func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 		if err != nil {
 			return nil, err
 		}
+		addrs = slices.Clone(addrs) // the resolver's: a caching one may share it
 		p.shuffle(addrs)
 		var errs []error
 		for _, a := range addrs {
@@ -266,9 +265,24 @@ func (p *serverList) dialer(r Resolver, dial dialFunc) dialFunc {
 			}
 			errs = append(errs, err)
 		}
-		return nil, errors.Join(errs...)
+		return nil, addrErrors(errs)
 	}
 }
+
+// addrErrors is why every address of a name failed. It matches each, and
+// reads on one line, "; " between them, as a ConnectError's message does
+// (errors.Join would put each on a line of its own).
+type addrErrors []error
+
+func (e addrErrors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (e addrErrors) Unwrap() []error { return e }
 
 // recorder wraps the top of the dialer stack: a failed dial is the
 // server's reason in a ConnectError.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,10 +31,11 @@ func TestNormalizeServersKeepsNamesAndRejectsWhatIsNotHostPort(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
-// noShuffle keeps the list's order, for tests that follow the rounds.
+// testServerList returns a list whose dialer keeps a name's addresses in
+// the order resolved, and the buffer it logs to.
 func testServerList(given ...string) (*serverList, *bytes.Buffer) {
 	var logs bytes.Buffer
-	p := newServerList(given, slog.New(slog.NewTextHandler(&logs, nil)))
+	p := newServerList(given, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	p.shuffle = func([]string) {}
 	return p, &logs
 }
@@ -55,27 +58,38 @@ func TestServerListRoundsFollowGoZookeeperContract(t *testing.T) {
 	require.Equal(t, []step{{"c:1", false}, {"a:1", false}, {"b:1", true}}, []step{next(), next(), next()})
 }
 
-func TestServerListInitShufflesAndKeepsDuplicates(t *testing.T) {
+// Init keeps the order it is given (zk.Connect shuffled it) and the
+// duplicates in it.
+func TestServerListInitKeepsTheOrderGivenAndDuplicates(t *testing.T) {
 	p, _ := testServerList("a:1", "b:1")
-	var shuffled []string
-	p.shuffle = func(s []string) { shuffled = append([]string(nil), s...); s[0], s[len(s)-1] = s[len(s)-1], s[0] }
-	require.NoError(t, p.Init([]string{"a:1", "b:1", "a:1", "b:1"}))
-	require.Equal(t, []string{"a:1", "b:1", "a:1", "b:1"}, shuffled)
+	p.shuffle = func([]string) { t.Error("Init shuffled the servers") }
+	require.NoError(t, p.Init([]string{"b:1", "a:1", "b:1", "a:1"}))
 	require.Equal(t, 4, p.Len())
-	s, _ := p.Next()
-	require.Equal(t, "b:1", s)
+	var got []string
+	for range 4 {
+		s, _ := p.Next()
+		got = append(got, s)
+	}
+	require.Equal(t, []string{"b:1", "a:1", "b:1", "a:1"}, got)
 	require.ErrorIs(t, p.Init(nil), ErrInvalidArgument)
 }
 
-// The real shuffle moves servers: over many lists, the first is not
-// always first.
-func TestServerListShuffleMovesServers(t *testing.T) {
+// The real shuffle moves a name's addresses: over many dials, the first
+// dialled is not always the first resolved.
+func TestServerListDialerShuffleMovesAddresses(t *testing.T) {
+	p := newServerList([]string{"zk.test:1"}, slog.Default(), nil)
+	r := fromMap(map[string][]string{"zk.test": {"127.0.0.1", "127.0.0.2", "127.0.0.3"}})
 	firsts := map[string]bool{}
+	d := p.dialer(r, func(network, address string, timeout time.Duration) (net.Conn, error) {
+		firsts[address] = true
+		c1, c2 := net.Pipe()
+		_ = c2.Close()
+		return c1, nil
+	})
 	for range 200 {
-		p := newServerList([]string{"a:1", "b:1", "c:1"}, slog.Default())
-		require.NoError(t, p.Init([]string{"a:1", "b:1", "c:1"}))
-		s, _ := p.Next()
-		firsts[s] = true
+		c, err := d("tcp", "zk.test:1", time.Second)
+		require.NoError(t, err)
+		_ = c.Close()
 	}
 	require.Len(t, firsts, 3)
 }
@@ -132,14 +146,21 @@ func TestConnectErrorGivesEachServerInTheOrderGiven(t *testing.T) {
 		"b:1: lookup b: no such host; a:1: dial tcp a:1: connection refused; c:1: no session established", err.Error())
 }
 
-// fakeResolver answers from a map; a name not in it does not resolve.
-type fakeResolver map[string][]string
+// fakeResolver is a Resolver made of a function.
+type fakeResolver func(ctx context.Context, host string) ([]string, error)
 
 func (f fakeResolver) LookupHost(ctx context.Context, host string) ([]string, error) {
-	if a, ok := f[host]; ok {
-		return a, nil
+	return f(ctx, host)
+}
+
+// fromMap answers from m; a name not in it does not resolve.
+func fromMap(m map[string][]string) fakeResolver {
+	return func(_ context.Context, host string) ([]string, error) {
+		if a, ok := m[host]; ok {
+			return a, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 // The dialer resolves the name as written at each attempt, dials each
@@ -147,7 +168,7 @@ func (f fakeResolver) LookupHost(ctx context.Context, host string) ([]string, er
 // that does not resolve is logged once until it resolves again.
 func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 	p, logs := testServerList("zk.test:2181")
-	r := fakeResolver{}
+	r := map[string][]string{}
 	var dialled []string
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		dialled = append(dialled, address)
@@ -158,7 +179,7 @@ func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 		_ = c2.Close()
 		return c1, nil
 	}
-	d := p.dialer(r, dial)
+	d := p.dialer(fromMap(r), dial)
 
 	for range 3 {
 		_, err := d("tcp", "zk.test:2181", time.Second)
@@ -187,16 +208,44 @@ func TestServerListDialerResolvesAtEachAttemptAndLogsOnce(t *testing.T) {
 	_ = c.Close()
 	require.Equal(t, []string{"127.0.0.1:2181"}, dialled, "an IP literal is not looked up")
 
+	r["many.test"] = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	p.shuffle = func(s []string) { slices.Reverse(s) }
+	dialled = nil
+	c, err = d("tcp", "many.test:1", time.Second)
+	require.NoError(t, err)
+	_ = c.Close()
+	require.Equal(t, []string{"127.0.0.3:1"}, dialled, "the addresses are shuffled")
+	require.Equal(t, []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, r["many.test"], "on a copy: the resolver's slice is left alone")
+
 	r["empty.test"] = []string{}
 	_, err = d("tcp", "empty.test:1", time.Second)
 	require.ErrorContains(t, err, "no address")
 }
 
-// Every lookup is bounded, whatever the resolver does with its ctx.
-func TestServerListDialerBoundsEachLookup(t *testing.T) {
-	p, _ := testServerList("slow.test:1")
+// When every address of a name fails, the error matches each failure and
+// reads on one line, in a ConnectError too.
+func TestServerListDialerFailureOfEveryAddressReadsOnOneLine(t *testing.T) {
+	p, _ := testServerList("zk.test:1")
+	r := fromMap(map[string][]string{"zk.test": {"127.0.0.1", "127.0.0.2"}})
+	refused := errors.New("refused")
+	d := p.recorder(p.dialer(r, func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return nil, fmt.Errorf("dial %s: %w", address, refused)
+	}))
+	_, err := d("tcp", "zk.test:1", time.Second)
+	require.ErrorIs(t, err, refused)
+	require.Equal(t, "dial 127.0.0.1:1: refused; dial 127.0.0.2:1: refused", err.Error())
+	require.Equal(t, "zkrecipes: no server accepted the session (context deadline exceeded): "+
+		"zk.test:1: dial 127.0.0.1:1: refused; dial 127.0.0.2:1: refused",
+		p.connectError(context.DeadlineExceeded).Error())
+}
+
+// Each lookup's ctx has a deadline lookupTimeout away, and ends when the
+// Session closes.
+func TestServerListDialerBoundsEachLookupAndEndsItOnClose(t *testing.T) {
+	closed := make(chan struct{})
+	p := newServerList([]string{"slow.test:1"}, slog.Default(), closed)
 	var deadline time.Time
-	r := resolverFunc(func(ctx context.Context, host string) ([]string, error) {
+	r := fakeResolver(func(ctx context.Context, host string) ([]string, error) {
 		deadline, _ = ctx.Deadline()
 		return nil, errors.New("nothing")
 	})
@@ -204,12 +253,22 @@ func TestServerListDialerBoundsEachLookup(t *testing.T) {
 	_, _ = p.dialer(r, nil)("tcp", "slow.test:1", time.Second)
 	require.False(t, deadline.IsZero(), "the lookup has a deadline")
 	require.WithinDuration(t, start.Add(lookupTimeout), deadline, time.Second)
-}
 
-type resolverFunc func(ctx context.Context, host string) ([]string, error)
-
-func (f resolverFunc) LookupHost(ctx context.Context, host string) ([]string, error) {
-	return f(ctx, host)
+	looking := make(chan struct{})
+	r = func(ctx context.Context, host string) ([]string, error) {
+		close(looking)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.dialer(r, nil)("tcp", "slow.test:1", time.Second)
+		errc <- err
+	}()
+	<-looking
+	close(closed)
+	err := <-errc
+	require.ErrorIs(t, err, context.Canceled, "Close ended the lookup, not its deadline")
 }
 
 func TestWithResolverRejectsNil(t *testing.T) {

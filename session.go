@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -104,7 +105,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	s := newSession(cfg)
 	s.ownsConn = true
 	s.direct = true // zk.WithEventCallback below
-	s.servers = newServerList(servers, cfg.log)
+	s.servers = newServerList(servers, cfg.log, s.closedCh)
 	// The dialer stack, from go-zookeeper down: each server reaches TLS
 	// and SASL by name, as written; it is resolved at the bottom, at each
 	// connection attempt (servers.go).
@@ -129,6 +130,10 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	s.start()
 	s.stopOnFatal()
 	if err := s.awaitFirst(ctx); err != nil {
+		var ce *ConnectError
+		if !errors.As(err, &ce) { // ctx's: every server refusing is a *ConnectError already
+			err = s.servers.connectError(err)
+		}
 		s.Close()
 		return nil, err
 	}
@@ -193,7 +198,7 @@ func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts
 	s.start()
 	if err := s.awaitFirst(ctx); err != nil {
 		s.Close()
-		return nil, err
+		return nil, fmt.Errorf("zkrecipes: adopt connection: %w", err)
 	}
 	if err := s.authenticate(); err != nil {
 		s.Close()
@@ -246,7 +251,8 @@ func (s *Session) authenticate() error {
 	return nil
 }
 
-// awaitFirst waits for the first session.
+// awaitFirst waits for the first session. It returns nil, the error that
+// ended connecting for good (see failFatal), or ctx's error.
 func (s *Session) awaitFirst(ctx context.Context) error {
 	s.mu.Lock()
 	ready := s.ready
@@ -255,15 +261,9 @@ func (s *Session) awaitFirst(ctx context.Context) error {
 	case <-ready:
 		return nil
 	case <-s.fatal.done:
-		if s.servers != nil {
-			return s.fatal.err // a *ConnectError: it names every server
-		}
-		return fmt.Errorf("zkrecipes: adopt connection: %w", s.fatal.err)
+		return s.fatal.err
 	case <-ctx.Done():
-		if s.servers != nil {
-			return s.servers.connectError(ctx.Err())
-		}
-		return fmt.Errorf("zkrecipes: adopt connection: %w", ctx.Err())
+		return ctx.Err()
 	}
 }
 
@@ -385,10 +385,7 @@ var readBuildInfo = debug.ReadBuildInfo
 // this binary was built with (see wire.Fits). When it may not, it warns on
 // log: Connect then runs without the layer, as with WithWireLayer(false).
 func wireFits(log *slog.Logger) bool {
-	bi, ok := readBuildInfo()
-	if !ok {
-		bi = nil
-	}
+	bi, _ := readBuildInfo() // nil when not ok, which Fits takes as "cannot tell"
 	fits, found := wire.Fits(bi)
 	if !fits {
 		log.Warn("zkrecipes: this binary's go-zookeeper is not one the wire layer was tested with; running without it, as with WithWireLayer(false)",

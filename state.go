@@ -389,6 +389,27 @@ func (s *Session) current() (*generation, *signal) {
 	return s.gen, s.epoch
 }
 
+// ended reports whether the Session is closed or lost for good: it will
+// not connect again.
+func (s *Session) ended() bool { return s.isClosed() || s.fatal.fired() }
+
+// endErr is why the Session ended what runs on it (watches, caches): the
+// error that stopped it reconnecting for good (secure.go), or ErrClosed.
+func (s *Session) endErr() error {
+	if !s.isClosed() && s.fatal.fired() {
+		return s.fatal.err
+	}
+	return ErrClosed
+}
+
+// untilEnded returns a context that ends when the Session closes or is
+// lost for good (at once if it has), or when cancel is called.
+func (s *Session) untilEnded() (context.Context, context.CancelFunc) {
+	ctx, stop := ctxUntil(s.closedCh)
+	unhook := s.fatal.onFire(stop)
+	return ctx, func() { unhook(); stop() }
+}
+
 // awaitConnected waits until the Session is connected and returns the
 // current generation. It fails with ErrClosed or ctx's error.
 func (s *Session) awaitConnected(ctx context.Context) (*generation, *signal, error) {

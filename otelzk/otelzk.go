@@ -31,7 +31,6 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -507,9 +506,9 @@ var errorTypes = []struct {
 // recordError records err on span as span.RecordError does (an
 // "exception" event with its type and message) and, without
 // WithRawPaths, with every path in the message replaced by "<path>":
-// first the known paths (which may hold spaces), then any word that
+// first the event's path (which may hold spaces), then any word that
 // starts with a slash.
-func (o *Observer) recordError(span trace.Span, err error, known ...string) {
+func (o *Observer) recordError(span trace.Span, err error, path string) {
 	if o.raw {
 		span.RecordError(err)
 		return
@@ -519,7 +518,7 @@ func (o *Observer) recordError(span trace.Span, err error, known ...string) {
 	}
 	span.AddEvent("exception", trace.WithAttributes(
 		attribute.String("exception.type", typeName(err)),
-		attribute.String("exception.message", redactPaths(err.Error(), known...))))
+		attribute.String("exception.message", redactPaths(err.Error(), path))))
 }
 
 // redactedPath stands for a path taken out of a message.
@@ -529,14 +528,11 @@ const redactedPath = "<path>"
 // or after a space, a quote, a bracket or "=".
 var pathWord = regexp.MustCompile(`(^|[\s"'(\[=])/[^\s"']*`)
 
-// redactPaths replaces the known paths, and every word that starts with a
-// slash, in msg by "<path>" (punctuation that ends a sentence stays).
-func redactPaths(msg string, known ...string) string {
-	slices.SortFunc(known, func(a, b string) int { return len(b) - len(a) }) // the longest first: a path holds its parent's
-	for _, p := range known {
-		if len(p) > 1 {
-			msg = strings.ReplaceAll(msg, p, redactedPath)
-		}
+// redactPaths replaces path, and every word that starts with a slash, in
+// msg by "<path>" (punctuation that ends a sentence stays).
+func redactPaths(msg, path string) string {
+	if len(path) > 1 {
+		msg = strings.ReplaceAll(msg, path, redactedPath)
 	}
 	return pathWord.ReplaceAllStringFunc(msg, func(m string) string {
 		lead := ""
