@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 // tamperProxy forwards loopback connections to target and replaces old
@@ -83,7 +84,7 @@ func TestSASLTamperedChallengeNeverShowsThePassword(t *testing.T) {
 	srv := enforced.get(t)
 	const password = "пароль-✓-secret"
 	addr := tamperProxy(t, srv.Addr, []byte("charset=utf-8"), []byte("charsex=utf-8"))
-	var logs logBuffer
+	var logs zktest.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, err := connectErr(t, addr, zr.WithSASL(zr.DigestMD5("alice", password)), zr.WithLogger(log),
 		zr.WithSessionTimeout(4*time.Second))
