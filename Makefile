@@ -45,8 +45,10 @@ kerberos:
 	cd kerberos && go test -race -count=1 ./...
 	cd integration/kerberos && ZK_TEST_BACKEND=java go test -race -count=1 -timeout 5m ./...
 
+# The integration stage of make test, as CI runs it: the integration module's packages under
+# -race, the contract suite in two shards beside them (ZK_INTEGRATION_TIMEOUT, default 15m).
 integration:
-	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 10m ./...
+	scripts/integration.sh
 
 # The Docker backend tests; a Docker daemon this target starts is stopped when it ends
 # (one that was already running is left alone).

@@ -112,8 +112,9 @@ func TestMarkedReleaseWatchesAreSpansUnderTheAcquisition(t *testing.T) {
 	}()
 	// The middle waiter's node is queued (the waiters gauge counts from
 	// before the create: on a busy machine the third node could come first).
+	qctx := ctxT(t, 10*time.Second) // a listing that hangs ends with the wait
 	require.Eventually(t, func() bool {
-		kids, _, err := holderS.Session.GetChildren(context.Background(), path)
+		kids, _, err := holderS.Session.GetChildren(qctx, path)
 		return err == nil && len(kids) == 2
 	}, 10*time.Second, 5*time.Millisecond)
 

@@ -41,6 +41,9 @@ class Peer:
 
     def __init__(self, args):
         self.args = args
+        # When the work ends: args.duration after the client connected (a
+        # busy machine may take seconds to start Python and connect). Until
+        # then it bounds the connecting.
         self.deadline = time.monotonic() + args.duration
         self.ident = args.id or "kazoo-%d" % os.getpid()
         self.log_fd = None
@@ -73,6 +76,7 @@ class Peer:
             raise RuntimeError(
                 "could not connect to %s within %s s" % (self.args.servers, self.args.duration)
             )
+        self.deadline = time.monotonic() + self.args.duration
 
     def close(self):
         if self.client is not None:
@@ -375,17 +379,22 @@ def parse_args(argv):
     return args
 
 
-def start_watchdog(args):
+def start_watchdog(args, remaining):
+    """Stop the process grace seconds after its duration; remaining() says
+    how much of the duration is left."""
     grace = max(3.0, 2 * args.hold_ms / 1000.0 + args.session_timeout_ms / 2000.0)
 
-    def fire():
+    def watch():
+        left = remaining() + grace
+        while left > 0:
+            time.sleep(left)  # the deadline moves once, when the client connects
+            left = remaining() + grace
         sys.stderr.write("kazoo_peer: watchdog: %s still running %.1fs after its duration\n"
                          % (args.mode, grace))
         sys.stderr.flush()
         os._exit(EXIT_WATCHDOG)
 
-    t = threading.Timer(args.duration + grace, fire)
-    t.daemon = True
+    t = threading.Thread(target=watch, name="watchdog", daemon=True)
     t.start()
 
 
@@ -393,8 +402,8 @@ def main(argv):
     args = parse_args(argv)
     if args.mode == "bench-drain" or (args.mode.startswith("bench-") and args.sync):
         return bench_main(args)
-    start_watchdog(args)
     peer = Peer(args)
+    start_watchdog(args, peer.remaining)
     try:
         peer.run()
     except Exception as e:  # report any failure as a non-zero exit with a message

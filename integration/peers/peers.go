@@ -24,10 +24,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 // The kinds of peer Start runs.
@@ -118,8 +119,8 @@ type Process struct {
 
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser // Launch only
-	stdout lockedBuffer
-	stderr lockedBuffer
+	stdout zktest.LogBuffer
+	stderr zktest.LogBuffer
 	done   chan struct{}
 	err    error // of cmd.Wait, set before done closes
 }
@@ -395,24 +396,6 @@ func (p *Process) Stdout() string { return p.stdout.String() }
 
 // Stderr returns what the peer has printed on stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
-
-// lockedBuffer is a bytes.Buffer safe for the exec copier and readers at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func tail(s string, n int) string {
 	if len(s) <= n {

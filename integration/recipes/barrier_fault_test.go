@@ -139,21 +139,23 @@ func TestDoubleBarrier_LeaveWhoseDeleteReplyIsLostWaitsForTheOthers(t *testing.T
 		}
 
 		// The lossy member has done all it can before the lowest leaves
-		// once it watches the lowest after a failed request, or has
-		// returned. The failed request is its delete when the reply let
-		// through was its listing's (a hit); on a busy machine a ping's or
-		// a notification's reply can come first, and the listing's reply is
-		// the one lost (a miss: the member lists again and deletes).
+		// once it has deleted its node and then watches the lowest, or has
+		// returned. The round is a hit when its delete failed: the reply let
+		// through was its listing's and the delete's was lost. On a busy
+		// machine a ping's or a notification's reply can come first, so
+		// that the listing's reply is the one lost, or the loss can miss
+		// both: the member then lists (again) and deletes, and the round is
+		// a miss.
 		lost, watching := false, false
 		require.Eventually(t, func() bool {
 			lost, watching = false, false
-			failed := false
+			deleted := false
 			for _, ev := range ops.since() {
 				switch {
-				case ev.Err != nil:
-					failed = true
-					lost = lost || ev.Op == "delete"
-				case failed && ev.Op == "getData" && ev.Path == lowest:
+				case ev.Op == "delete":
+					deleted = true
+					lost = lost || ev.Err != nil
+				case deleted && ev.Op == "getData" && ev.Path == lowest && ev.Err == nil:
 					watching = true
 				}
 			}

@@ -159,7 +159,9 @@ func contractFIFO(t *testing.T, r recipe) {
 	c := server(t)
 	conn := raw(t, c)
 	path := testPath(t)
-	ctx := ctxT(t, time.Minute)
+	// The waiters share ctx: it covers their queueing, up to 30 s each, and
+	// the hand-overs after it.
+	ctx := ctxT(t, 4*time.Minute)
 	holder, err := r.make(connect(t, c, nil).Session, path).Acquire(ctx)
 	require.NoError(t, err)
 
@@ -181,7 +183,7 @@ func contractFIFO(t *testing.T, r recipe) {
 		}()
 		// Queue them one at a time: wait until this waiter's node is there
 		// (a new Session and its first requests: seconds on a busy machine).
-		require.Eventually(t, func() bool { return r.contenders(t, conn, path) == i+2 }, 30*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return r.contenders(t, conn, path) == i+2 }, 30*time.Second, 10*time.Millisecond)
 	}
 	require.NoError(t, holder.Release(ctx))
 	wg.Wait()

@@ -1,7 +1,6 @@
 package recipes_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -23,27 +22,10 @@ import (
 // (peers/java/CuratorCounterPeer.java).
 type counterPeer struct {
 	cmd  *exec.Cmd
-	out  syncBuffer
-	errb syncBuffer
+	out  zktest.LogBuffer
+	errb zktest.LogBuffer
 	done chan struct{}
 	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startCounterPeer starts the Curator counter peer with command cmd on

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,7 +134,7 @@ func TestConnectSkipsANameThatDoesNotResolve(t *testing.T) {
 	d := &dialLog{}
 	skipped := 0
 	for run := 0; run < 12 && skipped < 2; run++ {
-		logs := &logBuffer{}
+		logs := &zktest.LogBuffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		s, err := zr.Connect(ctx, []string{"zk-gone.invalid:2181", srv.Addr}, zr.WithResolver(&mapResolver{}),
 			zr.WithLogger(slog.New(slog.NewTextHandler(logs, nil))), d.option())
@@ -143,7 +142,7 @@ func TestConnectSkipsANameThatDoesNotResolve(t *testing.T) {
 		require.NoError(t, err, "run %d", run)
 		require.Equal(t, srv.Addr, s.Conn().Server())
 		_ = s.Close()
-		if n := logs.count("server name does not resolve"); n > 0 {
+		if n := logs.Count("server name does not resolve"); n > 0 {
 			require.Equal(t, 1, n, "reported once")
 			require.Contains(t, logs.String(), "zk-gone.invalid")
 			skipped++
@@ -202,26 +201,6 @@ func mustRead(path string) []byte {
 	return b
 }
 
-// logBuffer collects a Session's log lines; safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) count(s string) int { return strings.Count(l.String(), s) }
-
 // One server of the list refuses the Session's TLS client certificate
 // (another CA), the other accepts it: Connect succeeds whichever comes
 // first, since a refusal is final only once every server has refused
@@ -234,7 +213,7 @@ func TestTLSRefusalByOneServerIsNotFinalWhileAnotherAccepts(t *testing.T) {
 	refusedFirst := 0
 	for run := 0; run < 12 && refusedFirst < 2; run++ {
 		d := &dialLog{}
-		logs := &logBuffer{}
+		logs := &zktest.LogBuffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		s, err := zr.Connect(ctx, []string{a.TLSAddr, b.TLSAddr}, zr.WithTLS(cfg), d.option(),
 			zr.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))

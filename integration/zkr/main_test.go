@@ -3,7 +3,6 @@
 package zkr_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,26 +80,9 @@ func testPath(t *testing.T) string { return "/zkr/" + unsafe.ReplaceAllString(t.
 // proc is a running zkr.
 type proc struct {
 	cmd    *osexec.Cmd
-	stdout lockedBuf
-	stderr lockedBuf
+	stdout zktest.LogBuffer
+	stderr zktest.LogBuffer
 	done   chan struct{}
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // start runs zkr with args against servers (ZK_SERVERS) and kills it when

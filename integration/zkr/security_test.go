@@ -19,7 +19,7 @@ func runEnv(t *testing.T, servers string, env []string, args ...string) (int, st
 	require.NoError(t, buildErr)
 	cmd := zkrCmd(zkrBin, servers, args...)
 	cmd.Env = append(cmd.Env, env...)
-	var stdout, stderr lockedBuf
+	var stdout, stderr zktest.LogBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -12,8 +13,9 @@ import (
 
 // Proxy is a TCP proxy on 127.0.0.1 in front of one loopback target, for injecting
 // network faults between a client and one server: silence ([Proxy.Blackhole]),
-// latency ([Proxy.SetDelay]), connection resets ([Proxy.ResetAll]) and lost replies
-// ([Proxy.LoseReplies], [Proxy.LoseRepliesAfter], [Proxy.LoseRepliesOnNextConn]).
+// latency ([Proxy.SetDelay]), connection resets ([Proxy.ResetAll]), lost replies
+// ([Proxy.LoseReplies], [Proxy.LoseRepliesAfter], [Proxy.LoseRepliesOnNextConn]) and
+// tampered replies ([Proxy.RewriteReplies]).
 // Point a client at [Proxy.Addr] instead of the server. Bytes are never reordered,
 // and never dropped except by a reply loss: during a blackhole they wait in the proxy
 // (and, beyond a small buffer, in the kernel), as TCP retransmission would deliver
@@ -29,6 +31,8 @@ type Proxy struct {
 	delay  time.Duration
 	conns  map[*proxyConn]struct{}
 	armed  []*armedLoss // reply losses waiting for the next connections, in order
+	rwOld  []byte       // RewriteReplies, for the next connections
+	rwNew  []byte
 	closed bool
 
 	requestReplies atomic.Int64 // replies to requests delivered (RequestReplies)
@@ -104,6 +108,26 @@ func (p *Proxy) SetDelay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.delay = d
+}
+
+// RewriteReplies makes every connection the proxy accepts from now on replace each
+// occurrence of old with new in the frames the server sends (in a frame's body, not
+// in its length): a link that tampers with the replies, such as one that rewrites a
+// SASL challenge. new must be as long as old, so that each frame keeps its length;
+// RewriteReplies panics otherwise. The proxy reassembles each frame before it
+// rewrites it, so that a match split across TCP segments is found: a client gets a
+// frame only once the server has sent all of it (a frame cut short by the server's
+// close passes as it came). Live connections are not affected; an empty old stops
+// the rewriting for the connections accepted after the call. The other faults act on
+// the rewritten replies: a lost or held reply is lost or held rewritten, and the
+// replies are counted as before.
+func (p *Proxy) RewriteReplies(old, new []byte) {
+	if len(new) != len(old) {
+		panic("zktest: Proxy.RewriteReplies: new and old differ in length")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rwOld, p.rwNew = bytes.Clone(old), bytes.Clone(new)
 }
 
 // ResetAll aborts every live connection with a TCP reset on both sides (SO_LINGER 0,
@@ -310,6 +334,29 @@ type proxyConn struct {
 	fault   *connFault   // a request-reply fault waiting for its reply
 	holding *ReplyFault  // the fault holding the server's bytes, if any
 	held    []byte       // the bytes it holds
+
+	// RewriteReplies, set at the start; used by the reply pipe only.
+	rwOld, rwNew []byte
+	rwFrames     frameCounter
+	rwBuf        []byte // the server's frame being reassembled
+}
+
+// rewrite returns the frames of the server that data completes, each with
+// every occurrence of c.rwOld in its body replaced by c.rwNew, and keeps the
+// start of a frame that data leaves unfinished for the next call.
+func (c *proxyConn) rewrite(data []byte) []byte {
+	var out []byte
+	for len(data) > 0 {
+		n, end := c.rwFrames.next(data)
+		c.rwBuf = append(c.rwBuf, data[:n]...)
+		data = data[n:]
+		if end {
+			out = append(out, c.rwBuf[:4]...)
+			out = append(out, bytes.ReplaceAll(c.rwBuf[4:], c.rwOld, c.rwNew)...)
+			c.rwBuf = c.rwBuf[:0]
+		}
+	}
+	return out
 }
 
 // setLoss sets a loss of the server's replies after n more (LoseRepliesAfter). It
@@ -424,6 +471,9 @@ func (p *Proxy) handle(client *net.TCPConn) {
 		return
 	}
 	p.conns[c] = struct{}{}
+	if len(p.rwOld) > 0 {
+		c.rwOld, c.rwNew = p.rwOld, p.rwNew
+	}
 	var armed *armedLoss
 	if len(p.armed) > 0 {
 		armed = p.armed[0]
@@ -483,9 +533,16 @@ func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn, replies bool) {
 			return
 		}
 		if !ok {
-			// src ended: pass the close on once the gate is open; a connection
-			// losing its replies waits for its reset instead.
-			if !p.waitOpen(c) || replies && c.isLosing() {
+			// src ended: pass the close on once the gate is open (after the
+			// start of a frame still being reassembled for RewriteReplies); a
+			// connection losing its replies waits for its reset instead.
+			if !p.waitOpen(c) {
+				return
+			}
+			if replies && len(c.rwBuf) > 0 && !p.sendReplies(c, dst, c.rwBuf) {
+				return
+			}
+			if replies && c.isLosing() {
 				return
 			}
 			_ = dst.CloseWrite()
@@ -507,15 +564,12 @@ func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn, replies bool) {
 		}
 		data := ck.data
 		if replies {
-			var start bool
-			var hold time.Duration
-			if data, start, hold = c.admit(data); start {
-				p.resetAfter(c, hold)
+			if len(c.rwOld) > 0 {
+				if data = c.rewrite(data); len(data) == 0 {
+					continue
+				}
 			}
-			if len(data) == 0 {
-				continue
-			}
-			if !p.forwardReplies(c, dst, data) {
+			if !p.sendReplies(c, dst, data) {
 				return
 			}
 			continue
@@ -525,6 +579,19 @@ func (p *Proxy) pipe(c *proxyConn, src, dst *net.TCPConn, replies bool) {
 			return
 		}
 	}
+}
+
+// sendReplies writes data, the server's bytes, to dst, the client, as the
+// connection's reply faults allow. False when dst failed.
+func (p *Proxy) sendReplies(c *proxyConn, dst *net.TCPConn, data []byte) bool {
+	data, start, hold := c.admit(data)
+	if start {
+		p.resetAfter(c, hold)
+	}
+	if len(data) == 0 {
+		return true
+	}
+	return p.forwardReplies(c, dst, data)
 }
 
 // waitOpen blocks while the proxy is black-holed; false when the connection died.

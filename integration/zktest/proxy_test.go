@@ -484,3 +484,49 @@ func TestProxy_HoldRequestReplyDeliversInOrderOnRelease(t *testing.T) {
 	})
 	goleak.VerifyNone(t)
 }
+
+func TestProxy_RewriteRepliesRewritesWholeFramesOfNewConnections(t *testing.T) {
+	t.Run("fault", func(t *testing.T) {
+		p := zktest.NewProxy(t, echoServer(t))
+		live := dial(t, p)
+		roundTrip(t, live, frame("live"))
+		require.Panics(t, func() { p.RewriteReplies([]byte("ab"), []byte("abc")) })
+
+		p.RewriteReplies([]byte("charset=utf-8"), []byte("charsex=utf-8"))
+		roundTrip(t, live, frame("charset=utf-8: live connections are not affected"))
+		require.NoError(t, live.Close())
+		require.Eventually(t, func() bool { return p.Conns() == 0 }, 5*time.Second, 10*time.Millisecond)
+
+		c := dial(t, p)
+		// A match split across two segments, and a frame held back until whole.
+		msg := frame("realm, charset=utf-8, algorithm")
+		cut := len(msg) - len("=utf-8, algorithm")
+		_, err := c.Write(msg[:cut])
+		require.NoError(t, err)
+		b, err := readUntilError(t, c, 200*time.Millisecond)
+		var ne net.Error
+		require.True(t, errors.As(err, &ne) && ne.Timeout(), "want silence until the frame is whole, got %v", err)
+		require.Empty(t, b)
+		require.NoError(t, c.SetReadDeadline(time.Time{}))
+		_, err = c.Write(msg[cut:])
+		require.NoError(t, err)
+		buf := make([]byte, len(msg))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, frame("realm, charsex=utf-8, algorithm"), buf)
+
+		// Every match of every frame in one segment; the other faults count
+		// the rewritten frames.
+		done := p.LoseRepliesAfter(2, 50*time.Millisecond)
+		_, err = c.Write(cat(frame("charset=utf-8 charset=utf-8"), frame("none"), frame("charset=utf-8 lost")))
+		require.NoError(t, err)
+		b, err = readUntilError(t, c, 5*time.Second)
+		require.True(t, errors.Is(err, syscall.ECONNRESET), "want a reset, got %v", err)
+		require.Equal(t, cat(frame("charsex=utf-8 charsex=utf-8"), frame("none")), b)
+		require.True(t, closedWithin(done, 5*time.Second))
+
+		p.RewriteReplies(nil, nil)
+		roundTrip(t, dial(t, p), frame("charset=utf-8: the rewriting stopped"))
+	})
+	goleak.VerifyNone(t)
+}

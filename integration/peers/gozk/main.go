@@ -53,8 +53,13 @@ type options struct {
 }
 
 type peer struct {
-	opt       options
+	opt options
+	// deadline is when the work ends: opt.duration after the client
+	// connected (a busy machine may take seconds to start the peer and
+	// connect). Until then it bounds the connecting.
 	deadline  time.Time
+	watchdog  *time.Timer // fires grace after deadline
+	grace     time.Duration
 	conn      *zk.Conn
 	log       *os.File
 	acquired  int
@@ -69,11 +74,11 @@ func main() {
 		os.Exit(exitUsage)
 	}
 	grace := max(3*time.Second, 2*time.Duration(opt.holdMs)*time.Millisecond+opt.sessionTimeout/2)
-	time.AfterFunc(opt.duration+grace, func() {
+	p := &peer{opt: opt, deadline: time.Now().Add(opt.duration), grace: grace, extra: map[string]any{}}
+	p.watchdog = time.AfterFunc(opt.duration+grace, func() {
 		fmt.Fprintf(os.Stderr, "gozk: watchdog: %s %s still running %v after its duration\n", opt.mode, opt.id, grace)
 		os.Exit(exitWatchdog)
 	})
-	p := &peer{opt: opt, deadline: time.Now().Add(opt.duration), extra: map[string]any{}}
 	if err := p.run(); err != nil {
 		fmt.Fprintf(os.Stderr, "gozk: error: %s %s: %v\n", opt.mode, opt.id, err)
 		os.Exit(exitError)
@@ -163,6 +168,13 @@ func loopbackDialer(network, address string, timeout time.Duration) (net.Conn, e
 
 func (p *peer) remaining() time.Duration { return time.Until(p.deadline) }
 
+// connected starts the duration, and moves the watchdog with it, once the
+// client has connected.
+func (p *peer) connected() {
+	p.deadline = time.Now().Add(p.opt.duration)
+	p.watchdog.Reset(p.opt.duration + p.grace)
+}
+
 func (p *peer) run() error {
 	if p.opt.logPath != "" {
 		f, err := os.OpenFile(p.opt.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -207,6 +219,7 @@ func (p *peer) connect() error {
 	select {
 	case <-connected:
 		p.conn = conn
+		p.connected()
 		return nil
 	case <-timer.C:
 		go conn.Close() // Close waits up to a second for a server that is not there

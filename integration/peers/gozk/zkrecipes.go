@@ -12,10 +12,10 @@ import (
 
 // runZkrecipes runs the peer's mode on a zkrecipes Mutex.
 func (p *peer) runZkrecipes() error {
-	ctx, cancel := context.WithDeadline(context.Background(), p.deadline)
-	defer cancel()
-	s, err := zr.Connect(ctx, strings.Split(p.opt.servers, ","),
+	cctx, cancel := context.WithDeadline(context.Background(), p.deadline)
+	s, err := zr.Connect(cctx, strings.Split(p.opt.servers, ","),
 		zr.WithSessionTimeout(p.opt.sessionTimeout), zr.WithDialer(loopbackDialer))
+	cancel()
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("could not connect to %s within %v", p.opt.servers, p.opt.duration)
 	}
@@ -23,6 +23,9 @@ func (p *peer) runZkrecipes() error {
 		return err
 	}
 	defer s.Close()
+	p.connected()
+	ctx, cancel := context.WithDeadline(context.Background(), p.deadline)
+	defer cancel()
 	switch p.opt.mode {
 	case "latch":
 		return p.latch(ctx, s)

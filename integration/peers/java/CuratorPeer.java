@@ -60,7 +60,7 @@ public final class CuratorPeer {
     private final String servers;
     private final String path;
     private final long durationMs;
-    /** When the work ends: durationMs after the client connected (a busy machine may take seconds to start the JVM). */
+    /** When the work ends: durationMs after the client connected (a busy machine may take seconds to start Curator and connect). */
     private volatile long deadlineNanos;
     private final long holdMs;
     private final int sessionTimeoutMs;
