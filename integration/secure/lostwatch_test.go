@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 // A Session lost for good (its credentials refused on reconnect) ends the
@@ -18,10 +17,7 @@ import (
 // the wire layer off (ZKRECIPES_WIRE=off) the caches run on one-shot
 // watches and must end the same way.
 func TestSASLPersistentWatchAndCachesEndWithTheSessionsErrorWhenRejectedOnReconnect(t *testing.T) {
-	srv := zktest.StartSecureServer(t, zktest.WithSASLUsers(users), zktest.WithSASLEnforced())
-	s := connect(t, srv.Addr, alice(), zr.WithSessionTimeout(30*time.Second), zr.WithLossPolicy(zr.LoseOnLost))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	srv, s, ctx := aliceToBeRefused(t)
 	w := zr.NewPersistentWatch(s, "/lw", zr.WithRecursive(true))
 	err := w.Start(ctx)
 	persistent := !errors.Is(err, zr.ErrPersistentWatchUnsupported) // the caches fall back to one-shot watches otherwise
@@ -36,8 +32,7 @@ func TestSASLPersistentWatchAndCachesEndWithTheSessionsErrorWhenRejectedOnReconn
 	require.NoError(t, nc.Start(ctx))
 	defer nc.Close()
 
-	require.NoError(t, srv.SetSASLUsers(map[string]string{"alice": "rotated", "bob": "bob-secret"}))
-	require.NoError(t, srv.Restart(ctx))
+	refuseAlice(t, ctx, srv)
 
 	ended := time.After(30 * time.Second)
 	for open := persistent; open; {
