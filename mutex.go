@@ -56,7 +56,10 @@ func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
 // fails with an error matching ErrRetriesExhausted when the policy gives
 // up. On cancel, deadline or any error its queue node is deleted (in the
 // background if the connection is down) and the error returned: ctx's
-// error, ErrClosed, ErrRecipeConflict, or a ZooKeeper error.
+// error, ErrClosed, ErrRecipeConflict, or a ZooKeeper error. Ctx's error
+// comes wrapped in an error that names the path and, when the Session had
+// no connection as ctx ended, why each server's latest attempt failed
+// ("connection refused"): errors.Is matches ctx's error and those causes.
 func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) { return m.acquire(ctx, false) }
 
 // TryAcquire is Acquire that returns an error matching ErrLocked at once,
