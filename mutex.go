@@ -9,9 +9,13 @@ import (
 // and a Go process using the same path exclude each other.
 //
 // Contenders hold the lock one at a time, in the order they queued, and a
-// release wakes only the next in line. The lock is reentrant per goroutine,
-// as Curator's is per thread: a goroutine that holds it acquires again at
-// once, and the lock is released when the last of its leases is. The nodes
+// release wakes only the next in line. The lock is reentrant per Mutex
+// value and goroutine, as Curator's is per instance and thread: a goroutine
+// that holds it through this Mutex acquires again at once, and the lock is
+// released when the last of its leases is. Another Mutex on the same path,
+// even from the same Session in the same goroutine, is another contender:
+// its Acquire waits for this one's release (in the holding goroutine, for
+// ever). Share one Mutex value to re-enter. The nodes
 // are Curator's (P/_c_<uuid>-lock-<seq>, see docs/compatibility.md); how
 // the queue works is in docs/design.md.
 //
