@@ -148,8 +148,9 @@ func (s *Session) waitFailed(ctx context.Context, what string, err error) error 
 		err = we.err
 	}
 	e := &waitError{what: what, err: err, cutOff: !s.State().connected()}
-	if e.cutOff && s.servers != nil {
-		for _, se := range s.servers.connectError(nil).(*ConnectError).Servers {
+	var ce *ConnectError
+	if e.cutOff && s.servers != nil && errors.As(s.servers.connectError(nil), &ce) {
+		for _, se := range ce.Servers {
 			if se.Err != nil {
 				e.servers = append(e.servers, se)
 			}
