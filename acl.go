@@ -22,7 +22,7 @@ const (
 
 // ACL is one ZooKeeper access-control entry: the permissions granted to an
 // identity (Scheme and ID). ACLs are per node and not inherited: whoever may
-// create under a recipe's path may queue and hold the lock (SECURITY.md).
+// create under a recipe's path may queue and hold the lock (docs/security.md).
 type ACL struct {
 	Perms  Perm
 	Scheme string // "world", "auth", "digest", "ip", "sasl", "x509", ...

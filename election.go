@@ -181,14 +181,16 @@ func (e *Election) ID() string { return e.cfg.id }
 // fails with an error matching ErrRetriesExhausted when the policy gives
 // up. On cancel, deadline or any error the participant's node is deleted
 // (in the background if the connection is down) and the error returned:
-// ctx's error, ErrClosed, ErrRecipeConflict, or a ZooKeeper error.
-func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
+// ctx's error (named as Mutex.Acquire names it), ErrClosed,
+// ErrRecipeConflict, or a ZooKeeper error.
+func (e *Election) Campaign(ctx context.Context) (_ *Lease, err error) {
 	if e.err != nil {
 		return nil, e.err
 	}
 	if ctx == nil {
 		return nil, invalidArg("nil context")
 	}
+	defer func() { err = e.s.waitFailed(ctx, "campaign for "+e.path, err) }()
 	select {
 	case e.turn <- struct{}{}:
 	case <-ctx.Done():

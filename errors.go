@@ -242,6 +242,42 @@ func (e *ConnectError) Unwrap() []error {
 	return errs
 }
 
+// waitError is how an acquisition fails when its ctx ends while it waits:
+// it names what waited and, when the Session was cut off from every
+// server at that moment, why each server's latest attempt failed (as a
+// ConnectError says). It matches ctx's error and each server's reason.
+type waitError struct {
+	what    string        // "acquisition of /locks/report"
+	err     error         // ctx's error, as the wait returned it
+	cutOff  bool          // the Session had no connection when ctx ended
+	servers []ServerError // then, the servers whose latest attempt failed
+}
+
+func (e *waitError) Error() string {
+	var b strings.Builder
+	b.WriteString("zkrecipes: " + e.what + ": " + trimPrefix(e.err.Error()))
+	if e.cutOff {
+		b.WriteString(" while disconnected")
+	}
+	for i, s := range e.servers {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		b.WriteString(sep + s.Server + ": " + trimPrefix(s.Err.Error()))
+	}
+	return b.String()
+}
+
+// Unwrap returns ctx's error and each server's reason.
+func (e *waitError) Unwrap() []error {
+	errs := []error{e.err}
+	for _, s := range e.servers {
+		errs = append(errs, s.Err)
+	}
+	return errs
+}
+
 // PathError reports a path that failed validation (empty, relative, a
 // trailing slash, an empty, "." or ".." segment, a control character,
 // inside /zookeeper, or too long for a node there to fit in the Session's

@@ -49,7 +49,7 @@ const ScopeName = "github.com/zkrecipes/zkrecipes/otelzk"
 
 // Attribute keys.
 const (
-	AttrRecipeKind = attribute.Key("zookeeper.recipe.kind")    // mutex, rwlock.read, rwlock.write, semaphore, election, treecache, discovery
+	AttrRecipeKind = attribute.Key("zookeeper.recipe.kind")    // zkrecipes.Kind*: mutex, rwlock.read, rwlock.write, semaphore, election, treecache, nodecache, discovery, groupmember
 	AttrRecipeName = attribute.Key("zookeeper.recipe.name")    // the recipe's name; absent when it has none
 	AttrRecipePath = attribute.Key("zookeeper.recipe.path")    // only with WithRawPaths
 	AttrOperation  = attribute.Key("zookeeper.operation.name") // create, delete, getData, ...

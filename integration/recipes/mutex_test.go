@@ -101,6 +101,32 @@ func TestMutex_OtherGoroutinesOfOneProcessWait(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 }
 
+// Re-entry is per Mutex value and goroutine, as Curator's is per instance
+// and thread: a second Mutex on the same path, on the same Session and in
+// the same goroutine, is another contender and waits for the first.
+func TestMutex_ASecondMutexOnThePathWaitsEvenInTheHoldingGoroutine(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	first, second := zr.NewMutex(cl.Session, path), zr.NewMutex(cl.Session, path)
+	l, err := first.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = second.TryAcquire(ctx)
+	assert.ErrorIs(t, err, zr.ErrLocked)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = second.Acquire(short)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "it waits for the first Mutex's release")
+	again, err := first.Acquire(ctx)
+	require.NoError(t, err, "the first Mutex re-enters")
+	require.NoError(t, again.Release(ctx))
+	require.NoError(t, l.Release(ctx))
+	l2, err := second.Acquire(ctx)
+	require.NoError(t, err, "once the first is released")
+	require.NoError(t, l2.Release(ctx))
+}
+
 func TestMutex_OneReleaseWakesOneWaiter(t *testing.T) {
 	c := server(t)
 	conn := raw(t, c)
