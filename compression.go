@@ -20,16 +20,17 @@ import (
 // So does zkrecipes: compression is off unless WithCompression turns it on
 // for a Session's recipes, or a recipe's own option does.
 
-// WithCompression makes the Session's recipes that store data of the
-// caller's (the caches, SharedValue, discovery's instances) write it
-// gzip-compressed and read it decompressed, in the format of Curator's
-// GzipCompressionProvider: a Curator client reads it with
-// getData().decompressed(), and what Curator wrote with compressed() reads
-// back here. Each recipe's own option (WithCacheCompression,
-// WithValueCompression, discovery's WithCompression) overrides it for
-// that recipe. Every client of a node must agree: a reader with
-// compression on fails on data written without (ErrNotCompressed), and
-// one with it off sees the gzip bytes. Default off.
+// WithCompression makes the Session's caches (TreeCache, NodeCache) and
+// SharedValues read their data gzip-decompressed, and SharedValues write
+// it compressed, in the format of Curator's GzipCompressionProvider: a
+// Curator client reads it with getData().decompressed(), and what Curator
+// wrote with compressed() reads back here. A recipe's own option
+// (WithCacheCompression, WithValueCompression) overrides it. Recipes
+// whose format is Curator's uncompressed one (SharedCount, GroupMember,
+// the locks...) never compress, nor does discovery, which has its own
+// option. Every client of a node must agree: a SharedValue with
+// compression on fails on data written without (ErrNotCompressed), and a
+// reader with it off sees the gzip bytes. Default off.
 func WithCompression(on bool) SessionOption {
 	return func(c *sessionConfig) { c.compress = on }
 }
