@@ -182,7 +182,7 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return fail(err)
 		}
-		zc := zooCfg(specs, i, data, cfg.tickTime)
+		zc := zooCfg(specs, i, data, cfg.tickTime) + cfg.extendedTypesCfg()
 		var secFlags []string
 		cp := b.classpath
 		if cfg.secure != nil {

@@ -19,6 +19,7 @@ type config struct {
 	jvmFlags     []string      // nil: testJVMFlags
 	secure       *secureConfig // WithSecurity; nil: plain servers
 	version      string        // WithServerVersion: "" (Version38) or Version39
+	noExtTypes   bool          // WithExtendedTypes(false)
 }
 
 // testJVMFlags are the "java" backend's JVM flags unless WithJVMFlags says
