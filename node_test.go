@@ -96,7 +96,10 @@ func TestNodeOperationsRejectBadInputBeforeAnyRequest(t *testing.T) {
 			_, err := s.Set(ctx, "/a", nil, WithMode(ModeEphemeral))
 			return err
 		}, ErrInvalidArgument},
-		{"Set 2 MB", func(s *Session, ctx context.Context) error { _, err := s.Set(ctx, "/a", make([]byte, 2<<20)); return err }, ErrDataTooLarge},
+		{"Set 2 MB", func(s *Session, ctx context.Context) error {
+			_, err := s.Set(ctx, "/a", make([]byte, 2<<20))
+			return err
+		}, ErrDataTooLarge},
 		{"SetACL empty", func(s *Session, ctx context.Context) error { _, err := s.SetACL(ctx, "/a", nil); return err }, ErrInvalidArgument},
 		{"Delete WithParents", func(s *Session, ctx context.Context) error { return s.Delete(ctx, "/a", WithParents()) }, ErrInvalidArgument},
 		{"Delete the root", func(s *Session, ctx context.Context) error { return s.Delete(ctx, "/") }, ErrInvalidPath},
