@@ -392,7 +392,7 @@ func (s *Session) Delete(ctx context.Context, path string, opts ...NodeOption) e
 		return err
 	}
 	abs := s.abs(path)
-	err = s.deleteTree(ctx, abs, c.version, c.children, s.cfg.retry())
+	err = s.deleteTree(ctx, abs, c.version, c.children, s.cfg.retry(), nil)
 	if err == nil || !c.guaranteed || !deferrable(err) {
 		return s.nodeErr("delete", abs, err)
 	}
@@ -411,13 +411,15 @@ func deferrable(err error) bool {
 
 // deleteTree deletes path (with its descendants when children), waiting
 // out lost connections under bo. NoNode after the first try is success.
-func (s *Session) deleteTree(ctx context.Context, path string, version int32, children bool, bo BackOff) error {
+// When ctx ends while the delete of path is on its way, late (if not nil)
+// is called if it succeeds after all.
+func (s *Session) deleteTree(ctx context.Context, path string, version int32, children bool, bo BackOff, late func()) error {
 	tried := false
 	for {
 		if _, _, err := s.awaitConnected(ctx); err != nil {
 			return err
 		}
-		err := s.deleteVersion(ctx, path, version)
+		err := s.deleteVersionLate(ctx, path, version, late)
 		switch {
 		case err == nil, err == zk.ErrNoNode && tried:
 			return nil
@@ -476,14 +478,17 @@ func (s *Session) deleteInBackground(path string, version int32, children bool) 
 	s.pendingDeletes.Store(key, path)
 	ok := s.goBackground(0, func(ctx context.Context) {
 		// Forever, once a second at most apart: the node must go.
-		err := s.deleteTree(ctx, path, version, children, &untilStopped{s.cfg.retry()})
-		if ctx.Err() != nil || s.isClosed() {
+		err := s.deleteTree(ctx, path, version, children, &untilStopped{s.cfg.retry()}, func() {
+			s.pendingDeletes.Delete(key) // the reply came after Close ended ctx: done all the same
+		})
+		switch {
+		case err == nil || err == zk.ErrNoNode: // gone (NoNode: the foreground's delete got through after all)
+		case ctx.Err() != nil || s.isClosed():
 			return // pending: Close reports it
-		}
-		s.pendingDeletes.Delete(key)
-		if err != nil {
+		default:
 			s.cfg.log.Error("zkrecipes: guaranteed delete cannot complete; the node stays", "path", s.rel(path), "err", err)
 		}
+		s.pendingDeletes.Delete(key)
 	})
 	if !ok {
 		s.pendingDeletes.Delete(key)

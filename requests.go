@@ -673,9 +673,24 @@ func (s *Session) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, 
 
 // deleteVersion deletes path if its version is version (-1: any).
 func (s *Session) deleteVersion(ctx context.Context, path string, version int32) error {
+	return s.deleteVersionLate(ctx, path, version, nil)
+}
+
+// deleteVersionLate is deleteVersion that calls late (if not nil) when
+// ctx ends while the delete is on its way and it succeeds after all.
+func (s *Session) deleteVersionLate(ctx context.Context, path string, version int32, late func()) error {
+	var abandon func(struct{}, error)
+	if late != nil {
+		abandon = func(_ struct{}, err error) {
+			if err == nil || err == zk.ErrNoNode {
+				s.disown(path)
+				late()
+			}
+		}
+	}
 	_, err := call(ctx, s, "delete", path, func() (struct{}, error) {
 		return struct{}{}, s.conn.Delete(path, version)
-	}, nil)
+	}, abandon)
 	if err == nil || err == zk.ErrNoNode {
 		s.disown(path)
 	}

@@ -1,0 +1,143 @@
+package recipes_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// The Session's node operations under real faults: a dropped connection
+// (a blackholed proxy) and lost replies (ZOOKEEPER-1262).
+
+// nodeOpsRig is a Session behind a fault proxy (listed twice, so that a
+// reconnection is immediate) and an observer connection.
+type nodeOpsRig struct {
+	proxy *zktest.Proxy
+	cl    *client
+	obs   *zk.Conn
+	dir   string
+}
+
+func newNodeOpsRig(t *testing.T) *nodeOpsRig {
+	t.Parallel()
+	c := server(t)
+	g := &nodeOpsRig{proxy: zktest.NewProxy(t, c.Servers()[0]), obs: raw(t, c), dir: testPath(t) + "/" + fmt.Sprint(time.Now().UnixNano())}
+	mkdirs(t, g.obs, g.dir)
+	g.cl = connect(t, c, []string{g.proxy.Addr(), g.proxy.Addr()}, zr.WithSessionTimeout(6*time.Second))
+	return g
+}
+
+func (g *nodeOpsRig) exists(t *testing.T, p string) bool {
+	t.Helper()
+	ok, _, err := g.obs.Exists(p)
+	require.NoError(t, err)
+	return ok
+}
+
+// A guaranteed Delete that cannot reach the server returns
+// ErrDeleteDeferred and deletes the node once the connection is back; the
+// Session's Close then has nothing to report.
+func TestSession_GuaranteedDeleteCompletesOnceTheConnectionIsBack(t *testing.T) {
+	g := newNodeOpsRig(t)
+	p := g.dir + "/doomed"
+	_, err := g.obs.Create(p, nil, 0, worldACL())
+	require.NoError(t, err)
+	_, err = g.obs.Create(p+"/child", nil, 0, worldACL())
+	require.NoError(t, err)
+	st := watchStates(t, g.cl.Session)
+
+	g.proxy.Blackhole()
+	require.Equal(t, zr.StateSuspended, st.next(t, 10*time.Second, zr.StateSuspended).State)
+	err = g.cl.Delete(ctxT(t, 500*time.Millisecond), p, zr.WithGuaranteed(), zr.WithDeleteChildren())
+	require.ErrorIs(t, err, zr.ErrDeleteDeferred)
+	require.True(t, g.exists(t, p), "nothing reached the server")
+
+	g.proxy.Heal()
+	require.Eventually(t, func() bool { return !g.exists(t, p) }, 20*time.Second, 20*time.Millisecond,
+		"the delete went on in the background")
+	require.NoError(t, g.cl.Close(), "no delete pending at Close")
+}
+
+// A guaranteed Delete still pending when the Session closes is reported
+// by Close, naming its node.
+func TestSession_CloseReportsAGuaranteedDeleteStillPending(t *testing.T) {
+	g := newNodeOpsRig(t)
+	p := g.dir + "/kept"
+	_, err := g.obs.Create(p, nil, 0, worldACL())
+	require.NoError(t, err)
+	st := watchStates(t, g.cl.Session)
+
+	g.proxy.Blackhole()
+	t.Cleanup(g.proxy.Heal)
+	require.Equal(t, zr.StateSuspended, st.next(t, 10*time.Second, zr.StateSuspended).State)
+	require.ErrorIs(t, g.cl.Delete(ctxT(t, 300*time.Millisecond), p, zr.WithGuaranteed()), zr.ErrDeleteDeferred)
+	err = g.cl.Close()
+	require.ErrorIs(t, err, zr.ErrDeletePending)
+	assert.Contains(t, err.Error(), p)
+	assert.True(t, g.exists(t, p), "the node is still there, as Close said")
+}
+
+// A protected Create whose reply is lost finds its node by its UUID once
+// reconnected: it returns the node and never makes two, whatever the
+// mode.
+func TestSession_ProtectedCreateWhoseReplyIsLostMakesExactlyOneNode(t *testing.T) {
+	g := newNodeOpsRig(t)
+	modes := []zr.CreateMode{zr.ModeEphemeralSequential, zr.ModePersistentSequential, zr.ModePersistent, zr.ModeEphemeral}
+	for i := range 8 {
+		round := fmt.Sprintf("round %d (%v)", i, modes[i%len(modes)])
+		require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), g.dir), round) // connected
+		g.proxy.LoseReplies(time.Duration(20+30*(i%3)) * time.Millisecond)
+		p, err := g.cl.Create(ctxT(t, 30*time.Second), fmt.Sprintf("%s/r%dx", g.dir, i), []byte("x"),
+			zr.WithMode(modes[i%len(modes)]), zr.WithProtection())
+		require.NoError(t, err, round)
+		kids := zktest.Children(t, g.obs, g.dir)
+		var mine []string
+		for _, k := range kids {
+			if strings.Contains(k, fmt.Sprintf("-r%dx", i)) { // the uuid, in hex, holds no "r"
+				mine = append(mine, k)
+			}
+		}
+		require.Equal(t, []string{p[len(g.dir)+1:]}, mine, round)
+	}
+}
+
+// An unprotected Create whose reply is lost says that its outcome is
+// unknown: it is not sent again.
+func TestSession_UnprotectedCreateWhoseReplyIsLostReportsOutcomeUnknown(t *testing.T) {
+	g := newNodeOpsRig(t)
+	require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), g.dir))
+	g.proxy.LoseReplies(30 * time.Millisecond)
+	_, err := g.cl.Create(ctxT(t, 30*time.Second), g.dir+"/plain", nil)
+	require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
+	require.ErrorIs(t, err, zk.ErrConnectionClosed)
+	assert.True(t, g.exists(t, g.dir+"/plain"), "the create reached the server, its reply did not come back")
+}
+
+// A transaction whose reply is lost is settled by its protected create:
+// found, the transaction was applied, and Multi says so with the node's
+// path.
+func TestSession_MultiWhoseReplyIsLostIsSettledByItsProtectedCreate(t *testing.T) {
+	g := newNodeOpsRig(t)
+	_, err := g.obs.Create(g.dir+"/data", []byte("v0"), 0, worldACL())
+	require.NoError(t, err)
+	require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), g.dir))
+	g.proxy.LoseReplies(30 * time.Millisecond)
+	res, err := g.cl.Multi(ctxT(t, 30*time.Second),
+		zr.SetOp(g.dir+"/data", []byte("v1"), zr.WithVersion(0)),
+		zr.CreateOp(g.dir+"/log-", []byte("entry"), zr.WithMode(zr.ModePersistentSequential), zr.WithProtection()))
+	require.NoError(t, err, "settled as applied")
+	require.Len(t, res, 2)
+	assert.Regexp(t, `/_c_[0-9a-f-]{36}-log-\d{10}$`, res[1].Path)
+	assert.True(t, g.exists(t, res[1].Path))
+	data, _, err := g.obs.Get(g.dir + "/data")
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(data))
+	assert.Len(t, zktest.Children(t, g.obs, g.dir), 2, "one create, not two")
+}
