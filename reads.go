@@ -10,10 +10,10 @@ import (
 )
 
 // GetData reads the data and Stat of the node at path (relative to the
-// Session's namespace) once, and leaves no watch on the server. It is the
-// read that code built on the Session's public API (such as service
-// discovery) sends instead of calling Conn: the request is checked,
-// traced and typed like the recipes' own.
+// Session's namespace) once, and leaves no watch on the server: it is Get
+// without the retry, for a caller that handles a lost connection itself
+// (service discovery). The request is checked, traced and typed like the
+// recipes' own.
 //
 // A path that is not a valid recipe path, or too long for any request to
 // name it under the Session's request size limit (WithMaxRequestSize),
@@ -39,7 +39,7 @@ func (s *Session) GetData(ctx context.Context, path string) ([]byte, *NodeStat, 
 // GetChildren lists the names of the children of the node at path
 // (relative to the Session's namespace; "/" lists the namespace's root),
 // in no particular order, with the node's Stat, once, and leaves no watch
-// on the server. It fails as GetData.
+// on the server: it is Children without the retry. It fails as GetData.
 func (s *Session) GetChildren(ctx context.Context, path string) ([]string, *NodeStat, error) {
 	if s == nil {
 		return nil, nil, ErrNilSession
