@@ -132,13 +132,15 @@ func (s *Session) sendCreateFlags(path string, data []byte, flags int32, ttl tim
 // one more after creating the missing parents as containers).
 func (s *Session) createNode(ctx context.Context, path string, data []byte, flags int32, ttl time.Duration, parents bool) (string, error) {
 	for {
-		if _, _, err := s.awaitConnected(ctx); err != nil {
+		if err := s.readyToSend(ctx); err != nil {
 			return "", err
 		}
 		p, err := call(ctx, s, "create", path, func() (string, error) {
 			return s.sendCreateFlags(path, data, flags, ttl)
 		}, nil)
 		switch {
+		case err == ErrClosed: // closed before it was sent
+			return "", err
 		case err == nil:
 			if flags&zk.FlagEphemeral != 0 {
 				s.own(p)
@@ -324,11 +326,11 @@ func (s *Session) SetACL(ctx context.Context, path string, acl []ACL, opts ...No
 func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.Stat, error), version int32, of func(*zk.Stat) int32) (*zk.Stat, error) {
 	bo := s.cfg.retry()
 	for {
-		if _, _, err := s.awaitConnected(ctx); err != nil {
+		if err := s.readyToSend(ctx); err != nil {
 			return nil, err
 		}
 		st, err := send()
-		if err == nil || !replyLost(ctx, err) {
+		if err == nil || err == ErrClosed || !replyLost(ctx, err) { // ErrClosed: before it was sent
 			return st, err
 		}
 		unknown := fmt.Errorf("%w: %s: no reply to the write: %w", ErrOutcomeUnknown, s.rel(path), err)
@@ -352,6 +354,16 @@ func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.S
 			return nil, unknown
 		}
 	}
+}
+
+// readyToSend waits until the Session is connected, and returns ctx's
+// error if it has ended: a write is sent only then, so that a failure
+// after it can be told from one before.
+func (s *Session) readyToSend(ctx context.Context) error {
+	if _, _, err := s.awaitConnected(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // awaitReconnectCtx waits until the Session is connected, ctx ends or

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -149,4 +150,17 @@ func TestOwnReadsNeedTheWireLayer(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNeedsWireLayer)
 	_, err = s.WhoAmI(ctx)
 	assert.ErrorIs(t, err, ErrNeedsWireLayer)
+}
+
+// The error codes a server answers the wire layer's own reads with come
+// back as go-zookeeper's errors, and UNIMPLEMENTED (a server that
+// predates the request) as ErrServerTooOld, naming the request.
+func TestOwnReadErrorCodesAreTyped(t *testing.T) {
+	err := codeError("whoAmI", -6)
+	assert.ErrorIs(t, err, ErrServerTooOld)
+	assert.Contains(t, err.Error(), "whoAmI")
+	assert.ErrorIs(t, codeError("getAllChildrenNumber", -101), zk.ErrNoNode)
+	assert.ErrorIs(t, codeError("getEphemerals", -102), zk.ErrNoAuth)
+	assert.ErrorIs(t, codeError("getEphemerals", -112), zk.ErrSessionExpired)
+	assert.Contains(t, codeError("getEphemerals", -999).Error(), "-999")
 }

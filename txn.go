@@ -171,11 +171,13 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 	}
 	bo := s.cfg.retry()
 	for {
-		if _, _, err := s.awaitConnected(ctx); err != nil {
+		if err := s.readyToSend(ctx); err != nil {
 			return nil, err
 		}
 		res, err := s.multi(ctx, ops[0].abs, reqs...)
 		switch {
+		case err == ErrClosed: // closed before it was sent
+			return nil, err
 		case err == nil:
 			return s.opResults(ops, res), nil
 		case len(res) == len(ops) && !replyLost(ctx, err):
