@@ -225,8 +225,10 @@ func TestMutex_CheckMakesAWriteConditionalOnHolding(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 20*time.Second)
 	res := path + "-resource"
+	mkdirs(t, conn, "/t") // the parent, when the test runs alone
 	_, err := conn.Create(res, []byte("v0"), 0, worldACL())
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Delete(res, -1) })
 	l, err := zr.NewMutex(cl.Session, path).Acquire(ctx)
 	require.NoError(t, err)
 
