@@ -92,6 +92,7 @@ func TestZKNodeOperationsWorkUnderTheNamespaceAndAreTraced(t *testing.T) {
 	assert.Equal(t, []string{"cfg"}, kids, "/ is the namespace's root")
 
 	require.NoError(t, s.Sync(ctx, "/cfg/a"))
+	require.NoError(t, s.Sync(ctx, "/cfg/none"), "a sync needs no node")
 
 	acl, stat, err := s.GetACL(ctx, "/cfg/a")
 	require.NoError(t, err)
