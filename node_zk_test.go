@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -311,4 +312,39 @@ func TestZKTrySetSendsANegativeVersionToTheServer(t *testing.T) {
 	for _, e := range sets {
 		assert.True(t, errors.Is(e, zk.ErrBadVersion), "the server answered BadVersion: %v", e)
 	}
+}
+
+// opRecorder is an Observer that records each request's operation and
+// path, and whether it came under the caller's ctx (marked with key).
+type opRecorder struct {
+	BaseObserver
+	mu  sync.Mutex
+	ops []string
+}
+
+type ctxKey struct{}
+
+func (o *opRecorder) OpDone(ctx context.Context, ev OpEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ops = append(o.ops, fmt.Sprintf("%s %s %v", ev.Op, ev.Path, ctx.Value(ctxKey{})))
+}
+
+// The Observer sees each node operation's requests with the path under
+// the namespace and the caller's ctx.
+func TestZKNodeOperationsAreObservedUnderTheCallersCtx(t *testing.T) {
+	rec := &opRecorder{}
+	ctx, s, _, _ := nsSession(t, WithObserver(rec))
+	ctx = context.WithValue(ctx, ctxKey{}, "caller")
+	_, err := s.Create(ctx, "/o", []byte("x"), WithParents())
+	require.NoError(t, err)
+	_, err = s.Set(ctx, "/o", []byte("y"))
+	require.NoError(t, err)
+	_, err = s.Multi(ctx, CheckOp("/o"), DeleteOp("/o"))
+	require.NoError(t, err)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Contains(t, rec.ops, "create /o caller")
+	assert.Contains(t, rec.ops, "setData /o caller")
+	assert.Contains(t, rec.ops, "multi /o caller")
 }
