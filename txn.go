@@ -171,7 +171,11 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 	}
 	bo := s.cfg.retry()
 	for {
-		if err := s.readyToSend(ctx); err != nil {
+		sent, _, err := s.awaitConnected(ctx)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
 			return nil, err
 		}
 		res, err := s.multi(ctx, ops[0].abs, reqs...)
@@ -189,7 +193,7 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return nil, unknown
 		}
-		applied, notApplied := s.settleMulti(ctx, ops)
+		applied, notApplied := s.settleMulti(ctx, ops, sent)
 		switch {
 		case applied != nil:
 			return applied, nil
@@ -273,27 +277,37 @@ func (s *Session) failedResults(ops []Op, res []zk.MultiResponse, err error) ([]
 	return out, first
 }
 
-// settleMulti tells, once connected again, whether a transaction whose
-// reply was lost was applied (its results) or not (notApplied); neither
-// when nothing read can tell.
-func (s *Session) settleMulti(ctx context.Context, ops []Op) (applied []OpResult, notApplied bool) {
+// settleMulti tells, once connected again, whether a transaction sent
+// under the ZooKeeper session sent, whose reply was lost, was applied (its
+// results) or not (notApplied); neither when nothing read can tell.
+func (s *Session) settleMulti(ctx context.Context, ops []Op, sent *generation) (applied []OpResult, notApplied bool) {
 	gen, _, err := s.awaitConnected(ctx)
 	if err != nil || s.sync(ctx, ops[0].abs) != nil {
 		return nil, false
+	}
+	touched := map[string]int{} // how many ops name each path
+	for _, o := range ops {
+		touched[o.abs]++
 	}
 	found := map[int]string{}
 	for i, o := range ops {
 		switch {
 		case o.kind == OpCreate && o.cfg.protected:
-			p, err := s.findProtectedNode(ctx, parentPath(o.abs), o.uuid, o.cfg.mode.ephemeral(), gen)
+			p, err := s.findUUID(ctx, parentPath(o.abs), o.uuid)
 			switch {
-			case err == zk.ErrNoNode, err == nil && p == "":
-				return nil, true // the creates of a transaction are applied with it
-			case err != nil:
+			case err == nil && p != "":
+				found[i] = p // any node of ours: only this transaction made it
+			case (err == zk.ErrNoNode || err == nil) && (!o.cfg.mode.ephemeral() || gen.id == sent.id):
+				// The creates of a transaction are applied with it; an
+				// ephemeral node proves nothing by its absence once the
+				// session that made it has ended.
+				return nil, true
+			default:
 				return nil, false
 			}
-			found[i] = p
-		case (o.kind == OpSet || o.kind == OpDelete) && o.cfg.version != -1:
+		case (o.kind == OpSet || o.kind == OpDelete) && o.cfg.version != -1 && touched[o.abs] == 1:
+			// (Only an op alone on its path: a transaction that also deletes
+			// and creates the node again leaves it at version 0.)
 			if st, err := s.exists(ctx, o.abs); err == nil && st.Version == o.cfg.version {
 				return nil, true // the write would have moved the version on
 			}
@@ -312,4 +326,19 @@ func (s *Session) settleMulti(ctx context.Context, ops []Op) (applied []OpResult
 		}
 	}
 	return out, false
+}
+
+// findUUID returns the path of the child of dir whose name carries uuid,
+// or "" when there is none.
+func (s *Session) findUUID(ctx context.Context, dir, uuid string) (string, error) {
+	kids, err := s.children(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, protectedPrefix+uuid) {
+			return joinPath(dir, k), nil
+		}
+	}
+	return "", nil
 }

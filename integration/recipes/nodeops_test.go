@@ -1,8 +1,10 @@
 package recipes_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ type nodeOpsRig struct {
 	cl    *client
 	obs   *zk.Conn
 	dir   string
+	lost  atomic.Int32 // requests of cl that failed with a lost connection
 }
 
 func newNodeOpsRig(t *testing.T) *nodeOpsRig {
@@ -30,9 +33,18 @@ func newNodeOpsRig(t *testing.T) *nodeOpsRig {
 	c := server(t)
 	g := &nodeOpsRig{proxy: zktest.NewProxy(t, c.Servers()[0]), obs: raw(t, c), dir: testPath(t) + "/" + fmt.Sprint(time.Now().UnixNano())}
 	mkdirs(t, g.obs, g.dir)
-	g.cl = connect(t, c, []string{g.proxy.Addr(), g.proxy.Addr()}, zr.WithSessionTimeout(6*time.Second))
+	g.cl = connect(t, c, []string{g.proxy.Addr(), g.proxy.Addr()}, zr.WithSessionTimeout(6*time.Second),
+		zr.WithTracer(zr.TracerFunc(func(ev zr.TraceEvent) {
+			if errors.Is(ev.Err, zk.ErrConnectionClosed) {
+				g.lost.Add(1)
+			}
+		})))
 	return g
 }
+
+// lostSince reports whether a request failed with a lost connection since
+// the count was n (a fault test's fault did hit).
+func (g *nodeOpsRig) lostSince(n int32) bool { return g.lost.Load() > n }
 
 func (g *nodeOpsRig) exists(t *testing.T, p string) bool {
 	t.Helper()
@@ -93,6 +105,7 @@ func TestSession_ProtectedCreateWhoseReplyIsLostMakesExactlyOneNode(t *testing.T
 	for i := range 8 {
 		round := fmt.Sprintf("round %d (%v)", i, modes[i%len(modes)])
 		require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), g.dir), round) // connected
+		before := g.lost.Load()
 		g.proxy.LoseReplies(time.Duration(20+30*(i%3)) * time.Millisecond)
 		p, err := g.cl.Create(ctxT(t, 30*time.Second), fmt.Sprintf("%s/r%dx", g.dir, i), []byte("x"),
 			zr.WithMode(modes[i%len(modes)]), zr.WithProtection())
@@ -105,6 +118,7 @@ func TestSession_ProtectedCreateWhoseReplyIsLostMakesExactlyOneNode(t *testing.T
 			}
 		}
 		require.Equal(t, []string{p[len(g.dir)+1:]}, mine, round)
+		require.True(t, g.lostSince(before), "%s: the create's reply was lost", round)
 	}
 }
 
@@ -122,22 +136,30 @@ func TestSession_UnprotectedCreateWhoseReplyIsLostReportsOutcomeUnknown(t *testi
 
 // A transaction whose reply is lost is settled by its protected create:
 // found, the transaction was applied, and Multi says so with the node's
-// path.
+// path; persistent or ephemeral, it is never applied twice.
 func TestSession_MultiWhoseReplyIsLostIsSettledByItsProtectedCreate(t *testing.T) {
 	g := newNodeOpsRig(t)
-	_, err := g.obs.Create(g.dir+"/data", []byte("v0"), 0, worldACL())
-	require.NoError(t, err)
-	require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), g.dir))
-	g.proxy.LoseReplies(30 * time.Millisecond)
-	res, err := g.cl.Multi(ctxT(t, 30*time.Second),
-		zr.SetOp(g.dir+"/data", []byte("v1"), zr.WithVersion(0)),
-		zr.CreateOp(g.dir+"/log-", []byte("entry"), zr.WithMode(zr.ModePersistentSequential), zr.WithProtection()))
-	require.NoError(t, err, "settled as applied")
-	require.Len(t, res, 2)
-	assert.Regexp(t, `/_c_[0-9a-f-]{36}-log-\d{10}$`, res[1].Path)
-	assert.True(t, g.exists(t, res[1].Path))
-	data, _, err := g.obs.Get(g.dir + "/data")
-	require.NoError(t, err)
-	assert.Equal(t, "v1", string(data))
-	assert.Len(t, zktest.Children(t, g.obs, g.dir), 2, "one create, not two")
+	for i, mode := range []zr.CreateMode{zr.ModePersistentSequential, zr.ModeEphemeralSequential, zr.ModePersistentSequential, zr.ModeEphemeralSequential} {
+		round := fmt.Sprintf("round %d (%v)", i, mode)
+		dir := fmt.Sprintf("%s/r%d", g.dir, i)
+		mkdirs(t, g.obs, dir)
+		_, err := g.obs.Create(dir+"/data", []byte("v0"), 0, worldACL())
+		require.NoError(t, err, round)
+		require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), dir), round)
+		before := g.lost.Load()
+		g.proxy.LoseReplies(time.Duration(20+30*(i%2)) * time.Millisecond)
+		res, err := g.cl.Multi(ctxT(t, 30*time.Second),
+			zr.SetOp(dir+"/data", []byte("v1"), zr.WithVersion(0)),
+			zr.CreateOp(dir+"/log-", []byte("entry"), zr.WithMode(mode), zr.WithProtection()))
+		require.NoError(t, err, "%s: settled as applied", round)
+		require.Len(t, res, 2, round)
+		assert.Regexp(t, `/_c_[0-9a-f-]{36}-log-\d{10}$`, res[1].Path, round)
+		assert.True(t, g.exists(t, res[1].Path), round)
+		data, st, err := g.obs.Get(dir + "/data")
+		require.NoError(t, err, round)
+		assert.Equal(t, "v1", string(data), round)
+		assert.Equal(t, int32(1), st.Version, "%s: applied once", round)
+		assert.Len(t, zktest.Children(t, g.obs, dir), 2, "%s: one create, not two", round)
+		require.True(t, g.lostSince(before), "%s: the transaction's reply was lost", round)
+	}
 }
