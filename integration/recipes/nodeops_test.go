@@ -163,3 +163,62 @@ func TestSession_MultiWhoseReplyIsLostIsSettledByItsProtectedCreate(t *testing.T
 		require.True(t, g.lostSince(before), "%s: the transaction's reply was lost", round)
 	}
 }
+
+// A guaranteed Delete deferred while cut off goes on under the next
+// ZooKeeper session when the first one expired meanwhile.
+func TestSession_GuaranteedDeleteCompletesAcrossASessionExpiry(t *testing.T) {
+	g := newNodeOpsRig(t)
+	p := g.dir + "/doomed"
+	_, err := g.obs.Create(p, nil, 0, worldACL())
+	require.NoError(t, err)
+	st := watchStates(t, g.cl.Session)
+	old := g.cl.SessionID()
+
+	g.proxy.Blackhole()
+	require.Equal(t, zr.StateSuspended, st.next(t, 10*time.Second, zr.StateSuspended).State)
+	require.ErrorIs(t, g.cl.Delete(ctxT(t, 300*time.Millisecond), p, zr.WithGuaranteed()), zr.ErrDeleteDeferred)
+	g.cl.expire(t)
+	g.proxy.Heal()
+	require.Equal(t, zr.StateLost, st.next(t, 20*time.Second, zr.StateLost).State)
+	require.Eventually(t, func() bool { return !g.exists(t, p) }, 20*time.Second, 20*time.Millisecond,
+		"the delete went on under the new session")
+	assert.NotEqual(t, old, g.cl.SessionID())
+	require.NoError(t, g.cl.Close())
+}
+
+// Writes whose reply is lost: an unversioned Set and a Delete are sent
+// again (the Delete then finds the node gone: done); a versioned Set that
+// was applied cannot be told from another client's write, and says its
+// outcome is unknown.
+func TestSession_WritesWhoseReplyIsLost(t *testing.T) {
+	g := newNodeOpsRig(t)
+	p := g.dir + "/n"
+	_, err := g.obs.Create(p, []byte("v0"), 0, worldACL())
+	require.NoError(t, err)
+	ctx := ctxT(t, 60*time.Second)
+
+	require.NoError(t, g.cl.Sync(ctx, g.dir))
+	before := g.lost.Load()
+	g.proxy.LoseReplies(30 * time.Millisecond)
+	stat, err := g.cl.Set(ctx, p, []byte("v1"))
+	require.NoError(t, err, "sent again once reconnected")
+	require.True(t, g.lostSince(before))
+	assert.Equal(t, int32(2), stat.Version, "applied twice, the same data")
+
+	require.NoError(t, g.cl.Sync(ctx, g.dir))
+	before = g.lost.Load()
+	g.proxy.LoseReplies(30 * time.Millisecond)
+	_, err = g.cl.Set(ctx, p, []byte("v2"), zr.WithVersion(2))
+	require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
+	require.True(t, g.lostSince(before))
+	data, _, err := g.obs.Get(p)
+	require.NoError(t, err)
+	assert.Equal(t, "v2", string(data), "it was applied, and not twice")
+
+	require.NoError(t, g.cl.Sync(ctx, g.dir))
+	before = g.lost.Load()
+	g.proxy.LoseReplies(30 * time.Millisecond)
+	require.NoError(t, g.cl.Delete(ctx, p), "sent again, found gone: done")
+	require.True(t, g.lostSince(before))
+	assert.False(t, g.exists(t, p))
+}
