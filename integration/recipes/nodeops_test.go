@@ -3,6 +3,7 @@ package recipes_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -221,4 +222,43 @@ func TestSession_WritesWhoseReplyIsLost(t *testing.T) {
 	require.NoError(t, g.cl.Delete(ctx, p), "sent again, found gone: done")
 	require.True(t, g.lostSince(before))
 	assert.False(t, g.exists(t, p))
+}
+
+// Create's container and TTL modes make nodes the server reaps: a
+// container once its last child is gone, a TTL node once it has had no
+// change and no child for its TTL. TTL nodes need a server started with
+// zookeeper.extendedTypesEnabled; the reaper is made to run often.
+func TestSession_CreateMakesContainerAndTTLNodesTheServerReaps(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("ZK_TEST_BACKEND") == "servers" {
+		t.Skip("needs a server of its own with TTL nodes enabled")
+	}
+	ctx := ctxT(t, 2*time.Minute)
+	c, err := zktest.StartCluster(ctx, zktest.WithJVMFlags("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.extendedTypesEnabled=true", "-Dznode.container.checkIntervalMs=100"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	cl := connect(t, c, nil)
+	obs := raw(t, c)
+	gone := func(p string) func() bool {
+		return func() bool { ok, _, err := obs.Exists(p); return err == nil && !ok }
+	}
+
+	_, err = cl.Create(ctx, "/box", nil, zr.WithMode(zr.ModeContainer))
+	require.NoError(t, err)
+	_, err = cl.Create(ctx, "/box/x", nil)
+	require.NoError(t, err)
+	require.NoError(t, cl.Delete(ctx, "/box/x"))
+	require.Eventually(t, gone("/box"), 30*time.Second, 50*time.Millisecond, "an empty container is reaped")
+
+	ttl, err := cl.Create(ctx, "/ttl", []byte("x"), zr.WithMode(zr.ModePersistentWithTTL), zr.WithTTL(300*time.Millisecond))
+	require.NoError(t, err)
+	seq, err := cl.Create(ctx, "/ttl-", nil, zr.WithMode(zr.ModePersistentSequentialWithTTL), zr.WithTTL(300*time.Millisecond), zr.WithProtection())
+	require.NoError(t, err)
+	assert.Regexp(t, `^/_c_[0-9a-f-]{36}-ttl-\d{10}$`, seq)
+	_, err = cl.Create(ctx, "/kept", nil) // a persistent node, beside: not reaped
+	require.NoError(t, err)
+	require.Eventually(t, gone(ttl), 30*time.Second, 50*time.Millisecond, "a TTL node is reaped after its TTL")
+	require.Eventually(t, gone(seq), 30*time.Second, 50*time.Millisecond)
+	assert.False(t, gone("/kept")(), "the reaper leaves persistent nodes alone")
 }
