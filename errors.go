@@ -413,6 +413,14 @@ var ErrNodeStarted = errors.New("zkrecipes: persistent node already started or c
 // compression on for every writer of the node, or off for its readers.
 var ErrNotCompressed = errors.New("zkrecipes: node data is not gzip-compressed; every client of the node must agree on compression")
 
+// ErrTTLUnsupported is returned by the create of a TTL node
+// (ModePersistentWithTTL, ModePersistentSequentialWithTTL,
+// PersistentTtlNode) that the server refused because TTL nodes are off
+// there, as they are by default (it answers UNIMPLEMENTED). Run every
+// server with the system property zookeeper.extendedTypesEnabled=true
+// (ZooKeeper 3.5.3 or later), or do without TTL nodes.
+var ErrTTLUnsupported = errors.New("zkrecipes: the server refuses TTL nodes; run it with -Dzookeeper.extendedTypesEnabled=true")
+
 // compressedDataError is ErrNotCompressed with the reason (and the path,
 // once known).
 type compressedDataError struct {
