@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bytes"
+	"fmt"
 
 	zr "github.com/zkrecipes/zkrecipes"
 )
@@ -19,7 +20,7 @@ type Option func(*ServiceDiscovery)
 //
 // With compression on, instances are read either way: a node whose data
 // starts with gzip's magic bytes is decompressed (corrupt data is a bad
-// instance, zkrecipes.ErrNotCompressed), and one holding plain JSON, as
+// instance: ErrBadInstance, also matching zkrecipes.ErrNotCompressed), and one holding plain JSON, as
 // Curator and uncompressed registrants write it, is read as it is (JSON
 // never starts with those bytes). So registrants can turn compression on
 // one at a time. The Session's WithCompression does not apply to
@@ -46,7 +47,7 @@ func (d *ServiceDiscovery) unmarshal(data []byte) (Instance, error) {
 	if d.compress && bytes.HasPrefix(data, gzipMagic) {
 		var err error
 		if data, err = zr.GzipDecompress(data); err != nil {
-			return Instance{}, err
+			return Instance{}, fmt.Errorf("%w: %w", ErrBadInstance, err)
 		}
 	}
 	return Unmarshal(data)

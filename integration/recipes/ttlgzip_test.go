@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
@@ -94,6 +96,9 @@ func TestCompression_WhatWeWriteCompressedIsReadByCuratorsDecompressed(t *testin
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	gz := connect(t, server(t), nil, zr.WithCompression(true)).Session
+	if err := gz.Delete(ctx, dir+"/value"); err != nil {
+		require.ErrorIs(t, err, zr.ErrNoNode) // left by an earlier run (-count=2), or none
+	}
 
 	sv := zr.NewSharedValue(gz, dir+"/value", []byte("seed"))
 	_, err := sv.Get(ctx) // creates the node with the seed, compressed
@@ -272,4 +277,39 @@ func TestTTL_AServerWithoutExtendedTypesRefusesWithErrTTLUnsupported(t *testing.
 	kids, _, err := s.Children(ctx, "/ttl")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"plain"}, kids, "nothing but the plain node")
+}
+
+func TestDiscovery_CompressedRegistrationsAreReadWithPlainOnesByACompressingDiscovery(t *testing.T) {
+	c := server(t)
+	base := testPath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gz := discovery.New(connect(t, c, nil).Session, base, discovery.WithCompression(true))
+	defer gz.Close(context.Background())
+	plain := discovery.New(connect(t, c, nil).Session, base)
+	defer plain.Close(context.Background())
+
+	big := json.RawMessage(`{"tags":"` + strings.Repeat("abcdefgh", 500) + `"}`)
+	require.NoError(t, gz.Register(ctx, discovery.Instance{Name: "api", ID: "gz", Address: "127.0.0.1", Port: 1, Payload: big}))
+	require.NoError(t, plain.Register(ctx, discovery.Instance{Name: "api", ID: "plain", Address: "127.0.0.1", Port: 2}))
+	data, _, err := connect(t, c, nil).Get(ctx, base+"/api/gz")
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(data, []byte{0x1f, 0x8b}), "stored gzip-compressed")
+	require.Less(t, len(data), len(big)/4)
+
+	ins, err := gz.QueryForInstances(ctx, "api")
+	require.NoError(t, err)
+	require.Len(t, ins, 2, "both the compressed and the plain registration")
+	assert.JSONEq(t, string(big), string(ins[0].Payload))
+	sc := gz.NewCache("api")
+	require.NoError(t, sc.Start(ctx))
+	defer sc.Close()
+	assert.Len(t, sc.Instances(), 2, "the cache reads both forms too")
+
+	// A discovery without compression skips the compressed one as a bad
+	// instance, as Curator's would fail on it.
+	ins, err = plain.QueryForInstances(ctx, "api")
+	require.NoError(t, err)
+	require.Len(t, ins, 1)
+	assert.Equal(t, "plain", ins[0].ID)
 }
