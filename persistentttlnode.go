@@ -74,6 +74,9 @@ func (t *PersistentTtlNode) Start() error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed { // the node is being closed, or soon will be
+		return &startAfterClose{once: ErrNodeStarted}
+	}
 	if err := t.node.Start(); err != nil {
 		return err
 	}

@@ -32,7 +32,14 @@ func TestPersistentNode_TTLModeAndTTLOptionAreCheckedTogether(t *testing.T) {
 		t.Errorf("PersistentTtlNode(nil session).Start = %v", err)
 	}
 	if err := NewPersistentTtlNode(unused, "/", time.Minute, nil).Close(context.Background()); err != nil {
-		t.Errorf("Close of a node that never started: %v", err)
+		t.Errorf("Close of a node with bad arguments: %v", err)
+	}
+	closed := NewPersistentTtlNode(unused, "/a", time.Minute, nil)
+	if err := closed.Close(context.Background()); err != nil {
+		t.Errorf("Close of a node never started: %v", err)
+	}
+	if err := closed.Start(); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNodeStarted) {
+		t.Errorf("Start after Close = %v, want ErrClosed and ErrNodeStarted", err)
 	}
 }
 
