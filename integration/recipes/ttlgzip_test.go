@@ -313,3 +313,37 @@ func TestDiscovery_CompressedRegistrationsAreReadWithPlainOnesByACompressingDisc
 	require.Len(t, ins, 1)
 	assert.Equal(t, "plain", ins[0].ID)
 }
+
+func TestPersistentTtlNode_OursAndCuratorsStayPastTheirTTLWhileRunningAndCuratorsExpiresAfterItsClose(t *testing.T) {
+	c := ttlServer(t)
+	cur := startLinePeer(t, "TtlGzipPeer", c.ConnectString())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := connect(t, c, nil).Session
+
+	ours := zr.NewPersistentTtlNode(s, "/svc/go", time.Second, []byte("go"))
+	require.NoError(t, ours.Start())
+	require.NoError(t, ours.WaitInPlace(ctx))
+	cur.ask(t, "OK", "ttlstart", "/svc/java", "1000", hexOf([]byte("java")))
+	// Both alive over several TTLs on a server that looks for expired
+	// nodes every 200 ms, each seen by the other side.
+	until := time.Now().Add(4 * time.Second)
+	for time.Now().Before(until) {
+		st := cur.ask(t, "STAT", "stat", "/svc/go")
+		require.Equal(t, "1", st[1], "Curator sees ours with its touch child")
+		java, err := s.Exists(ctx, "/svc/java")
+		require.NoError(t, err)
+		require.NotNil(t, java, "we see Curator's")
+		time.Sleep(100 * time.Millisecond) // polls the state over time; nothing waits on another goroutine
+	}
+	// Curator's close deletes nothing: its node expires, child first.
+	cur.ask(t, "OK", "ttlclose", "/svc/java")
+	require.Eventually(t, func() bool {
+		st, err := s.Exists(ctx, "/svc/java")
+		return err == nil && st == nil
+	}, 60*time.Second, 100*time.Millisecond, "Curator's closed node expired")
+	st, err := s.Exists(ctx, "/svc/go")
+	require.NoError(t, err)
+	require.NotNil(t, st, "ours, still touched, stays")
+	require.NoError(t, ours.Close(ctx))
+}
