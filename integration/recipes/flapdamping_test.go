@@ -1,0 +1,145 @@
+package recipes_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// flapObserver counts an Election's campaigns (the acquisitions it
+// starts) and the flaps damped.
+type flapObserver struct {
+	zr.BaseObserver
+	campaigns atomic.Int64
+	flaps     atomic.Int64
+}
+
+func (o *flapObserver) AcquireStart(ctx context.Context, ev zr.AcquireStartEvent) context.Context {
+	if ev.Recipe.Kind == zr.KindElection {
+		o.campaigns.Add(1)
+	}
+	return ctx
+}
+
+func (o *flapObserver) FlapDamped(zr.FlapEvent) { o.flaps.Add(1) }
+
+// flapRig is a leader (Election.Run with WithRequeue) on a Session whose
+// only way to the server is a fault proxy.
+type flapRig struct {
+	proxy  *zktest.Proxy
+	obs    *flapObserver
+	states *states
+	terms  chan *zr.Lease // each term of leadership, as it starts
+	stop   func()         // ends Run and waits for it
+}
+
+func newFlapRig(t *testing.T, opts ...zr.SessionOption) *flapRig {
+	c := server(t)
+	r := &flapRig{proxy: zktest.NewProxy(t, c.Servers()[0]), obs: &flapObserver{}, terms: make(chan *zr.Lease, 64)}
+	s := connect(t, c, []string{r.proxy.Addr()}, append(opts, zr.WithObserver(r.obs))...)
+	r.states = watchStates(t, s.Session)
+	e := zr.NewElection(s.Session, testPath(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() {
+		ran <- e.Run(ctx, func(ctx context.Context, l *zr.Lease) error {
+			r.terms <- l
+			<-ctx.Done()
+			return nil
+		}, zr.WithRequeue(true))
+	}()
+	r.stop = func() {
+		cancel()
+		select {
+		case <-ran:
+		case <-time.After(30 * time.Second):
+			t.Error("Election.Run did not return after its ctx ended")
+		}
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// term waits up to d for the next term of leadership; nil if none starts.
+func (r *flapRig) term(d time.Duration) *zr.Lease {
+	select {
+	case l := <-r.terms:
+		return l
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// flap drops the Session's connection and waits until it is back, under
+// the same session. held, if not nil, is the leadership held when the
+// connection drops: it must be reported lost by the time SUSPENDED is.
+func (r *flapRig) flap(t *testing.T, held *zr.Lease) time.Time {
+	t.Helper()
+	r.proxy.ResetAll()
+	sus := r.states.next(t, 30*time.Second, zr.StateSuspended, zr.StateLost)
+	require.Equal(t, zr.StateSuspended, sus.State)
+	if held != nil {
+		select {
+		case <-held.Done():
+			require.ErrorIs(t, held.Err(), zr.ErrSuspended)
+		default:
+			t.Fatal("leadership not reported lost when the connection was suspended")
+		}
+	}
+	back := r.states.next(t, 30*time.Second, zr.StateReconnected, zr.StateLost)
+	require.Equal(t, zr.StateReconnected, back.State, "the session should survive a short flap")
+	require.Equal(t, sus.SessionID, back.SessionID)
+	return sus.At
+}
+
+// Without flap damping, a leader that loses its leadership at each flap
+// of the connection campaigns again at each reconnection, and leads
+// again: one campaign and one term per flap.
+func TestFlapDamping_OffLeaderCampaignsAgainAtEachReconnection(t *testing.T) {
+	const flaps = 3
+	r := newFlapRig(t)
+	l := r.term(30 * time.Second)
+	require.NotNil(t, l, "no first term")
+	for i := 0; i < flaps; i++ {
+		r.flap(t, l)
+		l = r.term(30 * time.Second)
+		require.NotNil(t, l, "no term after flap %d", i+1)
+	}
+	assert.EqualValues(t, flaps+1, r.obs.campaigns.Load(), "campaigns")
+	assert.Zero(t, r.obs.flaps.Load(), "flaps damped without damping")
+}
+
+// With flap damping, the leader still learns of its loss at the first
+// flap, but a burst of flaps makes it campaign only once the connection
+// has settled: no campaign during the burst, one after it, no sooner
+// than a damping wait after the last flap, and the flaps damped counted.
+func TestFlapDamping_OnLeaderCampaignsOnceAfterABurstOfFlaps(t *testing.T) {
+	const (
+		flaps = 3
+		wait  = 8 * time.Second // a damping wait: longer than a flap (about 1s to reconnect) and the pause after it
+		pause = 2 * time.Second // after each reconnection, the time given to a campaign to show up
+	)
+	r := newFlapRig(t, zr.WithFlapDamping(zr.RetryNTimes(20, wait)))
+	l := r.term(30 * time.Second)
+	require.NotNil(t, l, "no first term")
+	var last time.Time
+	for i := 0; i < flaps; i++ {
+		last = r.flap(t, l)
+		l = nil // lost at the first flap; not led since
+		require.Nil(t, r.term(pause), "campaigned and led during the burst, after flap %d", i+1)
+	}
+	assert.EqualValues(t, 1, r.obs.campaigns.Load(), "campaigns during the burst")
+	assert.EqualValues(t, flaps-1, r.obs.flaps.Load(), "flaps damped: every suspension after the first")
+
+	l = r.term(5 * wait)
+	require.NotNil(t, l, "no campaign once the connection settled")
+	assert.GreaterOrEqual(t, time.Since(last), wait, "campaigned before a whole damping wait after the last flap")
+	assert.EqualValues(t, 2, r.obs.campaigns.Load(), "campaigns in all")
+	assert.NoError(t, l.Err())
+}
