@@ -580,3 +580,34 @@ func TestRecordedErrorsCarryNoRawPathWithoutWithRawPaths(t *testing.T) {
 		})
 	}
 }
+
+// With flap damping, each suspension while the damping holds recipes back
+// counts one flap damped: two flaps in a row, one damped.
+func TestFlapsDampedAreCounted(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	r := newRig(t, c, []string{proxy.Addr()}, zr.WithFlapDamping(zr.RetryNTimes(20, 8*time.Second)))
+	states, cancel := r.Subscribe()
+	defer cancel()
+	next := func(want zr.ConnState) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case ch := <-states:
+				if ch.State == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %v", want)
+			}
+		}
+	}
+	for i := 0; i < 2; i++ {
+		proxy.ResetAll()
+		next(zr.StateSuspended)
+		next(zr.StateReconnected)
+	}
+	require.EqualValues(t, 1, r.sum(t, "zookeeper.session.flaps_damped"))
+	require.EqualValues(t, 2, r.sum(t, "zookeeper.session.reconnects"))
+}
