@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,11 +58,41 @@ func NewProxy(tb testing.TB, target string) *Proxy {
 // need not be up yet: each accepted connection dials it, and a failed dial closes the
 // accepted connection. The caller must call [Proxy.Close].
 func ListenProxy(target string) (*Proxy, error) {
+	return ListenProxyAt("127.0.0.1:0", target)
+}
+
+// NewProxyAt is [NewProxy] listening at listen, as [ListenProxyAt] does.
+func NewProxyAt(tb testing.TB, listen, target string) *Proxy {
+	tb.Helper()
+	p, err := ListenProxyAt(listen, target)
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// ListenProxyAt is [ListenProxy] listening at listen, an address of
+// 127.0.0.0/8 with a port, 0 for one the OS picks ([ErrNotLoopback]
+// otherwise). Proxies on 127.0.0.2:P and 127.0.0.3:P, say, put two servers
+// behind one port, so that a host name moved from one address to the
+// other (see package zkdns) moves a client from one server to the other.
+func ListenProxyAt(listen, target string) (*Proxy, error) {
 	t, err := loopbackAddr(target)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("zktest: bad address %q: %w", listen, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.To4() == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("%w: %q", ErrNotLoopback, listen)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return nil, fmt.Errorf("zktest: bad port in %q", listen)
+	}
+	ln, err := net.Listen("tcp4", listen)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +104,8 @@ func ListenProxy(target string) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr returns the proxy's listening address, "127.0.0.1:port".
+// Addr returns the proxy's listening address, "127.0.0.1:port" (or the
+// address given to [ListenProxyAt], with the port the OS picked).
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Target returns the address the proxy forwards to.
