@@ -13,11 +13,20 @@ import (
 )
 
 // flapObserver counts an Election's campaigns (the acquisitions it
-// starts) and the flaps damped.
+// starts), a keeper's looks at its node (getData on path), and the flaps
+// damped.
 type flapObserver struct {
 	zr.BaseObserver
+	path      string // set before the Session
 	campaigns atomic.Int64
+	looks     atomic.Int64
 	flaps     atomic.Int64
+}
+
+func (o *flapObserver) OpDone(_ context.Context, ev zr.OpEvent) {
+	if ev.Op == "getData" && ev.Path == o.path {
+		o.looks.Add(1)
+	}
 }
 
 func (o *flapObserver) AcquireStart(ctx context.Context, ev zr.AcquireStartEvent) context.Context {
@@ -147,4 +156,67 @@ func TestFlapDamping_OnLeaderCampaignsOnceAfterABurstOfFlaps(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(last), wait, "campaigned before a whole damping wait after the last flap")
 	assert.EqualValues(t, 2, r.obs.campaigns.Load(), "campaigns in all")
 	assert.NoError(t, l.Err())
+}
+
+// A kept node (PersistentNode, and so GroupMember and a discovery
+// registration) through a burst of flaps: its status says "not in place"
+// from each suspension on, in both cases. Without damping the keeper
+// looks at its node again at each reconnection; with damping it looks
+// only once the connection has settled, no sooner than a damping wait
+// after the last flap.
+func TestFlapDamping_KeeperLooksAtItsNodeAtEachReconnectionOrOnceSettled(t *testing.T) {
+	const (
+		flaps = 3
+		wait  = 8 * time.Second
+		pause = 2 * time.Second
+	)
+	for _, damped := range []bool{false, true} {
+		name := "off"
+		if damped {
+			name = "on"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := server(t)
+			proxy := zktest.NewProxy(t, c.Servers()[0])
+			path := testPath(t) + "/member"
+			obs := &flapObserver{path: path}
+			opts := []zr.SessionOption{zr.WithObserver(obs)}
+			if damped {
+				opts = append(opts, zr.WithFlapDamping(zr.RetryNTimes(20, wait)))
+			}
+			s := connect(t, c, []string{proxy.Addr()}, opts...)
+			st := watchStates(t, s.Session)
+			n := zr.NewPersistentNode(s.Session, path, []byte("here"))
+			require.NoError(t, n.Start())
+			t.Cleanup(func() { _ = n.Close(context.Background()) })
+			require.NoError(t, n.WaitInPlace(ctxT(t, 30*time.Second)))
+			looks := obs.looks.Load()
+			inPlace := func() bool { status, _ := n.Status(); return status.InPlace }
+
+			var last time.Time
+			for i := 0; i < flaps; i++ {
+				proxy.ResetAll()
+				sus := st.next(t, 30*time.Second, zr.StateSuspended, zr.StateLost)
+				require.Equal(t, zr.StateSuspended, sus.State)
+				last = sus.At
+				require.Eventually(t, func() bool { return !inPlace() }, lossReported, 5*time.Millisecond,
+					"status still in place after the suspension")
+				back := st.next(t, 30*time.Second, zr.StateReconnected, zr.StateLost)
+				require.Equal(t, zr.StateReconnected, back.State)
+				if !damped {
+					require.NoError(t, n.WaitInPlace(ctxT(t, 30*time.Second)), "flap %d", i+1)
+					require.EqualValues(t, looks+int64(i)+1, obs.looks.Load(), "one look per reconnection")
+					continue
+				}
+				require.Never(t, inPlace, pause, 50*time.Millisecond, "in place again during the burst, after flap %d", i+1)
+				require.Equal(t, looks, obs.looks.Load(), "looked at its node during the burst")
+			}
+			if damped {
+				require.NoError(t, n.WaitInPlace(ctxT(t, 5*wait)))
+				assert.GreaterOrEqual(t, time.Since(last), wait, "looked before a whole damping wait after the last flap")
+				assert.Equal(t, looks+1, obs.looks.Load(), "one look once settled")
+				assert.EqualValues(t, flaps-1, obs.flaps.Load(), "flaps damped")
+			}
+		})
+	}
 }
