@@ -89,7 +89,9 @@ func TestDNS_ConnectWaitsForANameThatDoesNotResolveYet(t *testing.T) {
 // LoseOnLost, is kept: its node is still there, owned by the session.
 func TestDNS_SessionFollowsANameMovedToAnotherMemberAndKeepsItsLease(t *testing.T) {
 	server(t) // the suite's backend must be available
-	ens := zktest.Start(t, zktest.WithSize(3))
+	// Ticks of 500ms let sessions last 10s (20 ticks), time enough on a
+	// busy machine for the move.
+	ens := zktest.Start(t, zktest.WithSize(3), zktest.WithTickTime(500*time.Millisecond))
 	ctx := ctxT(t, 3*time.Minute)
 	leader, err := ens.WaitLeader(ctx)
 	require.NoError(t, err)
@@ -102,7 +104,7 @@ func TestDNS_SessionFollowsANameMovedToAnotherMemberAndKeepsItsLease(t *testing.
 	require.NoError(t, dns.Set(name, "127.0.0.2"))
 
 	cl := connect(t, ens, []string{net.JoinHostPort(name, port(t, pFrom.Addr()))},
-		zr.WithResolver(dns.Resolver()), zr.WithLossPolicy(zr.LoseOnLost), zr.WithSessionTimeout(12*time.Second))
+		zr.WithResolver(dns.Resolver()), zr.WithLossPolicy(zr.LoseOnLost), zr.WithSessionTimeout(10*time.Second))
 	st := watchStates(t, cl.Session)
 	id := cl.SessionID()
 	require.Equal(t, 1, pFrom.Conns(), "connected through the name's first address")
@@ -136,8 +138,8 @@ func TestDNS_SessionFollowsANameMovedToAnotherMemberAndKeepsItsLease(t *testing.
 // expired) and is RECONNECTED under a new session.
 func TestDNS_EveryNameGoneThenBack(t *testing.T) {
 	names := []string{"zk-a.zkrecipes.test", "zk-b.zkrecipes.test"}
-	setup := func(t *testing.T, timeout time.Duration) (*client, *states, *zktest.Proxy, *zkdns.Server) {
-		c := server(t)
+	// c grants sessions of the timeout asked for.
+	setup := func(t *testing.T, c *zktest.Cluster, timeout time.Duration) (*client, *states, *zktest.Proxy, *zkdns.Server) {
 		p := zktest.NewProxy(t, c.Servers()[0])
 		dns := zkdns.Start(t)
 		var servers []string
@@ -173,7 +175,11 @@ func TestDNS_EveryNameGoneThenBack(t *testing.T) {
 	}
 
 	t.Run("within the session timeout: same session", func(t *testing.T) {
-		cl, st, p, dns := setup(t, 20*time.Second)
+		server(t) // the suite's backend must be available
+		// Ticks of 1s let sessions last 20s: the names come back well
+		// within that, even on a busy machine.
+		c := zktest.Start(t, zktest.WithTickTime(time.Second))
+		cl, st, p, dns := setup(t, c, 20*time.Second)
 		id := cl.SessionID()
 		goneAndLookedUp(t, st, p, dns)
 		assert.Equal(t, zr.StateSuspended, cl.State(), "still SUSPENDED while no name resolves")
@@ -185,7 +191,7 @@ func TestDNS_EveryNameGoneThenBack(t *testing.T) {
 	})
 
 	t.Run("beyond the session timeout: LOST, then a new session", func(t *testing.T) {
-		cl, st, p, dns := setup(t, 4*time.Second)
+		cl, st, p, dns := setup(t, server(t), 4*time.Second)
 		id := cl.SessionID()
 		goneAndLookedUp(t, st, p, dns)
 		lost := st.next(t, 30*time.Second, zr.StateLost, zr.StateReconnected)
