@@ -197,6 +197,12 @@ func TestDNS_EveryNameGoneThenBack(t *testing.T) {
 		lost := st.next(t, 30*time.Second, zr.StateLost, zr.StateReconnected)
 		require.Equal(t, zr.StateLost, lost.State)
 		require.ErrorIs(t, lost.Err, zr.ErrSessionExpired)
+		// The Session presumes the session lost when the timeout has
+		// passed on its side; the server expires it at its next tick. Two
+		// more rounds of lookups (a second apart) and it surely has.
+		q := queries(dns)
+		require.Eventually(t, func() bool { return queries(dns) >= q+8 }, 30*time.Second, 10*time.Millisecond,
+			"the Session does not keep looking the names up once LOST")
 		back(t, dns)
 		ch := st.next(t, 60*time.Second, zr.StateReconnected)
 		assert.NotEqual(t, id, ch.SessionID, "a new session")
