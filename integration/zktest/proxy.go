@@ -72,11 +72,12 @@ func NewProxyAt(tb testing.TB, listen, target string) *Proxy {
 	return p
 }
 
-// ListenProxyAt is [ListenProxy] listening at listen, an address of
-// 127.0.0.0/8 with a port, 0 for one the OS picks ([ErrNotLoopback]
-// otherwise). Proxies on 127.0.0.2:P and 127.0.0.3:P, say, put two servers
-// behind one port, so that a host name moved from one address to the
-// other (see package zkdns) moves a client from one server to the other.
+// ListenProxyAt is [ListenProxy] listening at listen: 127.0.0.1 with a
+// port, 0 for one the OS picks ([ErrNotLoopback] for any other host:
+// servers and proxies listen on 127.0.0.1 only). A proxy started on the
+// port of one that was closed stands for a server that came back at the
+// same address, possibly another server (a rescheduled member, see
+// package zkdns).
 func ListenProxyAt(listen, target string) (*Proxy, error) {
 	t, err := loopbackAddr(target)
 	if err != nil {
@@ -86,8 +87,8 @@ func ListenProxyAt(listen, target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zktest: bad address %q: %w", listen, err)
 	}
-	if ip := net.ParseIP(host); ip == nil || ip.To4() == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("%w: %q", ErrNotLoopback, listen)
+	if host != "127.0.0.1" {
+		return nil, fmt.Errorf("%w: %q (proxies listen on 127.0.0.1)", ErrNotLoopback, listen)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		return nil, fmt.Errorf("zktest: bad port in %q", listen)
@@ -104,8 +105,7 @@ func ListenProxyAt(listen, target string) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr returns the proxy's listening address, "127.0.0.1:port" (or the
-// address given to [ListenProxyAt], with the port the OS picked).
+// Addr returns the proxy's listening address, "127.0.0.1:port".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Target returns the address the proxy forwards to.
