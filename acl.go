@@ -56,6 +56,14 @@ func toZKACL(acl []ACL) []zk.ACL {
 	return out
 }
 
+func fromZKACL(acl []zk.ACL) []ACL {
+	out := make([]ACL, len(acl))
+	for i, a := range acl {
+		out[i] = ACL{Perms: Perm(a.Perms), Scheme: a.Scheme, ID: a.ID}
+	}
+	return out
+}
+
 // SASLACL grants perms to the SASL identity user: the id a Session
 // authenticated WithSASL holds (sasl:<user> for DigestMD5(user, ...); for
 // Kerberos the principal, or its short name if the server strips the

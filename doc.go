@@ -43,9 +43,17 @@
 // the node is deleted by someone else, or its lease time (WithLeaseTime)
 // runs out. A holder must stop then, and guard
 // every write to the resource it protects with the Lease's fencing Token or
-// with Check in a ZooKeeper Multi. After an expiry the Session connects
+// with Check in the Session's Multi. After an expiry the Session connects
 // again under a new session: waiting acquisitions start over under its
 // RetryPolicy; leases of the old session stay ended.
+//
+// # Nodes of your own
+//
+// Beside the recipes, the Session reads and writes nodes as Curator's
+// framework does: Create (protected, with container parents), Get,
+// Exists, Children, Set, Delete (guaranteed, recursive), transactions
+// (Multi), all under the namespace and retried where that is safe; see
+// docs/nodes.md.
 //
 // docs/reliability.md states what holds under which faults, docs/design.md
 // how the recipes work, docs/compatibility.md what interoperates with

@@ -39,6 +39,12 @@ func (m CreateMode) String() string {
 		return "PERSISTENT"
 	case ModePersistentSequential:
 		return "PERSISTENT_SEQUENTIAL"
+	case ModeContainer:
+		return "CONTAINER"
+	case ModePersistentWithTTL:
+		return "PERSISTENT_WITH_TTL"
+	case ModePersistentSequentialWithTTL:
+		return "PERSISTENT_SEQUENTIAL_WITH_TTL"
 	}
 	return fmt.Sprintf("CreateMode(%d)", int(m))
 }
@@ -71,7 +77,7 @@ type persistentNodeConfig struct {
 func WithCreateMode(m CreateMode) PersistentNodeOption {
 	return func(c *persistentNodeConfig) {
 		if m < ModeEphemeral || m > ModePersistentSequential {
-			c.err = invalidArg("unknown CreateMode %d", int(m))
+			c.err = invalidArg("a PersistentNode keeps an ephemeral or persistent node, sequential or not; not %v", m)
 		}
 		c.mode = m
 	}

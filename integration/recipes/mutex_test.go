@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -226,16 +225,18 @@ func TestMutex_CheckMakesAWriteConditionalOnHolding(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 20*time.Second)
 	res := path + "-resource"
+	mkdirs(t, conn, "/t") // the parent, when the test runs alone
 	_, err := conn.Create(res, []byte("v0"), 0, worldACL())
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Delete(res, -1) })
 	l, err := zr.NewMutex(cl.Session, path).Acquire(ctx)
 	require.NoError(t, err)
 
-	_, err = cl.Conn().Multi(l.Check(), &zk.SetDataRequest{Path: res, Data: []byte("v1"), Version: -1})
+	_, err = cl.Multi(ctx, l.Check(), zr.SetOp(res, []byte("v1")))
 	require.NoError(t, err, "the write goes through while the lock is held")
 	require.NoError(t, l.Release(ctx))
-	_, err = cl.Conn().Multi(l.Check(), &zk.SetDataRequest{Path: res, Data: []byte("v2"), Version: -1})
-	require.Error(t, err, "the write is refused once the lock node is gone")
+	_, err = cl.Multi(ctx, l.Check(), zr.SetOp(res, []byte("v2")))
+	require.ErrorIs(t, err, zr.ErrLockLost, "the write is refused once the lock node is gone")
 	data, _, err := conn.Get(res)
 	require.NoError(t, err)
 	assert.Equal(t, "v1", string(data))
