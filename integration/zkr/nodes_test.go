@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
@@ -44,6 +45,29 @@ func zkrIn(t *testing.T, servers string, stdin []byte, args ...string) (int, str
 	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
 
+// fresh deletes the tree at path, from outside, now and when the test
+// ends, so that a test that makes nodes runs again (-count=2) on the same
+// server.
+func fresh(t *testing.T, conn *zk.Conn, path string) {
+	t.Helper()
+	var rm func(p string)
+	rm = func(p string) {
+		kids, _, err := conn.Children(p)
+		if err == zk.ErrNoNode {
+			return
+		}
+		require.NoError(t, err)
+		for _, k := range kids {
+			rm(p + "/" + k)
+		}
+		if err := conn.Delete(p, -1); err != nil && err != zk.ErrNoNode {
+			require.NoError(t, err)
+		}
+	}
+	rm(path)
+	t.Cleanup(func() { rm(path) })
+}
+
 // nodeCLI runs the node commands of zkr against one server.
 type nodeCLI struct {
 	t       *testing.T
@@ -74,6 +98,7 @@ func TestZkrNodes_CreateGetSetStatLsRmRoundTrip(t *testing.T) {
 	conn := raw(t, c)
 	z := nodeCLI{t, c.ConnectString()}
 	base := testPath(t)
+	fresh(t, conn, base)
 
 	assert.Equal(t, base+"/app/db\n", z.ok("create", "-p", base+"/app/db", "postgres://db:5432"))
 	data, _, err := conn.Get(base + "/app/db")
@@ -135,6 +160,7 @@ func TestZkrNodes_ErrorsHaveTheirOwnExitStatusAndNameThePath(t *testing.T) {
 	conn := raw(t, c)
 	z := nodeCLI{t, c.ConnectString()}
 	base := testPath(t)
+	fresh(t, conn, base)
 	missing := base + "/missing"
 	z.ok("create", "-p", base+"/full/child", "x")
 
@@ -240,6 +266,7 @@ func TestZkrNodes_NamespaceRootsThePaths(t *testing.T) {
 	conn := raw(t, c)
 	z := nodeCLI{t, c.ConnectString()}
 	ns := strings.TrimPrefix(testPath(t), "/")
+	fresh(t, conn, "/"+ns)
 	assert.Equal(t, "/cfg/a\n", z.ok("create", "-p", "--namespace", ns, "/cfg/a", "1"))
 	data, _, err := conn.Get("/" + ns + "/cfg/a")
 	require.NoError(t, err)
