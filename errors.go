@@ -539,8 +539,8 @@ var (
 	ErrBadVersion = errors.New("zkrecipes: node version is not the one given; read the node again")
 
 	// ErrNotEmpty is returned by a Delete of a node that has children:
-	// delete them first, or pass WithRecursive.
-	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithRecursive")
+	// delete them first, or pass WithDeleteChildren to Delete.
+	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithDeleteChildren to Delete")
 
 	// ErrNoChildrenForEphemerals is returned by a Create under an
 	// ephemeral node: an ephemeral node cannot have children.

@@ -122,7 +122,8 @@ type NodeStatus struct {
 // report itself ready only while it is. Between a suspension and the
 // check after the reconnection the node may exist without Status saying
 // so; never the other way round, except for the time it takes the
-// server's notification of a deletion to arrive.
+// server's notification of a deletion to arrive. With WithFlapDamping,
+// that check waits until the connection has settled.
 //
 // NewPersistentNode does no I/O. A PersistentNode is safe for concurrent
 // use. It runs from Start until Close or the Session's Close; no goroutine
@@ -502,6 +503,9 @@ func (n *PersistentNode) keep(ctx context.Context) {
 	}
 	bo := n.s.cfg.retry()
 	for {
+		if !n.settle(ctx, states) {
+			return
+		}
 		gen, _, err := n.s.awaitConnected(ctx)
 		if err != nil {
 			if refused(err) {
@@ -579,6 +583,32 @@ func (n *PersistentNode) await(ctx context.Context, w <-chan zk.Event, states <-
 				n.setStatus(false, nil)
 			case StateReconnected, StateConnected:
 				return true
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// settle waits while the Session damps connection flaps
+// (WithFlapDamping), taking the state changes meanwhile: the node's
+// status stays unknown until the connection settles and the node is
+// looked at. It returns false when the keeper must stop.
+func (n *PersistentNode) settle(ctx context.Context, states <-chan StateChange) bool {
+	if n.s.damp == nil {
+		return true
+	}
+	settled := n.s.damp.wait()
+	for {
+		select {
+		case <-settled:
+			return true
+		case c, ok := <-states:
+			if !ok || c.State == StateClosed {
+				return false
+			}
+			if c.State == StateSuspended || c.State == StateLost {
+				n.setStatus(false, nil)
 			}
 		case <-ctx.Done():
 			return false

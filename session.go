@@ -66,6 +66,7 @@ type Session struct {
 	workers   workers
 	closeOnce sync.Once
 	fatal     *signal // a failure redialling cannot mend (secure.go)
+	damp      *damper // WithFlapDamping (flapdamping.go); nil: off
 }
 
 // generation is one ZooKeeper session seen by this Session.
@@ -235,6 +236,9 @@ func newSession(cfg sessionConfig) *Session {
 		closedCh: make(chan struct{}),
 		fatal:    newSignal(),
 		workers:  workers{tasks: make(chan func())},
+	}
+	if cfg.damping != nil {
+		s.damp = newDamper(cfg.damping, cfg.log)
 	}
 	return s
 }

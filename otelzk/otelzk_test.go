@@ -600,3 +600,40 @@ func TestRecordedErrorsCarryNoRawPathWithoutWithRawPaths(t *testing.T) {
 		})
 	}
 }
+
+// With flap damping, each suspension while the damping holds recipes back
+// counts one flap damped: two flaps in a row, one damped (the first
+// begins the damping).
+func TestFlapsDampedAreCounted(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	r := newRig(t, c, []string{proxy.Addr()}, zr.WithFlapDamping(zr.RetryNTimes(20, 8*time.Second)))
+	states, cancel := r.Subscribe()
+	defer cancel()
+	next := func(want zr.ConnState) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case ch := <-states:
+				if ch.State == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %v", want)
+			}
+		}
+	}
+	for i := 0; i < 2; i++ {
+		proxy.ResetAll()
+		next(zr.StateSuspended)
+		next(zr.StateReconnected)
+	}
+	// A busy machine may drop the connection on its own too (the shared
+	// server grants 4s sessions): each such suspension can add a flap.
+	suspended := r.sum(t, "zookeeper.session.state.changes", otelzk.AttrState.String("SUSPENDED"))
+	require.GreaterOrEqual(t, suspended, int64(2))
+	flaps := r.sum(t, "zookeeper.session.flaps_damped")
+	require.GreaterOrEqual(t, flaps, int64(1), "the second flap is damped")
+	require.LessOrEqual(t, flaps, suspended-1, "the first suspension is not a flap damped")
+}
