@@ -271,6 +271,10 @@ func TestTTL_AServerWithoutExtendedTypesRefusesWithErrTTLUnsupported(t *testing.
 	require.ErrorIs(t, pn.WaitInPlace(ctx), zr.ErrTTLUnsupported)
 	require.NoError(t, pn.Close(ctx))
 
+	// The node API's Create says the same.
+	_, err = s.Create(ctx, "/ttl/made", nil, zr.WithMode(zr.ModePersistentWithTTL), zr.WithTTL(time.Minute), zr.WithParents())
+	require.ErrorIs(t, err, zr.ErrTTLUnsupported)
+
 	// The connection serves on: the refusal is an answer, not a drop.
 	_, err = s.Create(ctx, "/ttl/plain", nil, zr.WithParents())
 	require.NoError(t, err)
