@@ -30,8 +30,8 @@ import (
 // reply is ErrOutcomeUnknown, as a versioned write's that no read
 // settles.
 
-// More kinds of node, for Create and CreateOp (WithMode). PersistentNode
-// keeps only the four kinds above.
+// More kinds of node, for Create and CreateOp (WithMode), and for
+// PersistentNode (WithCreateMode; a TTL mode with WithNodeTTL).
 const (
 	// ModeContainer: a container node, which the server deletes once its
 	// last child has gone (a container that never had a child stays).
