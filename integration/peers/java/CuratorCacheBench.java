@@ -10,11 +10,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.data.Stat;
 
 /**
@@ -37,7 +35,7 @@ public final class CuratorCacheBench {
         }
         String servers = args[0], root = args[1];
         int writes = Integer.parseInt(args[2]);
-        CuratorFramework client = connect(servers), writer = connect(servers);
+        CuratorFramework client = Peers.connect(servers), writer = Peers.connect(servers);
         List<String> paths = new ArrayList<>();
         for (int i = 0; i < 100; i++) {
             String c = String.format("%s/c%03d", root, i);
@@ -93,21 +91,6 @@ public final class CuratorCacheBench {
                 lat[writes / 2], lat[Math.min(writes - 1, (int) Math.ceil(writes * 0.99) - 1)]);
         writer.close();
         client.close();
-    }
-
-    private static CuratorFramework connect(String servers) throws InterruptedException {
-        CuratorFramework c = CuratorFrameworkFactory.builder()
-                .connectString(servers)
-                .sessionTimeoutMs(10000)
-                .connectionTimeoutMs(15000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 5))
-                .build();
-        c.start();
-        if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + servers);
-            System.exit(1);
-        }
-        return c;
     }
 
     private static long usedHeap() throws InterruptedException {

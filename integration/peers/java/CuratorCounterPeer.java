@@ -3,7 +3,6 @@ package zkrecipes.peers;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
@@ -11,7 +10,6 @@ import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.SharedCountListener;
 import org.apache.curator.framework.recipes.shared.SharedCountReader;
 import org.apache.curator.framework.state.ConnectionState;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 
 /**
@@ -33,17 +31,7 @@ public final class CuratorCounterPeer {
             System.exit(2);
         }
         String cmd = args[0], servers = args[1], path = args[2];
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(servers)
-                .sessionTimeoutMs(10000)
-                .connectionTimeoutMs(15000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 5))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + servers);
-            System.exit(1);
-        }
+        CuratorFramework client = Peers.connect(servers);
         int code = 0;
         try {
             switch (cmd) {

@@ -8,9 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
 /**
  * A Curator SimpleDistributedQueue peer for the zkrecipes queue interoperability tests and
@@ -36,17 +34,7 @@ public final class CuratorQueuePeer {
             System.exit(2);
         }
         String mode = args[0];
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[1])
-                .sessionTimeoutMs(10000)
-                .connectionTimeoutMs(15000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 5))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + args[1]);
-            System.exit(1);
-        }
+        CuratorFramework client = Peers.connect(args[1]);
         try {
             SimpleDistributedQueue q = new SimpleDistributedQueue(client, args[2]);
             switch (mode) {

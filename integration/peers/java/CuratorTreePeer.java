@@ -4,10 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 
@@ -30,17 +27,7 @@ public final class CuratorTreePeer {
         String servers = args[1], root = args[2];
         Random r = new Random(Long.parseLong(args[3]));
         int ops = Integer.parseInt(args[4]);
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(servers)
-                .sessionTimeoutMs(10000)
-                .connectionTimeoutMs(15000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 5))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + servers);
-            System.exit(1);
-        }
+        CuratorFramework client = Peers.connect(servers);
         List<String> paths = new ArrayList<>();
         paths.add(root);
         for (String a : new String[] {"a", "b", "c"}) {

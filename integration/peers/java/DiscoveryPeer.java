@@ -13,8 +13,6 @@ import java.util.concurrent.TimeUnit;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.x.discovery.ServiceCache;
 import org.apache.curator.x.discovery.ServiceDiscovery;
 import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
@@ -61,16 +59,7 @@ public final class DiscoveryPeer {
             System.err.println("usage: DiscoveryPeer HOST:PORT[,...] BASEPATH");
             System.exit(2);
         }
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(10000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 5))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + args[0]);
-            System.exit(1);
-        }
+        CuratorFramework client = Peers.connect(args[0]);
         ServiceDiscovery<Map> sd = ServiceDiscoveryBuilder.builder(Map.class)
                 .client(client)
                 .basePath(args[1])

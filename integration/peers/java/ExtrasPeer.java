@@ -12,7 +12,6 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -20,7 +19,6 @@ import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
 /**
  * Curator's view of a semaphore's participants, of an election's leader and of a group, for the
@@ -52,16 +50,7 @@ public final class ExtrasPeer {
             System.err.println("usage: ExtrasPeer HOST:PORT[,...]");
             System.exit(2);
         }
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(10000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 5))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + args[0]);
-            System.exit(1);
-        }
+        CuratorFramework client = Peers.connect(args[0]);
         System.out.println("READY");
         System.out.flush();
         List<Lease> leases = new ArrayList<>();

@@ -9,11 +9,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.NodeCache;
 import org.apache.curator.framework.recipes.nodes.PersistentTtlNode;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.data.Stat;
 
 /**
@@ -45,16 +43,7 @@ public final class TtlGzipPeer {
             System.err.println("usage: TtlGzipPeer HOST:PORT[,...]");
             System.exit(2);
         }
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(10000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 5))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + args[0]);
-            System.exit(1);
-        }
+        CuratorFramework client = Peers.connect(args[0]);
         System.out.println("READY");
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
