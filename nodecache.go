@@ -133,7 +133,7 @@ type cacheItem struct {
 // Session's namespace), which need not exist. It does no I/O; an invalid
 // path or a nil session is reported by Start.
 func NewNodeCache(s *Session, path string) *NodeCache {
-	c := &NodeCache{s: s, path: path, err: checkRecipe(s, path),
+	c := &NodeCache{s: s, path: path, err: checkWatched(s, path),
 		cacheRun: newCacheRun(), wake: make(chan struct{}, 1)}
 	if c.err == nil {
 		c.abs = s.abs(path)

@@ -29,6 +29,7 @@ type sessionConfig struct {
 	resolver  Resolver // WithResolver (servers.go)
 	maxReq    int      // request size limit (see requestsize.go); 0 means the default
 	noWire    bool
+	noTrack   bool          // WithEnsembleTracking(false) (ensembletrack.go)
 	sasl      SASLMechanism // WithSASL (sasl.go)
 	tls       *tls.Config   // WithTLS (tls.go)
 	connOnly  []string      // the Connect-only options given, which NewSession refuses
@@ -246,5 +247,30 @@ func WithWireLayer(on bool) SessionOption {
 	return func(c *sessionConfig) {
 		c.noWire = !on
 		c.connectOnly("WithWireLayer")
+	}
+}
+
+// WithEnsembleTracking turns on or off following the ensemble's
+// configuration, as Curator's EnsembleTracker does. On, a Session made by
+// Connect reads ConfigPath once connected, watches it for the Session's
+// life, and on every change dials the members' client addresses from
+// then on (in place of the servers Connect was given), with the Java
+// client's rule: it stays on its server while that server is in the new
+// configuration, and moves off one that left, keeping its ZooKeeper
+// session (the move is a reconnection: SUSPENDED then RECONNECTED, which
+// ends leases under LoseOnSuspended). A configuration with no client
+// address changes nothing; a server older than 3.5, or one whose ACL on
+// ConfigPath refuses the Session, leaves the list as given (logged once
+// at Warn). The watch costs one watch on the server and one getData per
+// change; it goes with the Session's Close. Default true (on) for Connect.
+// NewSession never follows the ensemble (the caller's connection has its
+// own server list), and refuses WithEnsembleTracking(true) with
+// ErrConnectOnlyOption.
+func WithEnsembleTracking(on bool) SessionOption {
+	return func(c *sessionConfig) {
+		c.noTrack = !on
+		if on {
+			c.connectOnly("WithEnsembleTracking")
+		}
 	}
 }

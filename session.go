@@ -141,6 +141,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		s.Close()
 		return nil, err
 	}
+	s.trackEnsemble() // WithEnsembleTracking (ensembletrack.go)
 	return s, nil
 }
 
@@ -402,7 +403,12 @@ func (z zkLogger) Printf(format string, args ...any) {
 }
 
 // abs maps a recipe path to its absolute ZooKeeper path.
-func (s *Session) abs(p string) string { return s.cfg.namespace + p }
+func (s *Session) abs(p string) string {
+	if p == ConfigPath { // the ensemble's own node, whatever the namespace
+		return p
+	}
+	return s.cfg.namespace + p
+}
 
 // rel maps an absolute ZooKeeper path back under the namespace.
 func (s *Session) rel(p string) string {

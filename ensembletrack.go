@@ -1,0 +1,92 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Following the ensemble (WithEnsembleTracking), as Curator's
+// EnsembleTracker: one goroutine reads ConfigPath with a one-shot data
+// watch, hands the members' client addresses to the serverList (update:
+// the Java client's updateServerList), and reads again when the watch
+// fires. go-zookeeper sets the watch again on every reconnection (the wire
+// layer orders it before any reply), and the server fires it then if the
+// configuration changed meanwhile; after a session expiry the watch is
+// gone (EventNotWatching) and the loop reads again on the new session. The
+// connection's Close takes the watch with it; the goroutine ends with the
+// Session's Close.
+
+// trackRetryPause paces the reads that failed for a reason other than a
+// lost connection.
+const trackRetryPause = time.Second
+
+// trackEnsemble starts following the ensemble, unless switched off.
+func (s *Session) trackEnsemble() {
+	if s.cfg.noTrack || s.servers == nil {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := ctxUntil(s.closedCh)
+		defer cancel()
+		s.followEnsemble(ctx)
+	}()
+}
+
+func (s *Session) followEnsemble(ctx context.Context) {
+	warned := false
+	for {
+		data, _, w, err := s.getW(ctx, ConfigPath)
+		if err == nil {
+			s.applyConfig(data)
+			select {
+			case <-w: // changed, or gone with its session: read again
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return
+		}
+		if errors.Is(err, zk.ErrNoNode) || refused(err) {
+			// A server before 3.5 has no configuration node; an ACL that
+			// refuses this Session will refuse it again.
+			s.cfg.log.Warn("zkrecipes: cannot follow the ensemble's configuration; keeping the servers Connect was given (WithEnsembleTracking(false) says so quietly)",
+				"path", ConfigPath, "err", err)
+			return
+		}
+		if !isRetryable(err) && !warned {
+			warned = true
+			s.cfg.log.Warn("zkrecipes: reading the ensemble's configuration failed; trying again", "err", err)
+		}
+		if _, _, err := s.awaitConnected(ctx); err != nil {
+			return
+		}
+		if sleepCtx(ctx, trackRetryPause) != nil {
+			return
+		}
+	}
+}
+
+// applyConfig moves the Session's server list to the configuration's
+// members, if it names any.
+func (s *Session) applyConfig(data []byte) {
+	cfg, err := ParseEnsembleConfig(data)
+	if err != nil {
+		s.cfg.log.Warn("zkrecipes: ensemble configuration not understood; keeping the server list", "err", err)
+		return
+	}
+	servers := cfg.Servers()
+	if len(servers) == 0 {
+		return // a standalone server, or members without client addresses
+	}
+	if changed, moved := s.servers.update(servers); changed {
+		s.cfg.log.Info("zkrecipes: following the ensemble's configuration", "servers", servers,
+			"version", cfg.Version, "moved", moved)
+	}
+}
