@@ -240,8 +240,8 @@ func splitHostPorts(s string) ([]string, error) {
 		f = strings.Split(rest, ":")
 	}
 	for _, x := range f {
-		if strings.TrimSpace(x) == "" {
-			return nil, fmt.Errorf("empty field in %q", s)
+		if x == "" || strings.ContainsAny(x, " \t\r\n/,;|[]") {
+			return nil, fmt.Errorf("empty field, or a space or separator in one, in %q", s)
 		}
 	}
 	return f, nil
