@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -89,4 +90,19 @@ func (s *Session) applyConfig(data []byte) {
 		s.cfg.log.Info("zkrecipes: following the ensemble's configuration", "servers", servers,
 			"version", cfg.Version, "moved", moved)
 	}
+}
+
+// Servers returns the servers a Session made by Connect dials (host:port),
+// in no particular order: the ones Connect was given, normalised, until it
+// follows the ensemble's configuration (WithEnsembleTracking), the
+// members' client addresses from then on. It returns nil for a Session
+// made by NewSession (its connection's list is the caller's) and on a nil
+// Session.
+func (s *Session) Servers() []string {
+	if s == nil || s.servers == nil {
+		return nil
+	}
+	s.servers.mu.Lock()
+	defer s.servers.mu.Unlock()
+	return slices.Clone(s.servers.given)
 }
