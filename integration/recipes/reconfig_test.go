@@ -1,17 +1,22 @@
 package recipes_test
 
 import (
+	"context"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/peers"
 	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
@@ -175,4 +180,95 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// A real Curator client (its EnsembleTracker) and a zkrecipes Session,
+// both given the first three servers, follow the same reconfigurations:
+// a fourth server added, then the first removed. Both end with the new
+// server list, on the ZooKeeper session they started with.
+func TestReconfig_CuratorAndSessionFollowTheSameReconfiguration(t *testing.T) {
+	server(t)
+	peers.Require(t, peers.Curator)
+	ens := zktest.Start(t, zktest.WithSize(3), zktest.WithReconfig(1))
+	ctx := ctxT(t, 4*time.Minute)
+	all := ens.Servers()
+	admin := connect(t, ens, all[2:3], zr.WithDigestAuth(zktest.SuperUser, zktest.SuperPassword),
+		zr.WithEnsembleTracking(false))
+	cl := connect(t, ens, all[:3])
+	sid := cl.SessionID()
+	cur := startEnsemblePeer(t, all[:3])
+	_, curSID := cur.await(t, func(servers []string, _ string) bool { return sameServers(servers, all[:3]) })
+
+	cfg, err := admin.Config(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ens.Restart(3))
+	v, err := admin.IncrementalReconfig(ctx, []string{ens.ServerLine(3)}, nil, cfg.Version)
+	require.NoError(t, err)
+	cur.await(t, func(servers []string, id string) bool { return sameServers(servers, all) && id == curSID })
+	require.Eventually(t, func() bool { return sameServers(cl.Servers(), all) }, time.Minute, 20*time.Millisecond,
+		"the Session follows the server added")
+
+	_, err = admin.IncrementalReconfig(ctx, nil, []string{"1"}, v)
+	require.NoError(t, err)
+	cur.await(t, func(servers []string, id string) bool { return sameServers(servers, all[1:]) && id == curSID })
+	require.Eventually(t, func() bool { return sameServers(cl.Servers(), all[1:]) }, time.Minute, 20*time.Millisecond,
+		"the Session follows the server removed")
+	require.NoError(t, ens.Kill(0))
+	_, _, err = cl.GetData(ctx, "/zookeeper/config")
+	require.NoError(t, err, "the Session works on the servers left")
+	assert.Equal(t, sid, cl.SessionID())
+}
+
+// ensemblePeer is a run of peers/java/EnsemblePeer.java.
+type ensemblePeer struct {
+	revokePeer // its output, read the same way
+}
+
+func startEnsemblePeer(t *testing.T, servers []string) *ensemblePeer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cp, err := peers.BuildJava(ctx)
+	require.NoError(t, err)
+	p := &ensemblePeer{}
+	cmd := exec.Command("java", "-XX:+UseSerialGC", "-Xmx128m", "-cp", cp, "EnsemblePeer", strings.Join(servers, ","))
+	cmd.Stdout = p
+	cmd.Stderr = &p.err
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("EnsemblePeer: stdout:\n%s\nstderr:\n%s", p.out.String(), p.err.String())
+			p.mu.Unlock()
+		}
+	})
+	return p
+}
+
+// await waits until the peer's latest state (its connection string split
+// into servers, its session id) satisfies ok, and returns it.
+func (p *ensemblePeer) await(t *testing.T, ok func(servers []string, sid string) bool) (servers []string, sid string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		lines := strings.Split(p.out.String(), "\n")
+		p.mu.Unlock()
+		for i := len(lines) - 1; i >= 0; i-- {
+			f := strings.Fields(lines[i])
+			if len(f) == 3 && f[0] == "STATE" {
+				servers, sid = strings.Split(f[1], ","), f[2]
+				return ok(servers, sid)
+			}
+		}
+		return false
+	}, 2*time.Minute, 20*time.Millisecond, "Curator's state never came to what was awaited")
+	return servers, sid
 }
