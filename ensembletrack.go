@@ -24,53 +24,92 @@ import (
 // lost connection.
 const trackRetryPause = time.Second
 
-// trackEnsemble starts following the ensemble, unless switched off.
-func (s *Session) trackEnsemble() {
+// trackEnsemble starts following the ensemble, unless switched off. It
+// makes the first read itself, under Connect's ctx, so that a Session is
+// on the ensemble's servers, its watch set, when Connect returns (and the
+// read is not among the requests of the Session's first operations); a
+// failed read is tried again in the background.
+func (s *Session) trackEnsemble(ctx context.Context) {
 	if s.cfg.noTrack || s.servers == nil {
 		return
+	}
+	data, w, err := s.readConfig(ctx)
+	if err == nil {
+		s.applyConfig(data)
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		ctx, cancel := ctxUntil(s.closedCh)
 		defer cancel()
-		s.followEnsemble(ctx)
+		s.followEnsemble(ctx, w, err)
 	}()
 }
 
-func (s *Session) followEnsemble(ctx context.Context) {
+// followEnsemble reads ConfigPath again whenever its watch w fires, or
+// after a read that failed with err, until ctx ends.
+func (s *Session) followEnsemble(ctx context.Context, w <-chan zk.Event, err error) {
 	warned := false
 	for {
-		data, _, w, err := s.getW(ctx, ConfigPath)
 		if err == nil {
-			s.applyConfig(data)
 			select {
 			case <-w: // changed, or gone with its session: read again
-				continue
 			case <-ctx.Done():
 				return
 			}
+		} else {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return
+			}
+			if errors.Is(err, zk.ErrNoNode) || refused(err) {
+				// A server before 3.5 has no configuration node; an ACL
+				// that refuses this Session will refuse it again.
+				s.cfg.log.Warn("zkrecipes: cannot follow the ensemble's configuration; keeping the servers Connect was given (WithEnsembleTracking(false) says so quietly)",
+					"path", ConfigPath, "err", err)
+				return
+			}
+			if !isRetryable(err) && !warned {
+				warned = true
+				s.cfg.log.Warn("zkrecipes: reading the ensemble's configuration failed; trying again", "err", err)
+			}
+			if _, _, err := s.awaitConnected(ctx); err != nil {
+				return
+			}
+			if sleepCtx(ctx, trackRetryPause) != nil {
+				return
+			}
 		}
-		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-			return
+		var data []byte
+		data, w, err = s.readConfig(ctx)
+		if err == nil {
+			s.applyConfig(data)
 		}
-		if errors.Is(err, zk.ErrNoNode) || refused(err) {
-			// A server before 3.5 has no configuration node; an ACL that
-			// refuses this Session will refuse it again.
-			s.cfg.log.Warn("zkrecipes: cannot follow the ensemble's configuration; keeping the servers Connect was given (WithEnsembleTracking(false) says so quietly)",
-				"path", ConfigPath, "err", err)
-			return
-		}
-		if !isRetryable(err) && !warned {
-			warned = true
-			s.cfg.log.Warn("zkrecipes: reading the ensemble's configuration failed; trying again", "err", err)
-		}
-		if _, _, err := s.awaitConnected(ctx); err != nil {
-			return
-		}
-		if sleepCtx(ctx, trackRetryPause) != nil {
-			return
-		}
+	}
+}
+
+// readConfig reads ConfigPath and sets a data watch on it. The request
+// is the Session's own housekeeping, as go-zookeeper's pings and
+// SetWatches are, not an operation of the caller's: it is not reported to
+// the Tracer or the Observer. It returns once the reply comes (the
+// request completes in the background when ctx ends first).
+func (s *Session) readConfig(ctx context.Context) ([]byte, <-chan zk.Event, error) {
+	type result struct {
+		data []byte
+		w    <-chan zk.Event
+		err  error
+	}
+	ch := make(chan result, 1)
+	if !s.spawn(func() {
+		d, _, w, err := s.conn.GetW(ConfigPath)
+		ch <- result{d, w, s.refusal("getData", ConfigPath, connLost(err))}
+	}) {
+		return nil, nil, ErrClosed
+	}
+	select {
+	case r := <-ch:
+		return r.data, r.w, r.err
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
 }
 

@@ -141,7 +141,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		s.Close()
 		return nil, err
 	}
-	s.trackEnsemble() // WithEnsembleTracking (ensembletrack.go)
+	s.trackEnsemble(ctx) // WithEnsembleTracking (ensembletrack.go)
 	return s, nil
 }
 
