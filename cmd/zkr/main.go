@@ -11,10 +11,13 @@
 //	zkr services [NAME]                         list services and their instances (curator-x-discovery)
 //	zkr register NAME ADDR:PORT -- CMD ...      register an instance while CMD runs
 //	zkr watch PATH [-r]                        print the node (-r: the tree) and every change
+//	zkr config [--json]                        print the ensemble's configuration
 //
-// Servers come from --servers or ZK_SERVERS (host:port,...). Every command
-// takes --help, and the flags for secured ensembles: --tls-ca, --tls-cert,
-// --tls-key, --tls-server-name (TLS), --sasl digest-md5 with --sasl-user and
+// Servers come from --servers or ZK_SERVERS (host:port,...; names are
+// resolved at each connection attempt), and zkr follows the ensemble's
+// configuration as it changes (zkrecipes.WithEnsembleTracking). Every
+// command takes --help, and the flags for secured ensembles: --tls-ca,
+// --tls-cert, --tls-key, --tls-server-name (TLS), --sasl digest-md5 with --sasl-user and
 // the password in $ZKR_SASL_PASSWORD or --sasl-password-file (never on the
 // command line), --sasl gssapi with --krb-keytab and --krb-principal or a
 // kinit credential cache (Kerberos). See docs/security.md.
@@ -67,6 +70,7 @@ usage:
   zkr services [NAME]                       list services and instances (curator-x-discovery)
   zkr register NAME ADDR:PORT -- CMD ...    register an instance while CMD runs
   zkr watch PATH [-r]                       print the node (-r: the tree) and every change
+  zkr config [--json]                       print the ensemble's members and configuration version
 
 Run 'zkr COMMAND --help' for the flags of a command.
 Servers come from --servers or $ZK_SERVERS. Secured ensembles: --tls-ca/--tls-cert/--tls-key,
@@ -102,6 +106,8 @@ func run(args []string) int {
 		return cmdRegister(args[1:])
 	case "watch":
 		return cmdWatch(args[1:])
+	case "config":
+		return cmdConfig(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0
