@@ -101,3 +101,25 @@ func FuzzParseEnsembleConfig(f *testing.F) {
 		require.NoError(t, err, "every client address is one Connect takes")
 	})
 }
+
+// A Session moves to the members' client addresses; a configuration that
+// names no client address, or a member at 0.0.0.0 (no server a client
+// can dial), or that is not understood, leaves its list as it was.
+func TestApplyConfigFollowsOnlyAConfigurationThatNamesDialableServers(t *testing.T) {
+	p, logs := testServerList("zk-a:2181", "zk-b:2181")
+	require.NoError(t, p.Init([]string{"zk-a:2181", "zk-b:2181"}))
+	s := &Session{cfg: defaultSessionConfig(), servers: p}
+	s.cfg.log = p.log
+	for _, data := range []string{
+		"server.1=zk-a:2888:3888\nserver.2=zk-b:2888:3888\nversion=1", // client ports in the static files
+		"server.1=0.0.0.0:2888:3888;2181\nserver.2=zk-b:2888:3888;2181\nversion=2",
+		"server.1=zk-a:2888",
+	} {
+		s.applyConfig([]byte(data))
+		require.ElementsMatch(t, []string{"zk-a:2181", "zk-b:2181"}, s.Servers(), "%q", data)
+	}
+	require.Contains(t, logs.String(), "unspecified address")
+	require.Contains(t, logs.String(), "not understood")
+	s.applyConfig([]byte("server.1=zk-a:2888:3888;2181\nserver.3=zk-c:2888:3888;0.0.0.0:2181\nversion=3"))
+	require.ElementsMatch(t, []string{"zk-a:2181", "zk-c:2181"}, s.Servers())
+}

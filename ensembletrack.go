@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"time"
 
@@ -87,32 +88,6 @@ func (s *Session) followEnsemble(ctx context.Context, w <-chan zk.Event, err err
 	}
 }
 
-// readConfig reads ConfigPath and sets a data watch on it. The request
-// is the Session's own housekeeping, as go-zookeeper's pings and
-// SetWatches are, not an operation of the caller's: it is not reported to
-// the Tracer or the Observer. It returns once the reply comes (the
-// request completes in the background when ctx ends first).
-func (s *Session) readConfig(ctx context.Context) ([]byte, <-chan zk.Event, error) {
-	type result struct {
-		data []byte
-		w    <-chan zk.Event
-		err  error
-	}
-	ch := make(chan result, 1)
-	if !s.spawn(func() {
-		d, _, w, err := s.conn.GetW(ConfigPath)
-		ch <- result{d, w, s.refusal("getData", ConfigPath, connLost(err))}
-	}) {
-		return nil, nil, ErrClosed
-	}
-	select {
-	case r := <-ch:
-		return r.data, r.w, r.err
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	}
-}
-
 // applyConfig moves the Session's server list to the configuration's
 // members, if it names any.
 func (s *Session) applyConfig(data []byte) {
@@ -124,6 +99,15 @@ func (s *Session) applyConfig(data []byte) {
 	servers := cfg.Servers()
 	if len(servers) == 0 {
 		return // a standalone server, or members without client addresses
+	}
+	for _, a := range servers {
+		if host, _, _ := net.SplitHostPort(a); net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+			// A member listed as 0.0.0.0 (its own line, on a server that
+			// listens on every address) names no server a client can dial.
+			s.cfg.log.Warn("zkrecipes: ensemble configuration lists a member at an unspecified address; keeping the server list",
+				"server", a, "version", cfg.Version)
+			return
+		}
 	}
 	if changed, moved := s.servers.update(servers); changed {
 		s.cfg.log.Info("zkrecipes: following the ensemble's configuration", "servers", servers,

@@ -86,6 +86,12 @@ type generation struct {
 // ErrInvalidArgument for a server that is not host:port, and with
 // ErrInvalidArgument or ErrInvalidPath for bad options.
 //
+// Once connected, the Session follows the ensemble's configuration
+// (ZooKeeper 3.5's /zookeeper/config, as Curator does): after a
+// reconfiguration it dials the new members, and moves off a server that
+// left, keeping its ZooKeeper session (see WithEnsembleTracking, on by
+// default, and Servers).
+//
 // A Session holds about 3 MB of go-zookeeper's buffers (a 1.5 MB send
 // buffer, and a 1.5 MB receive buffer for each connection), whatever its
 // traffic: one Session serves every recipe of a process, so open one per
