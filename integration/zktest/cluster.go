@@ -25,7 +25,7 @@ type Cluster struct {
 	closeErr error
 	tls      *TLSMaterial // WithSecurity(WithTLS(...)); nil otherwise
 	tlsAddrs []string     // each member's TLS client address, with tls
-	started0 int          // the members started at the start (the others: WithReconfig's spares)
+	spares   int          // WithReconfig's spares: the last members, not started at the start
 	lines    []string     // each member's dynamic configuration line, WithReconfig
 }
 
@@ -116,7 +116,7 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 		if err != nil {
 			return nil, fmt.Errorf("zktest: %s backend: %w", b.name(), err)
 		}
-		c := &Cluster{backend: b.name(), members: ms, dir: dir, ownDir: ownDir, tls: pki, started0: len(ms) - cfg.spares}
+		c := &Cluster{backend: b.name(), members: ms, dir: dir, ownDir: ownDir, tls: pki, spares: cfg.spares}
 		if cfg.reconfig {
 			for _, s := range specs {
 				c.lines = append(c.lines, s.line())
@@ -153,7 +153,7 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 func (c *Cluster) waitAll(ctx context.Context) error {
 	errs := make([]error, len(c.members))
 	var wg sync.WaitGroup
-	for i := range min(c.started0, len(c.members)) {
+	for i := range len(c.members) - c.spares {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -399,7 +399,7 @@ func (c *Cluster) checkVersion(ctx context.Context, cfg config) error {
 	if err != nil || cfg.version == "" {
 		return err
 	}
-	for _, addr := range c.Servers()[:min(c.started0, len(c.members))] {
+	for _, addr := range c.Servers()[:len(c.members)-c.spares] {
 		m, err := Srvr(ctx, addr)
 		if err != nil {
 			return fmt.Errorf("zktest: asking %s its version: %w", addr, err)
