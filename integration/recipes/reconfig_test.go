@@ -27,12 +27,13 @@ func sameServers(a, b []string) bool {
 
 // A Session follows a reconfiguration of its ensemble: grown from 3
 // servers to 5, then shrunk to 3 by removing the server it is on (which is
-// then stopped), it ends on the new servers with the same ZooKeeper
-// session, and the lock and the leadership it held all along are still its
-// own (under LoseOnLost, a move to another server keeps them).
+// then stopped), then grown to 4 (its watch, set again on the connection
+// it moved to, sees that too), it ends on the new servers with the same
+// ZooKeeper session, and the lock and the leadership it held all along are
+// still its own (under LoseOnLost, a move to another server keeps them).
 func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *testing.T) {
 	server(t) // the suite's backend must be available
-	opts := []zktest.Option{zktest.WithSize(3), zktest.WithReconfig(2)}
+	opts := []zktest.Option{zktest.WithSize(3), zktest.WithReconfig(3)}
 	if f := os.Getenv("ZKRECIPES_RECONFIG_LOG"); f != "" { // the servers' logs, to diagnose
 		w, err := os.Create(f)
 		require.NoError(t, err)
@@ -41,7 +42,7 @@ func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *t
 	}
 	ens := zktest.Start(t, opts...)
 	ctx := ctxT(t, 4*time.Minute)
-	all := ens.Servers()
+	all := ens.Servers()[:5] // the sixth, a spare, joins at the end
 	// The administrator stays on server 2, never removed; the follower
 	// starts on 0 or 1.
 	admin := connect(t, ens, all[2:3], zr.WithDigestAuth(zktest.SuperUser, zktest.SuperPassword),
@@ -79,7 +80,7 @@ func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *t
 
 	// Shrink: the Session's server and a spare leave.
 	gone := []int{slices.Index(all, on), 3}
-	_, err = admin.IncrementalReconfig(ctx, nil, []string{strconv.Itoa(gone[0] + 1), strconv.Itoa(gone[1] + 1)}, v1)
+	v2, err := admin.IncrementalReconfig(ctx, nil, []string{strconv.Itoa(gone[0] + 1), strconv.Itoa(gone[1] + 1)}, v1)
 	require.NoError(t, err)
 	var left []string
 	for i, a := range all {
@@ -98,6 +99,15 @@ func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *t
 	for _, i := range gone {
 		require.NoError(t, ens.Kill(i))
 	}
+
+	// The watch on the configuration was set again on the new connection:
+	// a server added now is followed too.
+	require.NoError(t, ens.Restart(5))
+	_, err = admin.IncrementalReconfig(ctx, []string{ens.ServerLine(5)}, nil, v2)
+	require.NoError(t, err)
+	left = append(left, ens.Servers()[5])
+	require.Eventually(t, func() bool { return sameServers(cl.Servers(), left) }, time.Minute, 20*time.Millisecond,
+		"the Session follows a reconfiguration made after it moved")
 
 	// Same session, still usable, and everything it held is still held.
 	l2, err := zr.NewMutex(cl.Session, p+"/after").Acquire(ctx)
