@@ -426,7 +426,7 @@ var ErrDigestUser error = &alsoError{"zkrecipes: digest user name contains ':', 
 
 // ErrConnectOnlyOption is returned by NewSession given an option only
 // Connect honours (WithTLS, WithSASL, WithDialer, WithWireLayer,
-// WithResolver): NewSession adopts a connection the caller already made,
+// WithResolver, WithEnsembleTracking(true)): NewSession adopts a connection the caller already made,
 // so such an option would be silently ignored, and a caller would believe
 // the connection secured when it is not. The error names the options. Use
 // Connect, or set them on the zk.Conn before adopting it. It also matches

@@ -165,7 +165,8 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // reply before it re-sets its watches, which can lose a notification of a
 // change made while it was cut off (go-zookeeper/zk#35).
 // Prefer Connect. Given an option only Connect honours (WithTLS, WithSASL,
-// WithDialer, WithWireLayer, WithResolver), NewSession fails with an error
+// WithDialer, WithWireLayer, WithResolver, WithEnsembleTracking(true)),
+// NewSession fails with an error
 // matching ErrConnectOnlyOption and ErrInvalidArgument, before adopting
 // conn.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
