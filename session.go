@@ -166,9 +166,9 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // change made while it was cut off (go-zookeeper/zk#35).
 // Prefer Connect. Given an option only Connect honours (WithTLS, WithSASL,
 // WithDialer, WithWireLayer, WithResolver, WithEnsembleTracking(true)),
-// NewSession fails with an error
-// matching ErrConnectOnlyOption and ErrInvalidArgument, before adopting
-// conn.
+// NewSession fails with an error matching ErrConnectOnlyOption and
+// ErrInvalidArgument, before adopting conn. Its Session does not follow
+// the ensemble's configuration: conn keeps the servers it was made with.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
