@@ -38,12 +38,14 @@ func (s *Session) trackEnsemble(ctx context.Context) {
 	if err == nil {
 		s.applyConfig(data)
 	}
+	// Both goroutines exist when Connect returns: a caller that counts
+	// its goroutines from then on sees none appear.
+	tctx, cancel := ctxUntil(s.closedCh)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ctx, cancel := ctxUntil(s.closedCh)
 		defer cancel()
-		s.followEnsemble(ctx, w, err)
+		s.followEnsemble(tctx, w, err)
 	}()
 }
 
