@@ -22,7 +22,7 @@ const (
 
 // ACL is one ZooKeeper access-control entry: the permissions granted to an
 // identity (Scheme and ID). ACLs are per node and not inherited: whoever may
-// create under a recipe's path may queue and hold the lock (SECURITY.md).
+// create under a recipe's path may queue and hold the lock (docs/security.md).
 type ACL struct {
 	Perms  Perm
 	Scheme string // "world", "auth", "digest", "ip", "sasl", "x509", ...
@@ -52,6 +52,14 @@ func toZKACL(acl []ACL) []zk.ACL {
 	out := make([]zk.ACL, len(acl))
 	for i, a := range acl {
 		out[i] = zk.ACL{Perms: int32(a.Perms), Scheme: a.Scheme, ID: a.ID}
+	}
+	return out
+}
+
+func fromZKACL(acl []zk.ACL) []ACL {
+	out := make([]ACL, len(acl))
+	for i, a := range acl {
+		out[i] = ACL{Perms: Perm(a.Perms), Scheme: a.Scheme, ID: a.ID}
 	}
 	return out
 }

@@ -72,3 +72,32 @@ func ExampleAtomicCounter() {
 	}
 	fmt.Println("order number", r.PostValue)
 }
+
+// Changing a shared value only from the version read: a write that lost
+// the race reads again and retries, so no change is overwritten.
+func ExampleSharedValue() {
+	ctx := context.Background()
+	session, err := zkrecipes.Connect(ctx, servers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer session.Close()
+
+	banner := zkrecipes.NewSharedValue(session, "/config/banner", []byte("welcome"))
+	for {
+		v, err := banner.Get(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		next := append(v.Value, '!')
+		_, err = banner.TrySet(ctx, next, v.Version)
+		if errors.Is(err, zkrecipes.ErrVersionChanged) {
+			continue // someone wrote in between: read again
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("banner is now %q\n", next)
+		return
+	}
+}

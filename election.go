@@ -179,16 +179,20 @@ func (e *Election) ID() string { return e.cfg.id }
 // Lease at once. When the session expires while waiting, the campaign
 // starts over on the next session under the Session's retry policy, and
 // fails with an error matching ErrRetriesExhausted when the policy gives
-// up. On cancel, deadline or any error the participant's node is deleted
-// (in the background if the connection is down) and the error returned:
-// ctx's error, ErrClosed, ErrRecipeConflict, or a ZooKeeper error.
-func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
+// up. With WithFlapDamping, while the Session damps connection flaps it
+// waits (within ctx) for the connection to settle before it joins the
+// election. On cancel, deadline or any error the participant's node is
+// deleted (in the background if the connection is down) and the error
+// returned: ctx's error (named as Mutex.Acquire names it), ErrClosed,
+// ErrRecipeConflict, or a ZooKeeper error.
+func (e *Election) Campaign(ctx context.Context) (_ *Lease, err error) {
 	if e.err != nil {
 		return nil, e.err
 	}
 	if ctx == nil {
 		return nil, invalidArg("nil context")
 	}
+	defer func() { err = e.s.waitFailed(ctx, "campaign for "+e.path, err) }()
 	select {
 	case e.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -207,6 +211,11 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 				e.lease = nil
 			}
 			e.mu.Unlock()
+		}
+		// WithFlapDamping: after a suspension, join once the connection
+		// has settled, not at each reconnection of a flapping one.
+		if err := e.s.settled(ctx); err != nil {
+			return nil, err
 		}
 		nh, err := e.q.acquire(ctx, []byte(e.cfg.id), false, onEnd)
 		if err != nil {

@@ -16,7 +16,9 @@ type runConfig struct {
 
 // WithRequeue sets whether Run campaigns again after leadership ends (lost,
 // resigned, or fn returned nil), like Curator's LeaderSelector.autoRequeue.
-// Default false: Run returns after one term.
+// With the Session's WithFlapDamping, a campaign after a suspension waits
+// for the connection to settle (see Campaign). Default false: Run returns
+// after one term.
 func WithRequeue(enabled bool) RunOption {
 	return func(c *runConfig) { c.requeue = enabled }
 }

@@ -242,6 +242,42 @@ func (e *ConnectError) Unwrap() []error {
 	return errs
 }
 
+// waitError is how an acquisition fails when its ctx ends while it waits:
+// it names what waited and, when the Session was cut off from every
+// server at that moment, why each server's latest attempt failed (as a
+// ConnectError says). It matches ctx's error and each server's reason.
+type waitError struct {
+	what    string        // "acquisition of /locks/report"
+	err     error         // ctx's error, as the wait returned it
+	cutOff  bool          // the Session had no connection when ctx ended
+	servers []ServerError // then, the servers whose latest attempt failed
+}
+
+func (e *waitError) Error() string {
+	var b strings.Builder
+	b.WriteString("zkrecipes: " + e.what + ": " + trimPrefix(e.err.Error()))
+	if e.cutOff {
+		b.WriteString(" while disconnected")
+	}
+	for i, s := range e.servers {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		b.WriteString(sep + s.Server + ": " + trimPrefix(s.Err.Error()))
+	}
+	return b.String()
+}
+
+// Unwrap returns ctx's error and each server's reason.
+func (e *waitError) Unwrap() []error {
+	errs := []error{e.err}
+	for _, s := range e.servers {
+		errs = append(errs, s.Err)
+	}
+	return errs
+}
+
 // PathError reports a path that failed validation (empty, relative, a
 // trailing slash, an empty, "." or ".." segment, a control character,
 // inside /zookeeper, or too long for a node there to fit in the Session's
@@ -473,3 +509,72 @@ var (
 	// decide again.
 	ErrConfigChanged error = &alsoError{"zkrecipes: ensemble configuration changed since the version given; read it again with Session.Config and retry", ErrVersionChanged}
 )
+
+// Errors of the Session's node operations (Create, Get, Set, Delete,
+// Multi...). Each error also matches go-zookeeper's (zk.ErrNoNode...) and
+// names the operation and the path, relative to the namespace.
+var (
+	// ErrNoNode means the node does not exist (for a Create: its parent
+	// does not; pass WithParents to create missing parents).
+	ErrNoNode = errors.New("zkrecipes: node does not exist")
+
+	// ErrNodeExists is returned by a Create whose node exists already.
+	ErrNodeExists = errors.New("zkrecipes: node already exists")
+
+	// ErrBadVersion is returned by a Set, SetACL, Delete or Check given a
+	// version (WithVersion) that is no longer the node's: another client
+	// changed it since. Read it again before trying again.
+	ErrBadVersion = errors.New("zkrecipes: node version is not the one given; read the node again")
+
+	// ErrNotEmpty is returned by a Delete of a node that has children:
+	// delete them first, or pass WithRecursive.
+	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithRecursive")
+
+	// ErrNoChildrenForEphemerals is returned by a Create under an
+	// ephemeral node: an ephemeral node cannot have children.
+	ErrNoChildrenForEphemerals = errors.New("zkrecipes: ephemeral nodes cannot have children")
+
+	// ErrDeleteDeferred is returned by a Delete passed WithGuaranteed
+	// whose delete could not be confirmed (the connection was lost, ctx
+	// ended, the retry policy gave up): the delete goes on in the
+	// background until the node is gone, across connection losses and
+	// session expiries, and Session.Close reports it (ErrDeletePending)
+	// if it is still pending then. The error also matches its cause.
+	ErrDeleteDeferred = errors.New("zkrecipes: delete not yet confirmed by zookeeper; deleting in the background")
+
+	// ErrDeletePending is returned by Session.Close when guaranteed
+	// deletes (Delete WithGuaranteed) had not completed: their nodes may
+	// still exist. The error names them; delete them with another Session
+	// if they must go.
+	ErrDeletePending = errors.New("zkrecipes: guaranteed deletes still pending at close; their nodes may remain")
+
+	// ErrServerTooOld is returned by a request the server does not
+	// implement (it answered UNIMPLEMENTED): Ephemerals and
+	// CountDescendants need ZooKeeper 3.6 or later, WhoAmI 3.7 or later.
+	// Such a server also closes the connection, which the Session then
+	// opens again (its leases see a suspension). Upgrade the servers or
+	// do without the request.
+	ErrServerTooOld = errors.New("zkrecipes: the server does not implement this request; it needs a newer zookeeper")
+
+	// ErrNeedsWireLayer is returned by the requests the wire layer sends
+	// itself (Ephemerals, CountDescendants, WhoAmI) on a Session made by
+	// NewSession or with WithWireLayer(false), before anything is sent.
+	// Use a Session made by Connect with the wire layer on.
+	ErrNeedsWireLayer = errors.New("zkrecipes: request needs a session made by Connect with the wire layer on")
+)
+
+// nodeError is the error of a node operation's request that ZooKeeper
+// answered with one of its node errors: it names the operation and the
+// path (relative to the namespace), matches kind (ErrNoNode...) and
+// ZooKeeper's error (cause).
+type nodeError struct {
+	op, path string
+	kind     error
+	cause    error
+}
+
+func (e *nodeError) Error() string {
+	return fmt.Sprintf("zkrecipes: %s %s: %s", e.op, e.path, trimPrefix(e.kind.Error()))
+}
+func (e *nodeError) Unwrap() error        { return e.cause }
+func (e *nodeError) Is(target error) bool { return target == e.kind }

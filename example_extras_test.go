@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes"
 )
@@ -55,4 +56,26 @@ func ExampleSemaphore_Participants() {
 		log.Fatal(err)
 	}
 	fmt.Println(free, "permits free")
+}
+
+// A leader on a link that keeps dropping: it still learns of each loss at
+// once (fn's ctx ends), but campaigns again only once the connection has
+// stayed up for 5s, for at most about a minute of damping.
+func ExampleWithFlapDamping() {
+	ctx := context.Background()
+	session, err := zkrecipes.Connect(ctx, servers(),
+		zkrecipes.WithFlapDamping(zkrecipes.RetryNTimes(12, 5*time.Second)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer session.Close()
+
+	e := zkrecipes.NewElection(session, "/services/indexer/leader")
+	err = e.Run(ctx, func(ctx context.Context, lease *zkrecipes.Lease) error {
+		<-ctx.Done() // lead until leadership is lost or in doubt
+		return nil
+	}, zkrecipes.WithRequeue(true))
+	if err != nil {
+		log.Print(err)
+	}
 }

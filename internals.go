@@ -114,8 +114,10 @@ func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()
 }
 
 // retryStartOver runs attempt until it ends other than in a startOver,
-// backing off between attempts under the Session's retry policy.
-func retryStartOver[T any](ctx context.Context, s *Session, what, name string, attempt func() (T, error)) (T, error) {
+// backing off between attempts under the Session's retry policy. When
+// ctx ends the wait, the error names it: name of what (see waitFailed).
+func retryStartOver[T any](ctx context.Context, s *Session, what, name string, attempt func() (T, error)) (_ T, err error) {
+	defer func() { err = s.waitFailed(ctx, name+" of "+what, err) }()
 	bo := s.cfg.retry()
 	for {
 		v, err := attempt()
@@ -132,6 +134,29 @@ func retryStartOver[T any](ctx context.Context, s *Session, what, name string, a
 			return zero, err
 		}
 	}
+}
+
+// waitFailed names what waited in the error of a wait that ctx ended,
+// and adds why no server answered when the Session had no connection
+// then (a waitError); any other error is returned as it is. An error
+// naming a wait already (a semaphore's own mutex) is named again.
+func (s *Session) waitFailed(ctx context.Context, what string, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
+	if we, ok := err.(*waitError); ok {
+		err = we.err
+	}
+	e := &waitError{what: what, err: err, cutOff: !s.State().connected()}
+	var ce *ConnectError
+	if e.cutOff && s.servers != nil && errors.As(s.servers.connectError(nil), &ce) {
+		for _, se := range ce.Servers {
+			if se.Err != nil {
+				e.servers = append(e.servers, se)
+			}
+		}
+	}
+	return e
 }
 
 // contender is one pass's own node and what the queue knows of it.

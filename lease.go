@@ -113,13 +113,21 @@ func (l *Lease) Members() []*Lease {
 	return append([]*Lease(nil), l.g.members...)
 }
 
-// Check returns a ZooKeeper check operation that succeeds only while the
-// lease's node exists on the server. Put it first in a Multi on the
-// Session's Conn to make a write conditional on still holding the lease:
+// Check returns a transaction op that succeeds only while the lease's node
+// exists on the server. Put it in a Session's Multi to make writes
+// conditional on still holding the lease (a fenced write):
 //
-//	_, err := session.Conn().Multi(lease.Check(), &zk.SetDataRequest{...})
-func (l *Lease) Check() *zk.CheckVersionRequest {
-	return &zk.CheckVersionRequest{Path: l.top().node.path, Version: -1}
+//	_, err := session.Multi(ctx, lease.Check(), zkrecipes.SetOp("/config", data))
+//
+// The other ops' paths are relative to the Session's namespace, as
+// everywhere; the check names the lease's own node. When the lease's node
+// is gone, Multi applies nothing and fails with an error matching
+// ErrLockLost and ErrNoNode. (The check is ZooKeeper's: a lease lost
+// locally on a suspension whose node is still on the server passes it;
+// watch Done for that.)
+func (l *Lease) Check() Op {
+	h := l.top()
+	return Op{kind: OpCheck, path: h.s.rel(h.node.path), abs: h.node.path, cfg: nodeConfig{version: -1}, lease: true}
 }
 
 // Release gives up ownership; for a reentrant lock, only once the holder's

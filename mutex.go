@@ -9,9 +9,13 @@ import (
 // and a Go process using the same path exclude each other.
 //
 // Contenders hold the lock one at a time, in the order they queued, and a
-// release wakes only the next in line. The lock is reentrant per goroutine,
-// as Curator's is per thread: a goroutine that holds it acquires again at
-// once, and the lock is released when the last of its leases is. The nodes
+// release wakes only the next in line. The lock is reentrant per Mutex
+// value and goroutine, as Curator's is per instance and thread: a goroutine
+// that holds it through this Mutex acquires again at once, and the lock is
+// released when the last of its leases is. Another Mutex on the same path,
+// even from the same Session in the same goroutine, is another contender:
+// its Acquire waits for this one's release (in the holding goroutine, for
+// ever). Share one Mutex value to re-enter. The nodes
 // are Curator's (P/_c_<uuid>-lock-<seq>, see docs/compatibility.md); how
 // the queue works is in docs/design.md.
 //
@@ -56,7 +60,10 @@ func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
 // fails with an error matching ErrRetriesExhausted when the policy gives
 // up. On cancel, deadline or any error its queue node is deleted (in the
 // background if the connection is down) and the error returned: ctx's
-// error, ErrClosed, ErrRecipeConflict, or a ZooKeeper error.
+// error, ErrClosed, ErrRecipeConflict, or a ZooKeeper error. Ctx's error
+// comes wrapped in an error that names the path and, when the Session had
+// no connection as ctx ended, why each server's latest attempt failed
+// ("connection refused"): errors.Is matches ctx's error and those causes.
 func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) { return m.acquire(ctx, false) }
 
 // TryAcquire is Acquire that returns an error matching ErrLocked at once,

@@ -65,6 +65,10 @@ type Observer interface {
 	// InstancesSeen is called when a service discovery cache's view of a
 	// service's instances changes.
 	InstancesSeen(ev InstancesEvent)
+	// FlapDamped is called for each connection flap that flap damping
+	// absorbed (WithFlapDamping), right after the StateChanged call of its
+	// suspension, with the same guarantees and limits as StateChanged.
+	FlapDamped(ev FlapEvent)
 }
 
 // BaseObserver implements Observer with methods that do nothing (its
@@ -96,6 +100,9 @@ func (BaseObserver) InstancesSeen(InstancesEvent) {}
 
 // CacheBacklog does nothing.
 func (BaseObserver) CacheBacklog(CacheBacklogEvent) {}
+
+// FlapDamped does nothing.
+func (BaseObserver) FlapDamped(FlapEvent) {}
 
 // Recipe kinds an Observer sees in RecipeInfo.Kind.
 const (

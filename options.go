@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,6 +34,7 @@ type sessionConfig struct {
 	sasl      SASLMechanism // WithSASL (sasl.go)
 	tls       *tls.Config   // WithTLS (tls.go)
 	connOnly  []string      // the Connect-only options given, which NewSession refuses
+	damping   RetryPolicy   // WithFlapDamping (flapdamping.go); nil: off
 	err       error
 }
 
@@ -279,4 +281,138 @@ func WithEnsembleTracking(on bool) SessionOption {
 			c.connectOnly("WithEnsembleTracking")
 		}
 	}
+}
+
+// NodeOption configures a node operation of the Session: Create, Set,
+// SetACL, Delete, and the ops of a transaction (CreateOp, SetOp, DeleteOp,
+// CheckOp). An option an operation does not take (WithMode given to Set,
+// say) makes it fail with ErrInvalidArgument before anything is sent.
+type NodeOption func(*nodeConfig)
+
+type nodeConfig struct {
+	mode       CreateMode
+	ttl        time.Duration
+	protected  bool
+	parents    bool
+	version    int32
+	guaranteed bool
+	children   bool
+	given      []string // the options given, to refuse those an operation does not take
+	err        error
+}
+
+func (c *nodeConfig) set(name string, fn func()) {
+	c.given = append(c.given, name)
+	fn()
+}
+
+// WithMode sets the kind of node Create (or a CreateOp) makes: one of the
+// CreateMode constants (ModePersistent, ModeEphemeral, their sequential
+// forms, ModeContainer, and the TTL modes, which need WithTTL). An
+// unknown mode fails the call with ErrInvalidArgument. Default
+// ModePersistent. (PersistentNode takes its mode with WithCreateMode.)
+func WithMode(m CreateMode) NodeOption {
+	return func(c *nodeConfig) {
+		c.set("WithMode", func() {
+			if m < ModeEphemeral || m > ModePersistentSequentialWithTTL {
+				c.fail(invalidArg("unknown CreateMode %d", int(m)))
+			}
+			c.mode = m
+		})
+	}
+}
+
+// WithTTL sets the time to live of a node created in a TTL mode
+// (ModePersistentWithTTL, ModePersistentSequentialWithTTL): the server
+// deletes the node once it has had no children and no change for ttl.
+// It must be between 1ms and 2^40-1 ms, ZooKeeper's bounds, and is
+// refused with any other mode; a TTL mode without it fails with
+// ErrInvalidArgument. The servers must run with
+// zookeeper.extendedTypesEnabled=true, or they refuse the create.
+// Default: none.
+func WithTTL(ttl time.Duration) NodeOption {
+	return func(c *nodeConfig) {
+		c.set("WithTTL", func() {
+			if ttl < time.Millisecond || ttl > maxTTL {
+				c.fail(invalidArg("ttl %v must be between 1ms and %v", ttl, maxTTL))
+			}
+			c.ttl = ttl
+		})
+	}
+}
+
+// maxTTL is the largest TTL ZooKeeper accepts (EphemeralType's 40 bits
+// of milliseconds).
+const maxTTL = (1<<40 - 1) * time.Millisecond
+
+// WithProtection makes Create name the node "_c_<uuid>-<name>" (name the
+// last segment of the path given, followed by the sequence number in a
+// sequential mode), as Curator's withProtection does, so that a create
+// whose reply is lost can find its node again: Create then retries under
+// the Session's retry policy and never makes two nodes. In a
+// transaction (CreateOp) it lets a Multi whose reply was lost tell
+// whether it was applied. Default: off (the name is the path given).
+func WithProtection() NodeOption {
+	return func(c *nodeConfig) { c.set("WithProtection", func() { c.protected = true }) }
+}
+
+// WithParents makes Create create the missing ancestors of the node as
+// container nodes (empty, deleted by the server once they have no
+// children), as every recipe does and Curator's
+// creatingParentContainersIfNeeded. Default: off (a missing parent fails
+// the create with ErrNoNode).
+func WithParents() NodeOption {
+	return func(c *nodeConfig) { c.set("WithParents", func() { c.parents = true }) }
+}
+
+// WithVersion makes Set, SetACL, Delete (or a SetOp, DeleteOp, CheckOp)
+// apply only while the node's version is v: its data version (the
+// NodeStat's Version), or for SetACL its ACL version (Aversion). Otherwise
+// the call fails with ErrBadVersion. Any v but -1 is sent as it is, a
+// negative one too (a version wraps negative after 2^31-1 changes).
+// Default -1: any version.
+func WithVersion(v int32) NodeOption {
+	return func(c *nodeConfig) { c.set("WithVersion", func() { c.version = v }) }
+}
+
+// WithGuaranteed makes Delete keep deleting in the background when it
+// cannot confirm the delete (the connection is lost, ctx ends, the retry
+// policy gives up): until the node is gone, across connection losses and
+// session expiries, or the Session is closed, whose Close then reports it
+// (ErrDeletePending). Delete then returns ErrDeleteDeferred. Curator's
+// guaranteed(). Default: off.
+func WithGuaranteed() NodeOption {
+	return func(c *nodeConfig) { c.set("WithGuaranteed", func() { c.guaranteed = true }) }
+}
+
+// WithDeleteChildren makes Delete delete the node's descendants first,
+// as Curator's deletingChildrenIfNeeded: a child created meanwhile is
+// deleted too. Default: off (a node with children fails with
+// ErrNotEmpty).
+func WithDeleteChildren() NodeOption {
+	return func(c *nodeConfig) { c.set("WithDeleteChildren", func() { c.children = true }) }
+}
+
+func (c *nodeConfig) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// buildNodeConfig applies opts for operation op, which takes the options
+// named in takes.
+func buildNodeConfig(op string, opts []NodeOption, takes ...string) (nodeConfig, error) {
+	c := nodeConfig{mode: ModePersistent, version: -1}
+	for _, o := range opts {
+		if o == nil {
+			return c, invalidArg("nil NodeOption")
+		}
+		o(&c)
+	}
+	for _, g := range c.given {
+		if !slices.Contains(takes, g) {
+			return c, invalidArg("%s does not take %s", op, g)
+		}
+	}
+	return c, c.err
 }

@@ -39,6 +39,12 @@ func (m CreateMode) String() string {
 		return "PERSISTENT"
 	case ModePersistentSequential:
 		return "PERSISTENT_SEQUENTIAL"
+	case ModeContainer:
+		return "CONTAINER"
+	case ModePersistentWithTTL:
+		return "PERSISTENT_WITH_TTL"
+	case ModePersistentSequentialWithTTL:
+		return "PERSISTENT_SEQUENTIAL_WITH_TTL"
 	}
 	return fmt.Sprintf("CreateMode(%d)", int(m))
 }
@@ -71,7 +77,7 @@ type persistentNodeConfig struct {
 func WithCreateMode(m CreateMode) PersistentNodeOption {
 	return func(c *persistentNodeConfig) {
 		if m < ModeEphemeral || m > ModePersistentSequential {
-			c.err = invalidArg("unknown CreateMode %d", int(m))
+			c.err = invalidArg("a PersistentNode keeps an ephemeral or persistent node, sequential or not; not %v", m)
 		}
 		c.mode = m
 	}
@@ -111,7 +117,8 @@ type NodeStatus struct {
 // report itself ready only while it is. Between a suspension and the
 // check after the reconnection the node may exist without Status saying
 // so; never the other way round, except for the time it takes the
-// server's notification of a deletion to arrive.
+// server's notification of a deletion to arrive. With WithFlapDamping,
+// that check waits until the connection has settled.
 //
 // NewPersistentNode does no I/O. A PersistentNode is safe for concurrent
 // use. It runs from Start until Close or the Session's Close; no goroutine
@@ -488,6 +495,9 @@ func (n *PersistentNode) keep(ctx context.Context) {
 	}
 	bo := n.s.cfg.retry()
 	for {
+		if !n.settle(ctx, states) {
+			return
+		}
 		gen, _, err := n.s.awaitConnected(ctx)
 		if err != nil {
 			if refused(err) {
@@ -565,6 +575,32 @@ func (n *PersistentNode) await(ctx context.Context, w <-chan zk.Event, states <-
 				n.setStatus(false, nil)
 			case StateReconnected, StateConnected:
 				return true
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// settle waits while the Session damps connection flaps
+// (WithFlapDamping), taking the state changes meanwhile: the node's
+// status stays unknown until the connection settles and the node is
+// looked at. It returns false when the keeper must stop.
+func (n *PersistentNode) settle(ctx context.Context, states <-chan StateChange) bool {
+	if n.s.damp == nil {
+		return true
+	}
+	settled := n.s.damp.wait()
+	for {
+		select {
+		case <-settled:
+			return true
+		case c, ok := <-states:
+			if !ok || c.State == StateClosed {
+				return false
+			}
+			if c.State == StateSuspended || c.State == StateLost {
+				n.setStatus(false, nil)
 			}
 		case <-ctx.Done():
 			return false

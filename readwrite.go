@@ -24,7 +24,8 @@ const (
 // before it remains, so a waiting writer is not overtaken by later readers.
 // Readers and writers cannot deadlock one another (kazoo #649).
 //
-// Both sides are reentrant per goroutine. A goroutine that holds the write
+// Both sides are reentrant per RWMutex value and goroutine, as a Mutex is
+// (another RWMutex on the path is another contender). A goroutine that holds the write
 // lock may take the read lock (a downgrade) and then release the write
 // lock: no waiting writer gets in between (CURATOR-276), and the read lease
 // has the write lease's token (see Lease.Token). A goroutine that holds

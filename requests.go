@@ -3,12 +3,14 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // The requests recipes issue. Each returns ctx's error as soon as ctx ends,
@@ -680,4 +682,86 @@ func plainList(s *Session, ctx context.Context, dir string) listing {
 func watchList(s *Session, ctx context.Context, dir string) listing {
 	kids, st, w, err := s.childrenStatW(ctx, dir)
 	return listing{kids: kids, parent: st, w: w, err: err}
+}
+
+// getACL reads path's ACL and Stat.
+func (s *Session) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
+	type res struct {
+		acl []zk.ACL
+		st  *zk.Stat
+	}
+	r, err := call(ctx, s, "getACL", path, func() (res, error) {
+		acl, st, err := s.conn.GetACL(path)
+		return res{acl, st}, err
+	}, nil)
+	return r.acl, r.st, err
+}
+
+// deleteVersion deletes path if its version is version (-1: any).
+func (s *Session) deleteVersion(ctx context.Context, path string, version int32) error {
+	return s.deleteVersionLate(ctx, path, version, nil)
+}
+
+// deleteVersionLate is deleteVersion that calls late (if not nil) when
+// ctx ends while the delete is on its way and it succeeds after all.
+func (s *Session) deleteVersionLate(ctx context.Context, path string, version int32, late func()) error {
+	var abandon func(struct{}, error)
+	if late != nil {
+		abandon = func(_ struct{}, err error) {
+			if err == nil || err == zk.ErrNoNode {
+				s.disown(path)
+				late()
+			}
+		}
+	}
+	_, err := call(ctx, s, "delete", path, func() (struct{}, error) {
+		return struct{}{}, s.conn.Delete(path, version)
+	}, abandon)
+	if err == nil || err == zk.ErrNoNode {
+		s.disown(path)
+	}
+	return err
+}
+
+// ownRead sends a read the wire layer sends itself (opcode op, body the
+// request's record) as operation name on path, and returns the reply's
+// body. A server's error code comes back as go-zookeeper's error for it
+// (ErrServerTooOld for UNIMPLEMENTED); a lost connection as
+// zk.ErrConnectionClosed.
+func (s *Session) ownRead(ctx context.Context, name, path string, op int32, body []byte) ([]byte, error) {
+	if s.wire == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNeedsWireLayer, name)
+	}
+	return call(ctx, s, name, path, func() ([]byte, error) {
+		r, err := s.wire.Call(ctx, op, body)
+		switch {
+		case errors.Is(err, wire.ErrConnLost):
+			return nil, &connLostError{cause: err}
+		case err != nil:
+			return nil, err
+		case r.Code != wire.CodeOK:
+			return nil, codeError(name, r.Code)
+		}
+		return r.Body, nil
+	}, nil)
+}
+
+// codeError is go-zookeeper's error for a server's error code to request
+// name.
+func codeError(name string, code int32) error {
+	switch code {
+	case wire.CodeUnimplemented:
+		return fmt.Errorf("%w: %s", ErrServerTooOld, name)
+	case -101:
+		return zk.ErrNoNode
+	case -102:
+		return zk.ErrNoAuth
+	case -8:
+		return zk.ErrBadArguments
+	case -112:
+		return zk.ErrSessionExpired
+	case -118:
+		return zk.ErrSessionMoved
+	}
+	return fmt.Errorf("zkrecipes: %s refused by the server: error code %d", name, code)
 }

@@ -160,8 +160,8 @@ func (sem *Semaphore) Path() string { return sem.path }
 // next session under the Session's retry policy (ErrRetriesExhausted when
 // it gives up). On cancel, deadline or any error every node it created is
 // deleted before it returns (in the background if the connection is down),
-// and the error returned: ctx's error, ErrClosed, ErrBadCount,
-// ErrRecipeConflict or a ZooKeeper error.
+// and the error returned: ctx's error (named as Mutex.Acquire names it),
+// ErrClosed, ErrBadCount, ErrRecipeConflict or a ZooKeeper error.
 func (sem *Semaphore) Acquire(ctx context.Context, n int) ([]*Lease, error) {
 	return sem.acquire(ctx, n, false)
 }

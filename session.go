@@ -37,6 +37,8 @@ type Session struct {
 	drops    sync.Map    // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 	held     heldNodes   // the nodes its leases hold, watched through the event callback (holdwatch.go)
 
+	pendingDeletes sync.Map // *struct{path} -> path: guaranteed deletes going on in the background (node.go)
+
 	deferredMu sync.Mutex
 	deferred   map[string][]*deferredDelete // path -> its background deletes (deleteEventually)
 	direct     bool                         // events come from the client's callback (Connect), not a channel (NewSession)
@@ -64,6 +66,7 @@ type Session struct {
 	workers   workers
 	closeOnce sync.Once
 	fatal     *signal // a failure redialling cannot mend (secure.go)
+	damp      *damper // WithFlapDamping (flapdamping.go); nil: off
 }
 
 // generation is one ZooKeeper session seen by this Session.
@@ -242,6 +245,9 @@ func newSession(cfg sessionConfig) *Session {
 		fatal:    newSignal(),
 		workers:  workers{tasks: make(chan func())},
 	}
+	if cfg.damping != nil {
+		s.damp = newDamper(cfg.damping, cfg.log)
+	}
 	return s
 }
 
@@ -279,16 +285,21 @@ func (s *Session) awaitFirst(ctx context.Context) error {
 func (s *Session) Namespace() string { return s.cfg.namespace }
 
 // Conn returns the underlying go-zookeeper connection, for operations this
-// package does not offer (a Multi guarded by Lease.Check, say). Do not
-// close it; close the Session.
+// package does not offer (watches of one's own, reconfiguration). Its
+// requests bypass the Session: no namespace, size check, typed errors,
+// retry, Tracer or Observer; prefer the Session's node operations (Create,
+// Get, Set, Delete, Multi...). Do not close it; close the Session.
 func (s *Session) Conn() *zk.Conn { return s.conn }
 
 // Close ends the Session: it closes the connection if Connect made it (so
 // the server deletes every ephemeral node of the session at once), ends
 // every lease with ErrClosed, and waits for every goroutine the Session and
 // its recipes started. Calls on the Session after Close return ErrClosed.
-// Close is idempotent and always returns nil.
+// It returns nil, or, when guaranteed deletes (Delete WithGuaranteed) were
+// still pending, an error matching ErrDeletePending that names their
+// nodes. Close is idempotent; later calls return nil.
 func (s *Session) Close() error {
+	var pending error
 	s.closeOnce.Do(func() {
 		s.opsMu.Lock() // no new operation starts from here on
 		s.mu.Lock()
@@ -313,8 +324,9 @@ func (s *Session) Close() error {
 			s.deleteOwned() // the caller's connection, and its session, live on
 		}
 		s.wg.Wait()
+		pending = s.pendingDeletesErr()
 	})
-	return nil
+	return pending
 }
 
 // own registers an ephemeral node this Session created. If Close has

@@ -89,9 +89,16 @@ func (v *SharedValue) Set(ctx context.Context, value []byte) (VersionedValue, er
 // Curator's trySetValue. When the value has changed since, it writes
 // nothing and returns an error matching ErrVersionChanged: read again and
 // retry. On success it returns the value with its new version.
+//
+// A node's version wraps negative after 2^31-1 writes, and any version
+// read is accepted, a negative one too, and judged by the server (Curator
+// fixed the same refusal as CURATOR-688). Only -1, which ZooKeeper takes
+// as "any version", is refused with ErrInvalidArgument: use Set to write
+// whatever the version (a node whose version has wrapped to exactly -1
+// cannot be set conditionally, by any ZooKeeper client).
 func (v *SharedValue) TrySet(ctx context.Context, value []byte, expectedVersion int32) (VersionedValue, error) {
-	if expectedVersion < 0 {
-		return VersionedValue{}, invalidArg("expected version %d: use the Version of a value read before", expectedVersion)
+	if expectedVersion == -1 {
+		return VersionedValue{}, invalidArg("expected version -1 means any version to ZooKeeper: use the Version of a value read before, or Set")
 	}
 	return v.set(ctx, value, expectedVersion)
 }

@@ -302,6 +302,9 @@ func (s *Session) setState(st ConnState, id int64, err error) {
 	for sub := range s.subs {
 		sub.push(ch)
 	}
+	if s.damp != nil {
+		s.damp.state(st, id, s.cfg.obs != nil) // flapdamping.go
+	}
 	if s.cfg.obs != nil {
 		s.observed = append(s.observed, ch) // reported once s.mu is released (unlockReport)
 	}
@@ -336,6 +339,9 @@ func (s *Session) reportStates() {
 		}
 		for _, ch := range batch {
 			s.reportState(ch) // observe.go
+		}
+		if s.damp != nil {
+			s.damp.report(s.cfg.obs) // the flaps damped at these changes
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package zkrecipes
 
-import "github.com/go-zookeeper/zk"
+import (
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
 
 // The writes. Every create, setData and multi this module sends is one of
 // the three methods below, the only code that calls the connection's write
@@ -29,6 +33,27 @@ func (s *Session) sendCreate(path string, data []byte, flags int32) (string, err
 		return s.conn.CreateContainer(path, data, flags, toZKACL(s.cfg.acl))
 	}
 	return s.conn.Create(path, data, flags, toZKACL(s.cfg.acl))
+}
+
+// sendCreateTTL creates path as a TTL node (flags zk.FlagTTL, with
+// zk.FlagSequence for a sequential one) with data, under the Session's ACL.
+func (s *Session) sendCreateTTL(path string, data []byte, flags int32, ttl time.Duration) (string, error) {
+	if err := s.checkWrite(path, len(data), s.createSize(storedPath(path, flags), len(data))); err != nil {
+		return "", err
+	}
+	return s.conn.CreateTTL(path, notNull(data), flags, toZKACL(s.cfg.acl), ttl)
+}
+
+// sendSetACL sets path's ACL if its ACL version is version (-1: any).
+func (s *Session) sendSetACL(path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
+	size := s.setSize(path, 0)
+	for _, a := range acl {
+		size += s.aclEntrySize(a.Scheme, a.ID)
+	}
+	if err := s.checkWrite(path, 0, size); err != nil {
+		return nil, err
+	}
+	return s.conn.SetACL(path, acl, version)
 }
 
 // sendSet sets path's data if its version is version (-1: any).

@@ -49,7 +49,7 @@ const ScopeName = "github.com/zkrecipes/zkrecipes/otelzk"
 
 // Attribute keys.
 const (
-	AttrRecipeKind = attribute.Key("zookeeper.recipe.kind")    // mutex, rwlock.read, rwlock.write, semaphore, election, treecache, discovery
+	AttrRecipeKind = attribute.Key("zookeeper.recipe.kind")    // zkrecipes.Kind*: mutex, rwlock.read, rwlock.write, semaphore, election, treecache, nodecache, discovery, groupmember
 	AttrRecipeName = attribute.Key("zookeeper.recipe.name")    // the recipe's name; absent when it has none
 	AttrRecipePath = attribute.Key("zookeeper.recipe.path")    // only with WithRawPaths
 	AttrOperation  = attribute.Key("zookeeper.operation.name") // create, delete, getData, ...
@@ -119,6 +119,7 @@ type Observer struct {
 	state      metric.Int64Gauge
 	changes    metric.Int64Counter
 	reconnects metric.Int64Counter
+	flaps      metric.Int64Counter
 	syncs      metric.Int64Counter
 	backlog    metric.Int64Gauge
 	cacheNodes metric.Int64Gauge
@@ -211,6 +212,7 @@ func New(opts ...Option) (*Observer, error) {
 	o.state = gauge("zookeeper.session.state", "{state}", "1 for the Session's current state, 0 for the others (zookeeper.session.state).")
 	o.changes = counter("zookeeper.session.state.changes", "{change}", "Session state transitions, by the state entered.")
 	o.reconnects = counter("zookeeper.session.reconnects", "{reconnect}", "Session reconnections (RECONNECTED).")
+	o.flaps = counter("zookeeper.session.flaps_damped", "{flap}", "Connection flaps damped (zkrecipes.WithFlapDamping): suspensions while recipes waited for the connection to settle.")
 	o.syncs = counter("zookeeper.cache.syncs", "{sync}", "Whole-tree reads of a cache: initial loads and resyncs after a reconnection.")
 	o.backlog = gauge("zookeeper.cache.backlog", "{event}", "Cache events not yet delivered to the reader: at each sync, and when it crosses a power of two from 32 up (0 once drained).")
 	o.cacheNodes = gauge("zookeeper.cache.nodes", "{node}", "Nodes a cache holds, at the last load or resync.")
@@ -433,6 +435,11 @@ func (o *Observer) StateChanged(ev zr.StateChange) {
 	if ev.State == zr.StateReconnected {
 		o.reconnects.Add(ctx, 1)
 	}
+}
+
+// FlapDamped counts a connection flap damped.
+func (o *Observer) FlapDamped(zr.FlapEvent) {
+	o.flaps.Add(context.Background(), 1)
 }
 
 // CacheSynced counts a cache's load or resync and records its size and

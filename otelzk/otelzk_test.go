@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,6 +293,8 @@ func TestWaiterIsCountedWhileWaitingAndItsPositionAndWaitRecorded(t *testing.T) 
 	path := testPath(t)
 	held, err := zr.NewMutex(other.Session, path).Acquire(ctxT(t, 10*time.Second))
 	require.NoError(t, err)
+	watches := watchCount(t, c) // the holder's, and none other
+	require.GreaterOrEqual(t, watches, 0)
 
 	got := make(chan error, 1)
 	var lease *zr.Lease
@@ -301,12 +304,11 @@ func TestWaiterIsCountedWhileWaitingAndItsPositionAndWaitRecorded(t *testing.T) 
 		got <- err
 	}()
 	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.lock.waiters", kindMutex) == 1 }, 10*time.Second, 5*time.Millisecond)
-	// The waiter is counted from its start; release only once its node is
-	// queued behind the holder's, or it may find the lock free.
-	require.Eventually(t, func() bool {
-		kids, _, err := other.Session.Conn().Children(path)
-		return err == nil && len(kids) == 2
-	}, 10*time.Second, 5*time.Millisecond)
+	// The waiter is counted from its start; its position is taken at its
+	// first listing, before it sets its watches. Release only once the
+	// server holds them, or it may find the lock free.
+	require.Eventually(t, func() bool { return watchCount(t, c) > watches }, 20*time.Second, 10*time.Millisecond,
+		"the waiter's watches are on the server")
 	require.NoError(t, held.Release(ctxT(t, 10*time.Second)))
 	require.NoError(t, <-got)
 	defer func() { _ = lease.Release(context.Background()) }()
@@ -318,6 +320,24 @@ func TestWaiterIsCountedWhileWaitingAndItsPositionAndWaitRecorded(t *testing.T) 
 	n, wait := r.hist(t, "zookeeper.lock.wait.duration", kindMutex)
 	require.EqualValues(t, 1, n)
 	require.Positive(t, wait)
+}
+
+// watchCount is the number of watches c's server holds (mntr's
+// zk_watch_count: data and child watches; the four-letter words that
+// list watches show data watches only), or -1 with the failure recorded
+// (it may run in a require.Eventually condition, off the test's
+// goroutine).
+func watchCount(t *testing.T, c *zktest.Cluster) int {
+	t.Helper()
+	m, err := zktest.Mntr(ctxT(t, 5*time.Second), c.Servers()[0])
+	if !assert.NoError(t, err) {
+		return -1
+	}
+	n, err := strconv.Atoi(m["zk_watch_count"])
+	if !assert.NoError(t, err, "zk_watch_count %q", m["zk_watch_count"]) {
+		return -1
+	}
+	return n
 }
 
 // A TryAcquire that finds the lock held is counted with error.type
@@ -579,4 +599,41 @@ func TestRecordedErrorsCarryNoRawPathWithoutWithRawPaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With flap damping, each suspension while the damping holds recipes back
+// counts one flap damped: two flaps in a row, one damped (the first
+// begins the damping).
+func TestFlapsDampedAreCounted(t *testing.T) {
+	c := server(t)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	r := newRig(t, c, []string{proxy.Addr()}, zr.WithFlapDamping(zr.RetryNTimes(20, 8*time.Second)))
+	states, cancel := r.Subscribe()
+	defer cancel()
+	next := func(want zr.ConnState) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case ch := <-states:
+				if ch.State == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %v", want)
+			}
+		}
+	}
+	for i := 0; i < 2; i++ {
+		proxy.ResetAll()
+		next(zr.StateSuspended)
+		next(zr.StateReconnected)
+	}
+	// A busy machine may drop the connection on its own too (the shared
+	// server grants 4s sessions): each such suspension can add a flap.
+	suspended := r.sum(t, "zookeeper.session.state.changes", otelzk.AttrState.String("SUSPENDED"))
+	require.GreaterOrEqual(t, suspended, int64(2))
+	flaps := r.sum(t, "zookeeper.session.flaps_damped")
+	require.GreaterOrEqual(t, flaps, int64(1), "the second flap is damped")
+	require.LessOrEqual(t, flaps, suspended-1, "the first suspension is not a flap damped")
 }

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"maps"
@@ -112,9 +113,13 @@ func main() {
 		log.Fatal(err)
 	}
 	defer op.Close()
-	deleteTree(op, root) // what an interrupted run left
+	deleteTree(ctx, op, root) // what an interrupted run left
 	set := func(key, value string) {
-		if _, err := zkrecipes.NewSharedValue(op, root+"/"+key, nil).Set(ctx, []byte(value)); err != nil {
+		_, err := op.Create(ctx, root+"/"+key, []byte(value), zkrecipes.WithParents())
+		if errors.Is(err, zkrecipes.ErrNodeExists) {
+			_, err = op.Set(ctx, root+"/"+key, []byte(value))
+		}
+		if err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -158,7 +163,7 @@ func main() {
 	await("port changed", func(c *Config) bool { return c.Values["http/port"] == "9090" })
 	set("features/dark-mode", "on")
 	await("flag added", func(c *Config) bool { return c.Values["features/dark-mode"] == "on" })
-	if err := op.Conn().Delete(root+"/features/beta", -1); err != nil {
+	if err := op.Delete(ctx, root+"/features/beta"); err != nil {
 		log.Fatal(err)
 	}
 	await("flag removed", func(c *Config) bool { _, ok := c.Values["features/beta"]; return !ok })
@@ -167,16 +172,14 @@ func main() {
 		log.Fatal(err)
 	}
 	<-done
-	deleteTree(op, root)
+	deleteTree(ctx, op, root)
 }
 
-// deleteTree deletes the node at p and everything below it.
-func deleteTree(s *zkrecipes.Session, p string) {
-	kids, _, _ := s.GetChildren(context.Background(), p)
-	for _, k := range kids {
-		deleteTree(s, p+"/"+k)
+// deleteTree deletes the node at p and everything below it, if any.
+func deleteTree(ctx context.Context, s *zkrecipes.Session, p string) {
+	if err := s.Delete(ctx, p, zkrecipes.WithDeleteChildren()); err != nil && !errors.Is(err, zkrecipes.ErrNoNode) {
+		log.Fatal(err)
 	}
-	_ = s.Conn().Delete(p, -1)
 }
 
 func envOr(k, def string) string {

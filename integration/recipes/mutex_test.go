@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -99,6 +98,32 @@ func TestMutex_OtherGoroutinesOfOneProcessWait(t *testing.T) {
 	}()
 	assert.ErrorIs(t, <-got, zr.ErrLocked, "re-entry is per goroutine, not per Mutex")
 	require.NoError(t, l.Release(ctx))
+}
+
+// Re-entry is per Mutex value and goroutine, as Curator's is per instance
+// and thread: a second Mutex on the same path, on the same Session and in
+// the same goroutine, is another contender and waits for the first.
+func TestMutex_ASecondMutexOnThePathWaitsEvenInTheHoldingGoroutine(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	path := testPath(t)
+	ctx := ctxT(t, 20*time.Second)
+	first, second := zr.NewMutex(cl.Session, path), zr.NewMutex(cl.Session, path)
+	l, err := first.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = second.TryAcquire(ctx)
+	assert.ErrorIs(t, err, zr.ErrLocked)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = second.Acquire(short)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "it waits for the first Mutex's release")
+	again, err := first.Acquire(ctx)
+	require.NoError(t, err, "the first Mutex re-enters")
+	require.NoError(t, again.Release(ctx))
+	require.NoError(t, l.Release(ctx))
+	l2, err := second.Acquire(ctx)
+	require.NoError(t, err, "once the first is released")
+	require.NoError(t, l2.Release(ctx))
 }
 
 func TestMutex_OneReleaseWakesOneWaiter(t *testing.T) {
@@ -200,16 +225,18 @@ func TestMutex_CheckMakesAWriteConditionalOnHolding(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 20*time.Second)
 	res := path + "-resource"
+	mkdirs(t, conn, "/t") // the parent, when the test runs alone
 	_, err := conn.Create(res, []byte("v0"), 0, worldACL())
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Delete(res, -1) })
 	l, err := zr.NewMutex(cl.Session, path).Acquire(ctx)
 	require.NoError(t, err)
 
-	_, err = cl.Conn().Multi(l.Check(), &zk.SetDataRequest{Path: res, Data: []byte("v1"), Version: -1})
+	_, err = cl.Multi(ctx, l.Check(), zr.SetOp(res, []byte("v1")))
 	require.NoError(t, err, "the write goes through while the lock is held")
 	require.NoError(t, l.Release(ctx))
-	_, err = cl.Conn().Multi(l.Check(), &zk.SetDataRequest{Path: res, Data: []byte("v2"), Version: -1})
-	require.Error(t, err, "the write is refused once the lock node is gone")
+	_, err = cl.Multi(ctx, l.Check(), zr.SetOp(res, []byte("v2")))
+	require.ErrorIs(t, err, zr.ErrLockLost, "the write is refused once the lock node is gone")
 	data, _, err := conn.Get(res)
 	require.NoError(t, err)
 	assert.Equal(t, "v1", string(data))

@@ -11,7 +11,7 @@ import (
 )
 
 // Recipes honour the Session's ACL and digest auth: what a client without
-// the credentials can and cannot do to a lock (see SECURITY.md).
+// the credentials can and cannot do to a lock (see docs/security.md).
 
 const alicePW = "alice-secret"
 

@@ -99,7 +99,7 @@ func failOverAndReauthenticate(t *testing.T, c *zktest.Cluster, addrs []string, 
 	require.NoError(t, err, "readable only as sasl:alice")
 	require.Equal(t, "v0", string(data))
 	require.NoError(t, lease.Err(), "the session lived, so the lease did")
-	_, err = s.Conn().Multi(lease.Check(), &zk.SetDataRequest{Path: node, Data: []byte("v1"), Version: -1})
+	_, err = s.Multi(ctx, lease.Check(), zr.SetOp(node, []byte("v1")))
 	require.NoError(t, err, "a write fenced by the lease, as sasl:alice, on the new server")
 	require.NoError(t, lease.Release(ctx))
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,11 +58,42 @@ func NewProxy(tb testing.TB, target string) *Proxy {
 // need not be up yet: each accepted connection dials it, and a failed dial closes the
 // accepted connection. The caller must call [Proxy.Close].
 func ListenProxy(target string) (*Proxy, error) {
+	return ListenProxyAt("127.0.0.1:0", target)
+}
+
+// NewProxyAt is [NewProxy] listening at listen, as [ListenProxyAt] does.
+func NewProxyAt(tb testing.TB, listen, target string) *Proxy {
+	tb.Helper()
+	p, err := ListenProxyAt(listen, target)
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// ListenProxyAt is [ListenProxy] listening at listen: 127.0.0.1 with a
+// port, 0 for one the OS picks ([ErrNotLoopback] for any other host:
+// servers and proxies listen on 127.0.0.1 only). A proxy started on the
+// port of one that was closed stands for a server that came back at the
+// same address, possibly another server (a rescheduled member, see
+// package zkdns).
+func ListenProxyAt(listen, target string) (*Proxy, error) {
 	t, err := loopbackAddr(target)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("zktest: bad address %q: %w", listen, err)
+	}
+	if host != "127.0.0.1" {
+		return nil, fmt.Errorf("%w: %q (proxies listen on 127.0.0.1)", ErrNotLoopback, listen)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return nil, fmt.Errorf("zktest: bad port in %q", listen)
+	}
+	ln, err := net.Listen("tcp4", listen)
 	if err != nil {
 		return nil, err
 	}

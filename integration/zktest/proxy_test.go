@@ -109,9 +109,25 @@ func TestProxy_ResetAllForcesReconnectWithSameSession(t *testing.T) {
 	require.Equal(t, sid, conn.SessionID())
 }
 
+// A proxy started on the port of one that was closed reaches its own
+// target: a server that came back at the same address, another server.
+func TestProxyAt_AProxyOnAClosedProxysPortReachesItsOwnTarget(t *testing.T) {
+	a := zktest.NewProxy(t, echoServer(t))
+	roundTrip(t, dial(t, a), []byte("to a"))
+	require.NoError(t, a.Close())
+	b := zktest.NewProxyAt(t, a.Addr(), echoServer(t))
+	require.Equal(t, a.Addr(), b.Addr())
+	roundTrip(t, dial(t, b), []byte("to b"))
+	require.Equal(t, 1, b.Conns())
+}
+
 func TestLoopbackOnly_NonLoopbackAddressesAreRefused(t *testing.T) {
 	_, err := zktest.ListenProxy("10.0.0.1:2181")
 	require.ErrorIs(t, err, zktest.ErrNotLoopback)
+	for _, listen := range []string{"0.0.0.0:0", ":0", "10.0.0.1:0", "[::1]:0", "127.0.0.2:0", "localhost:0"} {
+		_, err = zktest.ListenProxyAt(listen, "127.0.0.1:2181")
+		require.ErrorIs(t, err, zktest.ErrNotLoopback, listen)
+	}
 	_, err = zktest.FourLetterWord(context.Background(), "192.168.1.1:2181", "ruok")
 	require.ErrorIs(t, err, zktest.ErrNotLoopback)
 	err = zktest.ExpireSession(context.Background(), "[::1]:2181", 1, nil)
