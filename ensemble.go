@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"bufio"
+	"cmp"
 	"bytes"
 	"fmt"
 	"net"
@@ -129,7 +130,7 @@ func ParseEnsembleConfig(data []byte) (*EnsembleConfig, error) {
 			cfg.Members = append(cfg.Members, m)
 		}
 	}
-	slices.SortFunc(cfg.Members, func(a, b EnsembleMember) int { return int(min(max(a.ID-b.ID, -1), 1)) })
+	slices.SortFunc(cfg.Members, func(a, b EnsembleMember) int { return cmp.Compare(a.ID, b.ID) })
 	return cfg, nil
 }
 
