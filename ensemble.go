@@ -2,8 +2,8 @@ package zkrecipes
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"fmt"
 	"net"
 	"slices"
