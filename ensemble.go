@@ -97,7 +97,9 @@ func (c *EnsembleConfig) Servers() []string {
 func ParseEnsembleConfig(data []byte) (*EnsembleConfig, error) {
 	cfg := &EnsembleConfig{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' {
 			continue
@@ -129,6 +131,9 @@ func ParseEnsembleConfig(data []byte) (*EnsembleConfig, error) {
 			m.Line = key + "=" + val
 			cfg.Members = append(cfg.Members, m)
 		}
+	}
+	if err := sc.Err(); err != nil { // a line longer than the scanner's 64 KiB
+		return nil, invalidArg("ensemble config line %d: %v", n+1, err)
 	}
 	slices.SortFunc(cfg.Members, func(a, b EnsembleMember) int { return cmp.Compare(a.ID, b.ID) })
 	return cfg, nil

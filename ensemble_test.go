@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,6 +82,7 @@ func TestParseEnsembleConfigRefusesMalformedLines(t *testing.T) {
 		"server.1=a:1:2;3;4;5",
 		"server.1=a:1:2\nserver.1=b:1:2",
 		"version=xyz",
+		"server.1=a:1:2;" + strings.Repeat("9", 70000),
 	} {
 		_, err := ParseEnsembleConfig([]byte(bad))
 		require.ErrorIs(t, err, ErrInvalidArgument, "%q", bad)
