@@ -64,9 +64,13 @@ func (s *Session) followEnsemble(ctx context.Context, w <-chan zk.Event, err err
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return
 			}
-			if errors.Is(err, zk.ErrNoNode) || refused(err) {
+			if errors.Is(err, zk.ErrNoNode) || errors.Is(err, ErrNotAuthorized) {
 				// A server before 3.5 has no configuration node; an ACL
-				// that refuses this Session will refuse it again.
+				// that refuses this Session will refuse it again. (A
+				// server's refusal of the whole Session, such as
+				// ErrSASLRequired, is the connection's: the next server
+				// may accept it, and awaitConnected ends the loop if none
+				// does.)
 				s.cfg.log.Warn("zkrecipes: cannot follow the ensemble's configuration; keeping the servers Connect was given (WithEnsembleTracking(false) says so quietly)",
 					"path", ConfigPath, "err", err)
 				return

@@ -85,7 +85,8 @@ type generation struct {
 // when ctx ends, it fails with a *ConnectError that gives each server's
 // reason and matches ErrNoServerAccepted and ctx's error; it fails the same
 // way before then once every server has refused the Session for a reason
-// redialling cannot mend (see WithTLS and WithSASL). It fails with
+// redialling cannot mend (see WithTLS and WithSASL), at its handshake or at
+// its first request. It fails with
 // ErrInvalidArgument for a server that is not host:port, and with
 // ErrInvalidArgument or ErrInvalidPath for bad options.
 //
@@ -151,6 +152,13 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		return nil, err
 	}
 	s.trackEnsemble(ctx) // WithEnsembleTracking (ensembletrack.go)
+	if s.fatal.fired() {
+		// Its first request was refused by every server (a server that
+		// requires SASL answers any request so): no Session to return.
+		err := s.fatal.err
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
