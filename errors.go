@@ -405,6 +405,44 @@ var ErrCacheStarted = errors.New("zkrecipes: cache already started or closed; a 
 // After (or during) Close the error also matches ErrClosed.
 var ErrNodeStarted = errors.New("zkrecipes: persistent node already started or closed; a node starts once")
 
+// ErrNotCompressed is returned when data read with compression on
+// (WithCompression, a recipe's compression option) is not gzip as
+// Curator's GzipCompressionProvider writes it: the node was written
+// uncompressed (by a client with compression off), or its data is
+// corrupt. Curator's getData().decompressed() fails on such data too. Turn
+// compression on for every writer of the node, or off for its readers.
+var ErrNotCompressed = errors.New("zkrecipes: node data is not gzip-compressed; every client of the node must agree on compression")
+
+// ErrTTLUnsupported is returned by the create of a TTL node
+// (ModePersistentWithTTL, ModePersistentSequentialWithTTL,
+// PersistentTtlNode) that the server refused because TTL nodes are off
+// there, as they are by default (it answers UNIMPLEMENTED). Run every
+// server with the system property zookeeper.extendedTypesEnabled=true
+// (ZooKeeper 3.5.3 or later), or do without TTL nodes.
+var ErrTTLUnsupported = errors.New("zkrecipes: the server refuses TTL nodes; run it with -Dzookeeper.extendedTypesEnabled=true")
+
+// compressedDataError is ErrNotCompressed with the reason (and the path,
+// once known).
+type compressedDataError struct {
+	path   string
+	reason string
+	err    error // gzip's error, if any
+}
+
+func (e *compressedDataError) Error() string {
+	msg := trimPrefix(ErrNotCompressed.Error()) + ": " + e.reason
+	if e.path != "" {
+		msg = e.path + ": " + msg
+	}
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return "zkrecipes: " + msg
+}
+
+func (e *compressedDataError) Is(target error) bool { return target == ErrNotCompressed }
+func (e *compressedDataError) Unwrap() error        { return e.err }
+
 // startAfterClose is what Start returns after (or during) Close: it
 // matches ErrClosed and, as a second Start does, once (ErrCacheStarted or
 // ErrNodeStarted).
@@ -527,8 +565,8 @@ var (
 	ErrBadVersion = errors.New("zkrecipes: node version is not the one given; read the node again")
 
 	// ErrNotEmpty is returned by a Delete of a node that has children:
-	// delete them first, or pass WithRecursive.
-	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithRecursive")
+	// delete them first, or pass WithDeleteChildren to Delete.
+	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithDeleteChildren to Delete")
 
 	// ErrNoChildrenForEphemerals is returned by a Create under an
 	// ephemeral node: an ephemeral node cannot have children.

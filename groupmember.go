@@ -93,7 +93,7 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		return ErrNodeStarted
 	}
 	g.started = true
-	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), WithCacheKind(KindGroupMember))
+	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), WithCacheKind(KindGroupMember), WithCacheCompression(false))
 	g.view = view
 	g.mu.Unlock()
 	err := g.node.Start()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,8 +31,8 @@ import (
 // reply is ErrOutcomeUnknown, as a versioned write's that no read
 // settles.
 
-// More kinds of node, for Create and CreateOp (WithMode). PersistentNode
-// keeps only the four kinds above.
+// More kinds of node, for Create and CreateOp (WithMode), and for
+// PersistentNode (WithCreateMode; a TTL mode with WithNodeTTL).
 const (
 	// ModeContainer: a container node, which the server deletes once its
 	// last child has gone (a container that never had a child stays).
@@ -519,14 +520,26 @@ func (u *untilStopped) NextBackOff() time.Duration {
 	return time.Second
 }
 
-// pendingDeletesErr is what Close returns for the guaranteed deletes
-// still pending: nil when there are none.
-func (s *Session) pendingDeletesErr() error {
+// PendingDeletes returns the paths (relative to the namespace, sorted)
+// of the guaranteed deletes (Delete WithGuaranteed) still going on in the
+// background: a delete leaves the list once its reply confirmed it, or
+// once it cannot complete (logged). Close reports those still listed
+// (ErrDeletePending); a caller who wants none reported waits for the list
+// to empty before it closes.
+func (s *Session) PendingDeletes() []string {
 	var paths []string
 	s.pendingDeletes.Range(func(_, v any) bool {
 		paths = append(paths, s.rel(v.(string)))
 		return true
 	})
+	slices.Sort(paths)
+	return paths
+}
+
+// pendingDeletesErr is what Close returns for the guaranteed deletes
+// still pending: nil when there are none.
+func (s *Session) pendingDeletesErr() error {
+	paths := s.PendingDeletes()
 	if len(paths) == 0 {
 		return nil
 	}

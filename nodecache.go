@@ -57,10 +57,11 @@ type NodeCache struct {
 	cacheRun               // Start, Close, Events, Err (cacherun.go)
 	wake     chan struct{} // the dispatcher has items to deliver
 
-	mu      sync.Mutex
-	cur     *nodeData // last read; nil before the first
-	pend    []cacheItem
-	backlog backlogMark // the backlog last reported (observe.go)
+	mu       sync.Mutex
+	cur      *nodeData // last read; nil before the first
+	pend     []cacheItem
+	backlog  backlogMark // the backlog last reported (observe.go)
+	compress bool        // WithCacheCompression, else the Session's WithCompression
 }
 
 // CachedNode is a node as a cache holds it. Data is shared with the
@@ -130,11 +131,14 @@ type cacheItem struct {
 }
 
 // NewNodeCache returns a cache of the node at path (relative to the
-// Session's namespace), which need not exist. It does no I/O; an invalid
-// path or a nil session is reported by Start.
-func NewNodeCache(s *Session, path string) *NodeCache {
+// Session's namespace), which need not exist. It takes one of the cache
+// options, WithCacheCompression; the others (WithMaxDepth...) are
+// refused. It does no I/O; an invalid path or option, or a nil session
+// is reported by Start.
+func NewNodeCache(s *Session, path string, opts ...TreeCacheOption) *NodeCache {
 	c := &NodeCache{s: s, path: path, err: checkWatched(s, path),
 		cacheRun: newCacheRun(), wake: make(chan struct{}, 1)}
+	c.compress, c.err = nodeCacheOptions(s, c.err, opts)
 	if c.err == nil {
 		c.abs = s.abs(path)
 	}
@@ -231,6 +235,9 @@ func (c *NodeCache) Close() error {
 // item to deliver, merged into the last item when that is a node state
 // not delivered yet.
 func (c *NodeCache) onNode(n nodeData) error {
+	if n.stat != nil {
+		n.data = decodedCacheData(c.s, c.compress, c.path, n.data)
+	}
 	c.mu.Lock()
 	first := c.cur == nil
 	c.cur = &n

@@ -35,6 +35,7 @@ type sessionConfig struct {
 	tls       *tls.Config   // WithTLS (tls.go)
 	connOnly  []string      // the Connect-only options given, which NewSession refuses
 	damping   RetryPolicy   // WithFlapDamping (flapdamping.go); nil: off
+	compress  bool          // WithCompression (compression.go)
 	err       error
 }
 

@@ -51,7 +51,7 @@ func (m CreateMode) String() string {
 
 func (m CreateMode) ephemeral() bool { return m == ModeEphemeral || m == ModeEphemeralSequential }
 func (m CreateMode) sequential() bool {
-	return m == ModeEphemeralSequential || m == ModePersistentSequential
+	return m == ModeEphemeralSequential || m == ModePersistentSequential || m == ModePersistentSequentialWithTTL
 }
 
 func (m CreateMode) flags() int32 {
@@ -71,13 +71,18 @@ type PersistentNodeOption func(*persistentNodeConfig)
 type persistentNodeConfig struct {
 	mode CreateMode
 	err  error
+	ttl  time.Duration // WithNodeTTL (persistentnode_modes.go)
 }
 
-// WithCreateMode sets the kind of node kept. The default is ModeEphemeral.
+// WithCreateMode sets the kind of node kept: any CreateMode, the
+// container and TTL modes too (a TTL mode needs WithNodeTTL). A container
+// or TTL node that the server deletes (its last child gone, its TTL
+// passed) is created again, as a deleted node is, while the
+// PersistentNode runs. The default is ModeEphemeral.
 func WithCreateMode(m CreateMode) PersistentNodeOption {
 	return func(c *persistentNodeConfig) {
-		if m < ModeEphemeral || m > ModePersistentSequential {
-			c.err = invalidArg("a PersistentNode keeps an ephemeral or persistent node, sequential or not; not %v", m)
+		if m < ModeEphemeral || m > ModePersistentSequentialWithTTL {
+			c.err = invalidArg("unknown CreateMode %d", int(m))
 		}
 		c.mode = m
 	}
@@ -179,6 +184,9 @@ func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentN
 	}
 	if n.err == nil {
 		n.err = n.cfg.err
+	}
+	if n.err == nil {
+		n.err = n.cfg.checkTTL()
 	}
 	if n.err == nil && path == "/" {
 		n.err = invalidArg("a PersistentNode cannot keep the root")
@@ -683,7 +691,7 @@ func (n *PersistentNode) create(ctx context.Context, gen *generation, data []byt
 	if n.cfg.mode.sequential() {
 		path = joinPath(parentPath(n.abs), protectedName(n.uuid, baseName(n.abs)))
 	}
-	p, err := n.s.create(ctx, path, data, n.cfg.mode.flags())
+	p, err := n.s.createKept(ctx, path, data, n.cfg.mode, n.cfg.ttl)
 	if !refused(err) && err != zk.ErrNoNode {
 		n.mu.Lock()
 		n.mayExist = true

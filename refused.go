@@ -69,5 +69,6 @@ func refused(err error) bool {
 		errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) ||
 		errors.Is(err, zk.ErrInvalidACL) || errors.Is(err, zk.ErrBadArguments) ||
 		errors.Is(err, ErrAuthFailed) || errors.Is(err, ErrSASLRequired) ||
-		errors.Is(err, ErrTLSRefused) || errors.Is(err, ErrTLSUntrusted)
+		errors.Is(err, ErrTLSRefused) || errors.Is(err, ErrTLSUntrusted) ||
+		errors.Is(err, ErrTTLUnsupported)
 }

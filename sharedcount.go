@@ -32,7 +32,7 @@ type VersionedCount struct {
 // namespace) that is created holding seed when it does not exist. It does
 // no I/O; an invalid path or a nil session is reported by every method.
 func NewSharedCount(s *Session, path string, seed int32) *SharedCount {
-	return &SharedCount{v: NewSharedValue(s, path, encodeCount(seed))}
+	return &SharedCount{v: NewSharedValue(s, path, encodeCount(seed), WithValueCompression(false))}
 }
 
 // Path returns the count's path, as given to NewSharedCount.

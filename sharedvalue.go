@@ -31,8 +31,10 @@ type SharedValue struct {
 	s    *Session
 	path string // as given
 	abs  string // absolute, namespace included
-	seed []byte
+	seed []byte // as stored: compressed when compress is on
 	err  error
+
+	compress bool // WithValueCompression, else the Session's WithCompression
 }
 
 // VersionedValue is a shared value as read: its data and the version a
@@ -46,15 +48,44 @@ type VersionedValue struct {
 // namespace) that is created with seed (nil: 0 bytes) when it does not
 // exist. It does no
 // I/O; an invalid path, a nil session or a seed too large for the
-// Session's request size limit is reported by every method.
-func NewSharedValue(s *Session, path string, seed []byte) *SharedValue {
-	v := &SharedValue{s: s, path: path, seed: append([]byte(nil), seed...)}
+// Session's request size limit is reported by every method. Options:
+// WithValueCompression.
+func NewSharedValue(s *Session, path string, seed []byte, opts ...SharedValueOption) *SharedValue {
+	v := &SharedValue{s: s, path: path}
 	v.err = checkRecipe(s, path)
+	var cfg sharedValueConfig
+	for _, o := range opts {
+		if o == nil {
+			v.err = firstErr(v.err, invalidArg("nil SharedValueOption"))
+			continue
+		}
+		o(&cfg)
+	}
+	v.compress = compressionFor(s, cfg.compress)
+	v.seed = append([]byte(nil), encodeData(v.compress, seed)...)
 	if v.err == nil {
 		v.abs = s.abs(path)
 		v.err = s.checkNodeData(path, v.seed, v.abs)
 	}
 	return v
+}
+
+// SharedValueOption configures NewSharedValue.
+type SharedValueOption func(*sharedValueConfig)
+
+type sharedValueConfig struct {
+	compress *bool // nil: the Session's
+}
+
+// WithValueCompression makes the SharedValue store its value
+// gzip-compressed, and read it decompressed, in the format of Curator's
+// GzipCompressionProvider (a Curator SharedValue cannot: read it with
+// getData().decompressed()). A value read that is not gzip fails with
+// ErrNotCompressed; the size limit (ErrDataTooLarge) applies to the
+// compressed value. Default: the Session's WithCompression (off unless
+// set).
+func WithValueCompression(on bool) SharedValueOption {
+	return func(c *sharedValueConfig) { c.compress = &on }
 }
 
 // Path returns the value's path, as given to NewSharedValue.
@@ -151,6 +182,9 @@ func (v *SharedValue) readW(ctx context.Context, czxid int64) (*zk.Stat, []byte,
 		data, st, w, err := v.s.getW(ctx, v.abs)
 		switch {
 		case err == nil && (czxid == 0 || st.Czxid == czxid):
+			if data, err = decodeData(v.compress, v.path, data); err != nil {
+				return nil, nil, nil, err
+			}
 			return st, data, w, nil
 		case err == nil || err == zk.ErrNoNode && czxid != 0:
 			return nil, nil, nil, fmt.Errorf("%w: %s", ErrValueDeleted, v.path)
@@ -166,6 +200,9 @@ func (v *SharedValue) read(ctx context.Context) (VersionedValue, *zk.Stat, error
 	for {
 		data, st, err := v.s.get(ctx, v.abs)
 		if err == nil {
+			if data, err = decodeData(v.compress, v.path, data); err != nil {
+				return VersionedValue{}, nil, err
+			}
 			return VersionedValue{Value: data, Version: st.Version}, st, nil
 		}
 		if err = v.retry(ctx, err); err != nil {
@@ -195,11 +232,12 @@ func (v *SharedValue) set(ctx context.Context, value []byte, version int32) (Ver
 	if ctx == nil {
 		return VersionedValue{}, invalidArg("nil context")
 	}
-	if err := v.s.checkNodeData(v.path, value, v.abs); err != nil {
+	stored := encodeData(v.compress, value)
+	if err := v.s.checkNodeData(v.path, stored, v.abs); err != nil {
 		return VersionedValue{}, err
 	}
 	for {
-		st, err := v.s.setVersioned(ctx, v.abs, value, version)
+		st, err := v.s.setVersioned(ctx, v.abs, stored, version)
 		switch {
 		case err == nil:
 			return VersionedValue{Value: append([]byte(nil), value...), Version: st.Version}, nil

@@ -142,6 +142,7 @@ type treeConfig struct {
 	err      error
 	kind     string // what it reports to the Session's Observer (cacheobserve.go)
 	name     string
+	compress *bool // WithCacheCompression (nil: the Session's)
 }
 
 // WithMaxDepth caches only the nodes at most depth levels below the

@@ -146,7 +146,7 @@ func (c *TreeCache) applyNotes(ctx context.Context, batch []WatchEvent) error {
 			// Deleted and created again since: the notifications of both
 			// follow, and the copy follows them.
 		case f.stat.Mzxid > n.stat.Mzxid:
-			n.data, n.stat = f.data, *f.stat
+			n.data, n.stat = c.decoded(p, f.data), *f.stat
 			c.emit(NodeChanged, p, n)
 		default:
 			n.stat = *f.stat

@@ -278,7 +278,7 @@ func (c *TreeCache) refreshData(ctx context.Context, p string) error {
 		c.mu.Unlock()
 		return c.loadMerge(ctx, p)
 	case st.Mzxid > n.stat.Mzxid:
-		n.data, n.stat, n.armed = data, *st, n.armed|armData
+		n.data, n.stat, n.armed = c.decoded(p, data), *st, n.armed|armData
 		c.emit(NodeChanged, p, n)
 	default:
 		n.stat, n.armed = *st, n.armed|armData
@@ -536,7 +536,7 @@ func (c *TreeCache) merge(loaded []loadedNode) {
 		case n == nil:
 			c.insert(f)
 		case f.stat.Mzxid > n.stat.Mzxid:
-			n.data, n.stat, n.armed = f.data, *f.stat, f.armed
+			n.data, n.stat, n.armed = c.decoded(f.path, f.data), *f.stat, f.armed
 			c.emit(NodeChanged, f.path, n)
 		default:
 			n.stat, n.armed = *f.stat, f.armed
@@ -553,7 +553,7 @@ func (c *TreeCache) insert(f loadedNode) {
 		}
 		parent.setChildren(append(parent.children(), baseName(f.path)))
 	}
-	n := &treeNode{data: f.data, stat: *f.stat, armed: f.armed}
+	n := &treeNode{data: c.decoded(f.path, f.data), stat: *f.stat, armed: f.armed}
 	c.nodes[f.path] = n
 	c.emit(NodeCreated, f.path, n)
 }

@@ -41,7 +41,8 @@ func (s *Session) sendCreateTTL(path string, data []byte, flags int32, ttl time.
 	if err := s.checkWrite(path, len(data), s.createSize(storedPath(path, flags), len(data))); err != nil {
 		return "", err
 	}
-	return s.conn.CreateTTL(path, notNull(data), flags, toZKACL(s.cfg.acl), ttl)
+	p, err := s.conn.CreateTTL(path, notNull(data), flags, toZKACL(s.cfg.acl), ttl)
+	return p, ttlRefusal(err)
 }
 
 // sendSetACL sets path's ACL if its ACL version is version (-1: any).

@@ -74,7 +74,8 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.started = true
-	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1), zr.WithCacheKind(zr.KindDiscovery))
+	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1), zr.WithCacheKind(zr.KindDiscovery),
+		zr.WithCacheCompression(false)) // the data is decompressed by unmarshal, plain JSON too
 	c.tc = tc
 	c.mu.Unlock()
 	err := tc.Start(ctx)
@@ -166,7 +167,7 @@ func (c *ServiceCache) apply(ev zr.CacheEvent) bool {
 		if had && bytes.Equal(old.data, ev.Node.Data) {
 			return false
 		}
-		if inst, err := Unmarshal(ev.Node.Data); err == nil {
+		if inst, err := c.d.unmarshal(ev.Node.Data); err == nil {
 			c.nodes[name] = cachedNode{data: ev.Node.Data, inst: inst}
 			return true
 		}

@@ -44,6 +44,8 @@ type ServiceDiscovery struct {
 	mu     sync.Mutex
 	regs   map[string]*registration // by name/id
 	closed bool
+
+	compress bool // WithCompression
 }
 
 type registration struct {
@@ -53,10 +55,17 @@ type registration struct {
 }
 
 // New returns a ServiceDiscovery for the services under basePath
-// (relative to the Session's namespace), such as "/services". Bad
-// arguments are reported by every call.
-func New(s *zr.Session, basePath string) *ServiceDiscovery {
+// (relative to the Session's namespace), such as "/services". Options:
+// WithCompression. Bad arguments are reported by every call.
+func New(s *zr.Session, basePath string, opts ...Option) *ServiceDiscovery {
 	d := &ServiceDiscovery{s: s, base: basePath, regs: map[string]*registration{}}
+	for _, o := range opts {
+		if o == nil {
+			d.err = fmt.Errorf("%w: nil discovery Option", zr.ErrInvalidArgument)
+			continue
+		}
+		o(d)
+	}
 	switch {
 	case s == nil:
 		d.err = zr.ErrNilSession
@@ -186,7 +195,7 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 		inst.RegistrationTime = time.Now()
 	}
 	inst.RegistrationTime = inst.RegistrationTime.Truncate(time.Millisecond)
-	data, err := inst.Marshal()
+	data, err := d.marshal(inst)
 	if err != nil {
 		return err
 	}
@@ -265,7 +274,7 @@ func (d *ServiceDiscovery) Update(ctx context.Context, inst Instance) error {
 	if inst.RegistrationTime.IsZero() {
 		inst.RegistrationTime = r.inst.RegistrationTime
 	}
-	data, err := inst.Marshal()
+	data, err := d.marshal(inst)
 	if err == nil {
 		r.inst = inst
 	}
@@ -429,7 +438,7 @@ func (d *ServiceDiscovery) read(ctx context.Context, p string) (Instance, error)
 	if err != nil {
 		return Instance{}, fmt.Errorf("zkrecipes: discovery: read %s: %w", short(p), d.closing(err))
 	}
-	inst, err := Unmarshal(data)
+	inst, err := d.unmarshal(data)
 	if err != nil {
 		return Instance{}, fmt.Errorf("%s: %w", p, err)
 	}

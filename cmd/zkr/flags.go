@@ -20,14 +20,20 @@ type common struct {
 	sessionTimeout time.Duration
 	connectTimeout time.Duration
 	verbose        bool
+	namespace      string
 	security       security // TLS and SASL (security.go)
 }
 
-func (c *common) register(fs *flag.FlagSet) {
+func (c *common) register(fs *flag.FlagSet) { c.registerVerbose(fs, "v") }
+
+// registerVerbose registers the common flags, with the verbose flag named
+// verbose: the node commands keep -v for a version, as zkCli.sh does.
+func (c *common) registerVerbose(fs *flag.FlagSet, verbose string) {
 	fs.StringVar(&c.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, host:port,... (default $ZK_SERVERS)")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 15*time.Second, "give up connecting after this long")
-	fs.BoolVar(&c.verbose, "v", false, "log connection states and retries to stderr")
+	fs.BoolVar(&c.verbose, verbose, false, "log connection states and retries to stderr")
+	fs.StringVar(&c.namespace, "namespace", "", "root every PATH under this node, as Curator's namespace (\"app\": /x is /app/x); default none")
 	c.security.register(fs)
 }
 
@@ -43,6 +49,9 @@ func (c *common) connect(ctx context.Context, opts ...zkrecipes.SessionOption) (
 		return nil, err
 	}
 	opts = append(append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(c.sessionTimeout)}, sec...), opts...)
+	if c.namespace != "" {
+		opts = append(opts, zkrecipes.WithNamespace(c.namespace))
+	}
 	if c.verbose {
 		opts = append(opts, zkrecipes.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	}

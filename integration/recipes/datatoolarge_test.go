@@ -46,19 +46,19 @@ func newBystander(t *testing.T) *bystander {
 }
 
 // refuses runs call with context.Background() and asserts that it fails
-// with ErrDataTooLarge at once. A call that hangs fails the test (its
-// goroutine ends when the test's Session closes).
+// with ErrDataTooLarge, without waiting for anything: a call that hangs
+// or retries fails the test (its goroutine ends when the test's Session
+// closes), and undisturbed shows nothing reached the server. (No bound on
+// its time: on a busy machine a refusal took 1.5s.)
 func (b *bystander) refuses(t *testing.T, what string, call func(ctx context.Context) error) {
 	t.Helper()
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() { done <- call(context.Background()) }()
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, zr.ErrDataTooLarge, what)
 		var e *zr.DataTooLargeError
 		require.True(t, errors.As(err, &e), "%s: %v", what, err)
-		assert.Less(t, time.Since(start), time.Second, "%s: refused at once", what)
 		assert.True(t, strings.HasPrefix(err.Error(), "zkrecipes: node data too large: "), err.Error())
 	case <-time.After(20 * time.Second):
 		t.Fatalf("%s: no answer after 20s with context.Background(): it must fail at once", what)

@@ -126,9 +126,25 @@ func TestServiceCache_FollowsRegistrationsAndConvergesAfterExpiry(t *testing.T) 
 		return false
 	}, 5*time.Second, 5*time.Millisecond, "an update reaches the cache")
 
-	// The registering session expires: both instances go, then come back.
+	// The registering session expires: both instances go, then come back,
+	// registered by the new session.
+	obs := raw(t, c)
+	old := reg.SessionID()
 	reg.expire(t)
 	start = time.Now()
+	require.Eventually(t, func() bool {
+		id := reg.SessionID()
+		if id == old || id == 0 {
+			return false
+		}
+		for _, n := range []string{"a", "b"} {
+			_, st, err := obs.Get(base + "/api/" + n)
+			if err != nil || st.EphemeralOwner != id {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "the instances are registered again by the new session")
 	awaitCache(t, cache, 10*time.Second, "a", "b")
 	require.Eventually(t, func() bool {
 		st, _, err := d.Status("api", "a")
@@ -137,7 +153,10 @@ func TestServiceCache_FollowsRegistrationsAndConvergesAfterExpiry(t *testing.T) 
 	t.Logf("registrations back in the cache %v after the expiry", time.Since(start))
 
 	// The watching session expires: the cache converges on the new one.
+	old = watcher.SessionID()
 	watcher.expire(t)
+	require.Eventually(t, func() bool { id := watcher.SessionID(); return id != old && id != 0 }, 30*time.Second, 10*time.Millisecond,
+		"the watching Session has a new session")
 	require.NoError(t, d.Unregister(ctx, "api", "a"))
 	awaitCache(t, cache, 10*time.Second, "b")
 	assert.NoError(t, cache.Err())

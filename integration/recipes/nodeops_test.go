@@ -178,11 +178,13 @@ func TestSession_GuaranteedDeleteCompletesAcrossASessionExpiry(t *testing.T) {
 	g.proxy.Blackhole()
 	require.Equal(t, zr.StateSuspended, st.next(t, 10*time.Second, zr.StateSuspended).State)
 	require.ErrorIs(t, g.cl.Delete(ctxT(t, 300*time.Millisecond), p, zr.WithGuaranteed()), zr.ErrDeleteDeferred)
+	assert.Equal(t, []string{p}, g.cl.PendingDeletes())
 	g.cl.expire(t)
 	g.proxy.Heal()
 	require.Equal(t, zr.StateLost, st.next(t, 20*time.Second, zr.StateLost).State)
-	require.Eventually(t, func() bool { return !g.exists(t, p) }, 20*time.Second, 20*time.Millisecond,
-		"the delete went on under the new session")
+	require.Eventually(t, func() bool { return len(g.cl.PendingDeletes()) == 0 }, 20*time.Second, 20*time.Millisecond,
+		"the delete went on under the new session, and its reply came")
+	assert.False(t, g.exists(t, p), "the node is gone")
 	assert.NotEqual(t, old, g.cl.SessionID())
 	require.NoError(t, g.cl.Close())
 }

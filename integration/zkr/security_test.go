@@ -63,6 +63,17 @@ func TestZkrSASLDigestAgainstEnforcingServer(t *testing.T) {
 	assert.Equal(t, 69, code, stderr)
 	assert.Contains(t, stderr, "requires sasl")
 
+	// The node commands take the same flags.
+	pw := []string{"ZKR_SASL_PASSWORD=alice-secret"}
+	code, _, stderr = runEnv(t, srv.Addr, pw, append([]string{"create", path + "-cfg", "v1"}, sasl...)...)
+	require.Zero(t, code, stderr)
+	code, stdout, stderr = runEnv(t, srv.Addr, pw, append([]string{"get", path + "-cfg"}, sasl...)...)
+	require.Zero(t, code, stderr)
+	assert.Equal(t, "v1", stdout)
+	code, _, stderr = runEnv(t, srv.Addr, nil, "ls", testPath(t))
+	assert.Equal(t, 69, code, stderr)
+	assert.Contains(t, stderr, "requires sasl")
+
 	code, _, stderr = runEnv(t, srv.Addr, []string{"ZKR_SASL_PASSWORD="}, append([]string{"count", "get", path}, sasl...)...)
 	assert.Equal(t, 64, code, "no password anywhere is a usage error: %s", stderr)
 }
@@ -79,6 +90,15 @@ func TestZkrTLSWithClientCertificate(t *testing.T) {
 	require.Zero(t, code, stderr)
 
 	code, _, stderr = runEnv(t, srv.TLSAddr, nil, append([]string{"count", "get", path}, tls...)...)
+	assert.Equal(t, 69, code, stderr)
+	assert.Contains(t, stderr, "tls handshake refused")
+
+	// The node commands take the same flags.
+	cert := append([]string{"--tls-cert", m.ClientCertFile, "--tls-key", m.ClientKeyFile}, tls...)
+	code, stdout, stderr := runEnv(t, srv.TLSAddr, nil, append([]string{"ls", "-R", testPath(t)}, cert...)...)
+	require.Zero(t, code, stderr)
+	assert.Equal(t, testPath(t)+"\n"+path+"\n", stdout)
+	code, _, stderr = runEnv(t, srv.TLSAddr, nil, append([]string{"rm", path}, tls...)...)
 	assert.Equal(t, 69, code, stderr)
 	assert.Contains(t, stderr, "tls handshake refused")
 }

@@ -115,7 +115,7 @@ func (b *dockerBackend) launch(ctx context.Context, _ string, specs []serverSpec
 }
 
 func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s serverSpec, cfg config) (member, error) {
-	conf := zooCfg(specs, i, containerData, cfg.tickTime)
+	conf := zooCfg(specs, i, containerData, cfg.tickTime) + cfg.extendedTypesCfg()
 	entrypoint, jvmflags, err := b.dockerJVM(ctx, cfg)
 	if err != nil {
 		return nil, err

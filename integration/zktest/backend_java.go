@@ -182,11 +182,12 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return fail(err)
 		}
-		zc := zooCfg(specs, i, data, cfg.tickTime)
+		zc := zooCfg(specs, i, data, cfg.tickTime) + cfg.extendedTypesCfg()
 		if cfg.reconfig {
 			dynPath := filepath.Join(sdir, "zoo.cfg.dynamic")
 			var dyn string
 			zc, dyn = reconfigCfg(specs, cfg.size, i, data, dynPath, cfg.tickTime)
+			zc += cfg.extendedTypesCfg()
 			if err := os.WriteFile(dynPath, []byte(dyn), 0o644); err != nil {
 				return fail(err)
 			}

@@ -21,6 +21,7 @@ type config struct {
 	version      string        // WithServerVersion: "" (Version38) or Version39
 	reconfig     bool          // WithReconfig
 	spares       int           // WithReconfig: members configured, not started
+	noExtTypes   bool          // WithExtendedTypes(false)
 }
 
 // testJVMFlags are the "java" backend's JVM flags unless WithJVMFlags says
