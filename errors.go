@@ -500,7 +500,7 @@ var ErrDigestUser error = &alsoError{"zkrecipes: digest user name contains ':', 
 
 // ErrConnectOnlyOption is returned by NewSession given an option only
 // Connect honours (WithTLS, WithSASL, WithDialer, WithWireLayer,
-// WithResolver): NewSession adopts a connection the caller already made,
+// WithResolver, WithEnsembleTracking(true)): NewSession adopts a connection the caller already made,
 // so such an option would be silently ignored, and a caller would believe
 // the connection secured when it is not. The error names the options. Use
 // Connect, or set them on the zk.Conn before adopting it. It also matches
@@ -521,6 +521,32 @@ func (e *alsoError) Is(target error) bool { return target == e.also }
 // Session was made by NewSession or with WithWireLayer(false), or the
 // server predates ZooKeeper 3.6. Fall back to one-shot watches.
 var ErrPersistentWatchUnsupported = errors.New("zkrecipes: persistent watches unsupported: they need a Session made by Connect with the wire layer on and ZooKeeper 3.6 or later; fall back to one-shot watches")
+
+// Errors of reconfiguration (Session.Reconfig, Session.IncrementalReconfig).
+var (
+	// ErrReconfigDisabled is returned by a reconfiguration the ensemble
+	// refused because it runs with reconfiguration off (ZooKeeper's
+	// ZRECONFIGDISABLED; the error also matches zk.ErrReconfigDisabled).
+	// Set reconfigEnabled=true in every server's zoo.cfg, with a dynamic
+	// configuration file, and restart them.
+	ErrReconfigDisabled = errors.New("zkrecipes: reconfiguration disabled on the ensemble; set reconfigEnabled=true in every server's zoo.cfg")
+
+	// ErrReconfigNotAuthorized is returned by a reconfiguration the
+	// ensemble refused for the Session's identity (NOAUTH): only a super
+	// user may reconfigure, unless the servers run with skipACL. It also
+	// matches ErrNotAuthorized and zk.ErrNoAuth. Authenticate the Session
+	// as the super user (WithDigestAuth with the user of the servers'
+	// zookeeper.DigestAuthenticationProvider.superDigest), or as a user the
+	// servers' zookeeper.superUser names.
+	ErrReconfigNotAuthorized error = &alsoError{"zkrecipes: reconfiguration not authorized; authenticate the Session as the ensemble's super user", ErrNotAuthorized}
+
+	// ErrConfigChanged is returned by a reconfiguration given a version
+	// that is no longer the configuration's (BADVERSION): another
+	// reconfiguration came first. It also matches ErrVersionChanged and
+	// zk.ErrBadVersion. Read the configuration again (Session.Config) and
+	// decide again.
+	ErrConfigChanged error = &alsoError{"zkrecipes: ensemble configuration changed since the version given; read it again with Session.Config and retry", ErrVersionChanged}
+)
 
 // Errors of the Session's node operations (Create, Get, Set, Delete,
 // Multi...). Each error also matches go-zookeeper's (zk.ErrNoNode...) and

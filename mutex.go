@@ -117,5 +117,15 @@ func checkRecipe(s *Session, path string) error {
 	return s.checkPathLength(path)
 }
 
+// checkWatched is checkRecipe for what only reads and watches its path
+// (the caches, the watches): it may name ConfigPath, the ensemble's own
+// read-only node.
+func checkWatched(s *Session, path string) error {
+	if s != nil && path == ConfigPath {
+		return nil
+	}
+	return checkRecipe(s, path)
+}
+
 // configErr returns what NewMutex found wrong (see MultiLock).
 func (m *Mutex) configErr() error { return m.err }

@@ -16,11 +16,12 @@ import (
 // honours, rather than ignoring it, and adopts nothing.
 func TestNewSessionRefusesConnectOnlyOptions(t *testing.T) {
 	for name, opt := range map[string]SessionOption{
-		"WithTLS":       WithTLS(&tls.Config{}),
-		"WithSASL":      WithSASL(DigestMD5("u", "p")),
-		"WithDialer":    WithDialer(net.DialTimeout),
-		"WithWireLayer": WithWireLayer(true),
-		"WithResolver":  WithResolver(net.DefaultResolver),
+		"WithTLS":              WithTLS(&tls.Config{}),
+		"WithSASL":             WithSASL(DigestMD5("u", "p")),
+		"WithDialer":           WithDialer(net.DialTimeout),
+		"WithWireLayer":        WithWireLayer(true),
+		"WithResolver":         WithResolver(net.DefaultResolver),
+		"WithEnsembleTracking": WithEnsembleTracking(true),
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

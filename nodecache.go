@@ -136,7 +136,7 @@ type cacheItem struct {
 // refused. It does no I/O; an invalid path or option, or a nil session
 // is reported by Start.
 func NewNodeCache(s *Session, path string, opts ...TreeCacheOption) *NodeCache {
-	c := &NodeCache{s: s, path: path, err: checkRecipe(s, path),
+	c := &NodeCache{s: s, path: path, err: checkWatched(s, path),
 		cacheRun: newCacheRun(), wake: make(chan struct{}, 1)}
 	c.compress, c.err = nodeCacheOptions(s, c.err, opts)
 	if c.err == nil {

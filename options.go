@@ -30,6 +30,7 @@ type sessionConfig struct {
 	resolver  Resolver // WithResolver (servers.go)
 	maxReq    int      // request size limit (see requestsize.go); 0 means the default
 	noWire    bool
+	noTrack   bool          // WithEnsembleTracking(false) (ensembletrack.go)
 	sasl      SASLMechanism // WithSASL (sasl.go)
 	tls       *tls.Config   // WithTLS (tls.go)
 	connOnly  []string      // the Connect-only options given, which NewSession refuses
@@ -249,6 +250,37 @@ func WithWireLayer(on bool) SessionOption {
 	return func(c *sessionConfig) {
 		c.noWire = !on
 		c.connectOnly("WithWireLayer")
+	}
+}
+
+// WithEnsembleTracking turns on or off following the ensemble's
+// configuration, as Curator's EnsembleTracker does. On, a Session made by
+// Connect reads ConfigPath once connected, watches it for the Session's
+// life, and on every change dials the members' client addresses from then
+// on (in place of the servers Connect was given; names are kept as the
+// configuration writes them), with the Java client's rule: it stays on its
+// server while that server is in the new configuration, and moves off one
+// that left, keeping its ZooKeeper session (the move is a reconnection:
+// SUSPENDED then RECONNECTED, which ends leases under LoseOnSuspended).
+// A configuration with no client address, or with a member at 0.0.0.0,
+// changes nothing; a server older than 3.5, or one whose ACL on ConfigPath
+// refuses the Session, leaves the list as given (logged once at Warn). It
+// costs one watch on the server and one getData per change, neither
+// reported to the Tracer or Observer; the watch goes with the Session's
+// Close.
+//
+// Turn it off when this client reaches the ensemble by other names or
+// addresses than its configuration gives (from outside a Kubernetes
+// cluster, through a load balancer or a port forward): it would move to
+// servers it cannot reach. Default true (on) for Connect. NewSession never
+// follows the ensemble (the caller's connection has its own server list),
+// and refuses WithEnsembleTracking(true) with ErrConnectOnlyOption.
+func WithEnsembleTracking(on bool) SessionOption {
+	return func(c *sessionConfig) {
+		c.noTrack = !on
+		if on {
+			c.connectOnly("WithEnsembleTracking")
+		}
 	}
 }
 

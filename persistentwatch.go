@@ -199,7 +199,7 @@ func NewPersistentWatch(s *Session, path string, opts ...PersistentWatchOption) 
 		}
 		o(w)
 	}
-	if err := checkRecipe(s, path); err != nil && w.err == nil {
+	if err := checkWatched(s, path); err != nil && w.err == nil {
 		w.err = err
 	}
 	if w.err == nil {

@@ -51,9 +51,10 @@ func (s *Session) GetChildren(ctx context.Context, path string) ([]string, *Node
 	return kids, newNodeStat(st), err
 }
 
-// validateReadPath is validatePath, which also lets a read name the root.
+// validateReadPath is validatePath, which also lets a read name the root
+// and ConfigPath.
 func validateReadPath(path string) error {
-	if path == "/" {
+	if path == "/" || path == ConfigPath {
 		return nil
 	}
 	return validatePath(path)

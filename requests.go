@@ -85,6 +85,16 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 // tracedCtx is traced for a request issued under the caller's ctx.
 func tracedCtx[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error)) (T, error) {
 	start := time.Now()
+	v, err := checked(s, op, path, fn)
+	if s.cfg.tracer != nil || s.cfg.obs != nil {
+		s.reportOp(ctx, op, path, start, err) // observe.go
+	}
+	return v, err
+}
+
+// checked runs request fn on path: its size checked before, its error
+// typed after; traced and housekeeping report it or not.
+func checked[T any](s *Session, op, path string, fn func() (T, error)) (T, error) {
 	var v T
 	err := s.checkRequestPath(path) // requestsize.go
 	if err == nil {
@@ -97,10 +107,26 @@ func tracedCtx[T any](ctx context.Context, s *Session, op, path string, fn func(
 		// have been applied (errCutShort).
 		err = errCutShort
 	}
-	if s.cfg.tracer != nil || s.cfg.obs != nil {
-		s.reportOp(ctx, op, path, start, err) // observe.go
-	}
 	return v, err
+}
+
+// readConfig reads ConfigPath and sets a data watch on it, for the
+// Session's following of its ensemble (ensembletrack.go). The request is
+// the Session's own housekeeping, as go-zookeeper's pings and SetWatches
+// are, not an operation of the caller's: it is checked and typed as every
+// request is, but not reported to the Tracer or the Observer. It returns
+// once the reply comes, or ctx's error when ctx ends first (the request
+// then completes in the background).
+func (s *Session) readConfig(ctx context.Context) ([]byte, <-chan zk.Event, error) {
+	ch := make(chan reply[getResult], 1)
+	if !s.spawn(func() {
+		r, err := checked(s, "getData", ConfigPath, s.getReq(ConfigPath, true))
+		ch <- reply[getResult]{r, err}
+	}) {
+		return nil, nil, ErrClosed
+	}
+	r, err := await(ctx, ch)
+	return r.data, r.watch, err
 }
 
 // reply is the outcome of a request sent with send.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,6 +107,8 @@ type serverList struct {
 	refused    map[string]bool  // the server's latest attempt was refused (retrying it cannot help)
 	reasons    map[string]error // why the server's latest failed attempt failed; nil: none since it last connected
 	unresolved map[string]bool  // the name did not resolve at its latest attempt, and was logged
+	conn       net.Conn         // the latest connection the stack opened (recorder), maybe closed since
+	connServer string           // the server conn was dialled for, as written
 }
 
 func newServerList(given []string, log *slog.Logger, closed <-chan struct{}) *serverList {
@@ -291,7 +294,82 @@ func (p *serverList) recorder(dial dialFunc) dialFunc {
 		c, err := dial(network, address, timeout)
 		if err != nil {
 			p.failed(address, err)
+		} else {
+			p.mu.Lock()
+			p.conn, p.connServer = c, address
+			p.mu.Unlock()
 		}
 		return c, err
 	}
+}
+
+// update replaces the servers with next (normalised; the ensemble's
+// members, see ensembletrack.go) as the Java client's
+// StaticHostProvider.updateServerList does, without its load balancing:
+// the new list is tried in a new random order; a Session on a server that
+// stays keeps its connection and goes on from there; one on a server that
+// left is moved off it: update closes the connection under go-zookeeper,
+// which dials the next server of the new list and resumes the same
+// session there. It reports whether the list changed and whether it moved.
+func (p *serverList) update(next []string) (changed, moved bool) {
+	next = slices.Compact(slices.Sorted(slices.Values(next)))
+	p.mu.Lock()
+	if len(next) == 0 || slices.Equal(next, slices.Sorted(slices.Values(p.given))) {
+		p.mu.Unlock()
+		return false, false
+	}
+	var cur, remote string
+	if p.conn != nil {
+		cur, remote = p.connServer, p.conn.RemoteAddr().String()
+	}
+	order := slices.Clone(next)
+	p.shuffle(order)
+	p.given, p.order = next, order
+	drop := mustMove(next, cur, remote)
+	if i := slices.Index(order, cur); !drop && i >= 0 {
+		p.curr, p.last = i, i
+	} else if i := slices.IndexFunc(order, func(s string) bool { return sameServer(s, cur, remote) }); !drop && i >= 0 {
+		p.curr, p.last = i, i
+	} else {
+		p.curr, p.last = -1, -1 // the next attempt starts the new list
+	}
+	var c net.Conn
+	if drop {
+		c, p.conn = p.conn, nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		_ = c.Close() // go-zookeeper reconnects, with the session, to the next server (Next)
+	}
+	return true, c != nil
+}
+
+// mustMove reports whether a Session connected to server cur (as
+// written; "" when it has no connection), at address remote (ip:port),
+// must leave it for the server list next: when cur is not in it. As the
+// Java client does, a server is in it when an entry names it as written
+// or has its address.
+func mustMove(next []string, cur, remote string) bool {
+	if cur == "" {
+		return false
+	}
+	return !slices.ContainsFunc(next, func(s string) bool { return sameServer(s, cur, remote) })
+}
+
+// sameServer reports whether entry (host:port) is the server dialled as
+// cur (host:port as written) at address remote (ip:port, may be "").
+func sameServer(entry, cur, remote string) bool {
+	if entry == cur {
+		return true
+	}
+	e, err := netip.ParseAddrPort(entry)
+	if err != nil {
+		return false
+	}
+	for _, x := range []string{cur, remote} {
+		if a, err := netip.ParseAddrPort(x); err == nil && a.Addr().Unmap() == e.Addr().Unmap() && a.Port() == e.Port() {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,3 +279,82 @@ func TestWithResolverRejectsNil(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, net.DefaultResolver, cfg.resolver)
 }
+
+// The decision of the Java client's updateServerList: a Session moves
+// only when its server left, whether the list names it as it was dialled
+// or by its address.
+func TestMustMoveOnlyWhenTheCurrentServerLeft(t *testing.T) {
+	next := []string{"127.0.0.1:2181", "zk-2.zk-hs:2181", "[::1]:2183"}
+	for _, c := range []struct {
+		cur, remote string
+		move        bool
+	}{
+		{"", "", false}, // not connected: the next attempt takes the new list
+		{"127.0.0.1:2181", "127.0.0.1:2181", false},
+		{"zk-2.zk-hs:2181", "10.1.2.3:2181", false},     // by name as written
+		{"zk-9.zk-hs:2181", "127.0.0.1:2181", false},    // by the address the name resolved to
+		{"[0:0:0:0:0:0:0:1]:2183", "[::1]:2183", false}, // another spelling of the address
+		{"zk-3.zk-hs:2181", "10.1.2.4:2181", true},
+		{"127.0.0.1:2182", "127.0.0.1:2182", true}, // same host, another port
+	} {
+		require.Equal(t, c.move, mustMove(next, c.cur, c.remote), "%+v", c)
+	}
+}
+
+// update swaps in the new list in a new random order; on a server that
+// stays, the Session goes on from there; off one that left, its connection
+// is closed and the next attempt starts the new list.
+func TestServerListUpdateKeepsAStayingServerAndDropsALeftOne(t *testing.T) {
+	p, _ := testServerList("a:1", "b:1", "c:1")
+	p.shuffle = func([]string) {}
+	require.NoError(t, p.Init([]string{"a:1", "b:1", "c:1"}))
+	server, _ := p.Next()
+	c1 := &closeRecorder{remote: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 1}}
+	_, err := p.recorder(func(string, string, time.Duration) (net.Conn, error) { return c1, nil })("tcp", server, time.Second)
+	require.NoError(t, err)
+	p.Connected()
+
+	changed, moved := p.update([]string{"a:1", "c:1", "b:1"})
+	require.False(t, changed, "the same servers in another order are no change")
+	require.False(t, moved)
+
+	changed, moved = p.update([]string{"e:1", "a:1", "d:1", "b:1", "c:1"})
+	require.True(t, changed)
+	require.False(t, moved, "a stays: the Session stays on it")
+	require.Equal(t, 5, p.Len())
+	next, _ := p.Next()
+	require.Equal(t, "b:1", next, "it goes on after a, in the new list")
+	require.False(t, c1.closed.Load(), "the connection is still open")
+	p.mu.Lock()
+	p.curr = 0 // on a again
+	p.mu.Unlock()
+
+	changed, moved = p.update([]string{"c:1", "d:1", "e:1"})
+	require.True(t, changed)
+	require.True(t, moved, "a left: the Session moves")
+	require.True(t, c1.closed.Load(), "the connection to a is closed")
+	var got []string
+	for range 3 {
+		s, retry := p.Next()
+		require.False(t, retry, "no pause before the new list's first round")
+		got = append(got, s)
+	}
+	require.Equal(t, []string{"c:1", "d:1", "e:1"}, got)
+	var ce *ConnectError
+	require.ErrorAs(t, p.connectError(nil), &ce)
+	require.Len(t, ce.Servers, 3, "reports name the new servers")
+
+	changed, _ = p.update(nil)
+	require.False(t, changed, "an empty list changes nothing")
+	require.Equal(t, 3, p.Len())
+}
+
+// closeRecorder is a connection that records its Close.
+type closeRecorder struct {
+	net.Conn
+	remote net.Addr
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) RemoteAddr() net.Addr { return c.remote }
+func (c *closeRecorder) Close() error         { c.closed.Store(true); return nil }

@@ -85,9 +85,16 @@ type generation struct {
 // when ctx ends, it fails with a *ConnectError that gives each server's
 // reason and matches ErrNoServerAccepted and ctx's error; it fails the same
 // way before then once every server has refused the Session for a reason
-// redialling cannot mend (see WithTLS and WithSASL). It fails with
+// redialling cannot mend (see WithTLS and WithSASL), at its handshake or at
+// its first request. It fails with
 // ErrInvalidArgument for a server that is not host:port, and with
 // ErrInvalidArgument or ErrInvalidPath for bad options.
+//
+// Once connected, the Session follows the ensemble's configuration
+// (ZooKeeper 3.5's /zookeeper/config, as Curator does): after a
+// reconfiguration it dials the new members, and moves off a server that
+// left, keeping its ZooKeeper session (see WithEnsembleTracking, on by
+// default, and Servers).
 //
 // A Session holds about 3 MB of go-zookeeper's buffers (a 1.5 MB send
 // buffer, and a 1.5 MB receive buffer for each connection), whatever its
@@ -144,6 +151,14 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		s.Close()
 		return nil, err
 	}
+	s.trackEnsemble(ctx) // WithEnsembleTracking (ensembletrack.go)
+	if s.fatal.fired() {
+		// Its first request was refused by every server (a server that
+		// requires SASL answers any request so): no Session to return.
+		err := s.fatal.err
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -161,9 +176,10 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // reply before it re-sets its watches, which can lose a notification of a
 // change made while it was cut off (go-zookeeper/zk#35).
 // Prefer Connect. Given an option only Connect honours (WithTLS, WithSASL,
-// WithDialer, WithWireLayer, WithResolver), NewSession fails with an error
-// matching ErrConnectOnlyOption and ErrInvalidArgument, before adopting
-// conn.
+// WithDialer, WithWireLayer, WithResolver, WithEnsembleTracking(true)),
+// NewSession fails with an error matching ErrConnectOnlyOption and
+// ErrInvalidArgument, before adopting conn. Its Session does not follow
+// the ensemble's configuration: conn keeps the servers it was made with.
 func NewSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
@@ -414,7 +430,12 @@ func (z zkLogger) Printf(format string, args ...any) {
 }
 
 // abs maps a recipe path to its absolute ZooKeeper path.
-func (s *Session) abs(p string) string { return s.cfg.namespace + p }
+func (s *Session) abs(p string) string {
+	if p == ConfigPath { // the ensemble's own node, whatever the namespace
+		return p
+	}
+	return s.cfg.namespace + p
+}
 
 // rel maps an absolute ZooKeeper path back under the namespace.
 func (s *Session) rel(p string) string {

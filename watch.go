@@ -94,7 +94,7 @@ func WatchChildren(ctx context.Context, s *Session, path string, fn func(childre
 }
 
 func checkWatch(ctx context.Context, s *Session, path string, nilFn bool) error {
-	if err := checkRecipe(s, path); err != nil {
+	if err := checkWatched(s, path); err != nil {
 		return err
 	}
 	if ctx == nil {

@@ -17,6 +17,7 @@
 //	zkr set PATH DATA|- [-v VERSION]           write the data (-: from stdin), at that version only
 //	zkr create PATH [DATA|-] [-p] [-s] [-c | --ttl D]   create a node (parents, sequential, container, TTL)
 //	zkr rm PATH [-r] [-v VERSION]              delete the node (-r: and its descendants)
+//	zkr config [--json]                        print the ensemble's configuration
 //
 // The node commands are zkCli.sh's, for scripts: they take -v for a
 // version (--verbose logs), create makes no ephemeral node (it would go
@@ -24,8 +25,10 @@
 // node not as required (65: it exists, moved to another version, has
 // children).
 //
-// Servers come from --servers or ZK_SERVERS (host:port,...). Every command
-// takes --help, --namespace NS (every PATH under /NS, as Curator's
+// Servers come from --servers or ZK_SERVERS (host:port,...; names are
+// resolved at each connection attempt), and zkr follows the ensemble's
+// configuration as it changes (zkrecipes.WithEnsembleTracking). Every
+// command takes --help, --namespace NS (every PATH under /NS, as Curator's
 // namespace), and the flags for secured ensembles: --tls-ca, --tls-cert,
 // --tls-key, --tls-server-name (TLS), --sasl digest-md5 with --sasl-user and
 // the password in $ZKR_SASL_PASSWORD or --sasl-password-file (never on the
@@ -83,6 +86,7 @@ usage:
   zkr services [NAME]                       list services and instances (curator-x-discovery)
   zkr register NAME ADDR:PORT -- CMD ...    register an instance while CMD runs
   zkr watch PATH [-r]                       print the node (-r: the tree) and every change
+  zkr config [--json]                       print the ensemble's members and configuration version
 
 nodes, as zkCli.sh (data as it is on stdout; -v VERSION: only at that version):
   zkr ls PATH [-R]                          list the children (-R: the whole tree)
@@ -140,6 +144,8 @@ func run(args []string) int {
 		return cmdCreate(args[1:])
 	case "rm":
 		return cmdRm(args[1:])
+	case "config":
+		return cmdConfig(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0

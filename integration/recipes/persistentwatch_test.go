@@ -264,7 +264,8 @@ func TestPersistentWatchIsSetAgainInTheNewSessionAfterExpiry(t *testing.T) {
 }
 
 // sessionWatches returns the paths the server holds a watch on for session
-// sid (the four-letter word wchc), sorted.
+// sid (the four-letter word wchc), sorted, but for the Session's own watch
+// on the ensemble's configuration (zr.ConfigPath, WithEnsembleTracking).
 func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
 	t.Helper()
 	out, err := zktest.FourLetterWord(ctxT(t, 10*time.Second), c.Servers()[0], "wchc")
@@ -275,7 +276,7 @@ func sessionWatches(t *testing.T, c *zktest.Cluster, sid int64) []string {
 		switch {
 		case strings.HasPrefix(line, "0x"):
 			in = line == fmt.Sprintf("0x%x", sid)
-		case in && strings.HasPrefix(line, "\t"):
+		case in && strings.HasPrefix(line, "\t") && strings.TrimSpace(line) != zr.ConfigPath:
 			paths = append(paths, strings.TrimSpace(line))
 		}
 	}

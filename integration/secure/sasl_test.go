@@ -119,7 +119,9 @@ func TestSASLWrongPasswordFailsConnectWithErrAuthFailedOnce(t *testing.T) {
 // and so does the Session, instead of redialling.
 func TestSessionWithoutSASLIsRefusedByEnforcingServerAndTold(t *testing.T) {
 	srv := enforced.get(t)
-	s := connect(t, srv.Addr)
+	// Without following the ensemble, Connect sends no request: the
+	// refusal comes at the first request of a recipe.
+	s := connect(t, srv.Addr, zr.WithEnsembleTracking(false))
 	ctx, cancel := context.WithTimeout(context.Background(), refuseBound)
 	defer cancel()
 	_, err := zr.NewMutex(s, testPath(t)).Acquire(ctx)
@@ -129,11 +131,22 @@ func TestSessionWithoutSASLIsRefusedByEnforcingServerAndTold(t *testing.T) {
 	require.ErrorIs(t, s.Err(), zr.ErrSASLRequired)
 }
 
+// A Session that follows the ensemble (the default) reads its
+// configuration inside Connect: against a server that requires SASL,
+// Connect itself fails, at once, with ErrSASLRequired.
+func TestConnectWithoutSASLToEnforcingServerFailsWithErrSASLRequired(t *testing.T) {
+	srv := enforced.get(t)
+	took, err := connectErr(t, srv.Addr)
+	require.ErrorIs(t, err, zr.ErrSASLRequired)
+	require.ErrorIs(t, err, zr.ErrNoServerAccepted)
+	require.Less(t, took, refuseBound, "refused at once")
+}
+
 // An idle Session without SASL is refused too, on its first ping, and
 // is lost with ErrSASLRequired instead of reconnecting every few seconds.
 func TestIdleSessionWithoutSASLIsLostWithErrSASLRequired(t *testing.T) {
 	srv := enforced.get(t)
-	s := connect(t, srv.Addr, zr.WithSessionTimeout(3*time.Second))
+	s := connect(t, srv.Addr, zr.WithSessionTimeout(3*time.Second), zr.WithEnsembleTracking(false))
 	states, stop := s.Subscribe()
 	defer stop()
 	c := waitState(t, states, refuseBound, zr.StateLost, zr.StateReconnected)

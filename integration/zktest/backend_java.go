@@ -183,6 +183,15 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 			return fail(err)
 		}
 		zc := zooCfg(specs, i, data, cfg.tickTime) + cfg.extendedTypesCfg()
+		if cfg.reconfig {
+			dynPath := filepath.Join(sdir, "zoo.cfg.dynamic")
+			var dyn string
+			zc, dyn = reconfigCfg(specs, cfg.size, i, data, dynPath, cfg.tickTime)
+			zc += cfg.extendedTypesCfg()
+			if err := os.WriteFile(dynPath, []byte(dyn), 0o644); err != nil {
+				return fail(err)
+			}
+		}
 		var secFlags []string
 		cp := b.classpath
 		if cfg.secure != nil {
@@ -214,6 +223,9 @@ func (b *javaBackend) launch(ctx context.Context, dir string, specs []serverSpec
 			dir:  sdir,
 		}
 		ms = append(ms, m)
+		if i >= cfg.size {
+			continue // a spare (WithReconfig): Cluster.Restart starts it
+		}
 		if err := m.start(ctx); err != nil {
 			return fail(err)
 		}

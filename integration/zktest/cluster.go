@@ -25,6 +25,8 @@ type Cluster struct {
 	closeErr error
 	tls      *TLSMaterial // WithSecurity(WithTLS(...)); nil otherwise
 	tlsAddrs []string     // each member's TLS client address, with tls
+	spares   int          // WithReconfig's spares: the last members, not started at the start
+	lines    []string     // each member's dynamic configuration line, WithReconfig
 }
 
 // Start starts a cluster for the test tb (or attaches to ZK_SERVERS) and registers
@@ -99,7 +101,10 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		specs, err := planPorts(cfg.size, pki != nil)
+		if cfg.reconfig && (b.name() != BackendJava || cfg.size < 2 || pki != nil) {
+			return nil, fmt.Errorf("zktest: WithReconfig needs the java backend, an ensemble (WithSize of 2 or more) and no WithSecurity")
+		}
+		specs, err := planPorts(cfg.size+cfg.spares, pki != nil)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +116,12 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 		if err != nil {
 			return nil, fmt.Errorf("zktest: %s backend: %w", b.name(), err)
 		}
-		c := &Cluster{backend: b.name(), members: ms, dir: dir, ownDir: ownDir, tls: pki}
+		c := &Cluster{backend: b.name(), members: ms, dir: dir, ownDir: ownDir, tls: pki, spares: cfg.spares}
+		if cfg.reconfig {
+			for _, s := range specs {
+				c.lines = append(c.lines, s.line())
+			}
+		}
 		if pki != nil {
 			for _, s := range specs {
 				c.tlsAddrs = append(c.tlsAddrs, fmt.Sprintf("127.0.0.1:%d", s.tlsPort))
@@ -143,7 +153,7 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 func (c *Cluster) waitAll(ctx context.Context) error {
 	errs := make([]error, len(c.members))
 	var wg sync.WaitGroup
-	for i := range c.members {
+	for i := range len(c.members) - c.spares {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -168,8 +178,20 @@ func (c *Cluster) Servers() []string {
 	return s
 }
 
-// Size returns the number of servers.
+// Size returns the number of servers, the spares of [WithReconfig] included.
 func (c *Cluster) Size() int { return len(c.members) }
+
+// ServerLine returns the line of server i in the dynamic configuration of
+// an ensemble started [WithReconfig] ("server.N=127.0.0.1:quorumPort:
+// electionPort:participant;127.0.0.1:clientPort", N being i+1): what a
+// reconfiguration adds to bring it in. It returns "" without WithReconfig
+// or for an i out of range.
+func (c *Cluster) ServerLine(i int) string {
+	if i < 0 || i >= len(c.lines) {
+		return ""
+	}
+	return c.lines[i]
+}
 
 // Backend returns the name of the backend in use: "servers", "java" or "docker".
 func (c *Cluster) Backend() string { return c.backend }
@@ -200,7 +222,7 @@ func (c *Cluster) Kill(i int) error {
 const RestartTimeout = 60 * time.Second
 
 // Restart kills server i if it still runs, starts it again with the same data
-// directory and ports, and waits (up to [RestartTimeout]) until it serves. In an
+// directory and ports (or for the first time: a spare of [WithReconfig]), and waits (up to [RestartTimeout]) until it serves. In an
 // ensemble a server serves only once it has joined a quorum. It returns
 // [ErrUnsupported] on the "servers" backend.
 func (c *Cluster) Restart(i int) error {
@@ -377,7 +399,7 @@ func (c *Cluster) checkVersion(ctx context.Context, cfg config) error {
 	if err != nil || cfg.version == "" {
 		return err
 	}
-	for _, addr := range c.Servers() {
+	for _, addr := range c.Servers()[:len(c.members)-c.spares] {
 		m, err := Srvr(ctx, addr)
 		if err != nil {
 			return fmt.Errorf("zktest: asking %s its version: %w", addr, err)

@@ -77,3 +77,21 @@ func TestJavaBackendStartsServersWithTheJVMFlagsAskedFor(t *testing.T) {
 		})
 	}
 }
+
+// WithReconfig's files: the client port only in the dynamic file (so that
+// /zookeeper/config names it), reconfiguration on, a super user, every
+// address on loopback; a spare's dynamic file lists the ensemble and it.
+func TestReconfigCfgPutsClientAddressesInTheDynamicFile(t *testing.T) {
+	specs := []serverSpec{{1, 2181, 2888, 3888, 0}, {2, 2182, 2889, 3889, 0}, {3, 2183, 2890, 3890, 0}}
+	zoo, dyn := reconfigCfg(specs, 2, 0, "/data", "/d/zoo.cfg.dynamic", 200*time.Millisecond)
+	require.NotContains(t, zoo, "clientPort")
+	require.Contains(t, zoo, "reconfigEnabled=true\n")
+	require.Contains(t, zoo, "standaloneEnabled=false\n")
+	require.Contains(t, zoo, "quorumListenOnAllIPs=false\n")
+	require.Contains(t, zoo, "dynamicConfigFile=/d/zoo.cfg.dynamic\n")
+	require.Contains(t, zoo, "DigestAuthenticationProvider.superDigest=super:")
+	require.Equal(t, "server.1=127.0.0.1:2888:3888:participant;127.0.0.1:2181\n"+
+		"server.2=127.0.0.1:2889:3889:participant;127.0.0.1:2182\n", dyn)
+	_, dyn = reconfigCfg(specs, 2, 2, "/data", "/d/zoo.cfg.dynamic", 200*time.Millisecond)
+	require.True(t, strings.HasSuffix(dyn, "server.3=127.0.0.1:2890:3890:participant;127.0.0.1:2183\n"), dyn)
+}

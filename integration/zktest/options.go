@@ -19,6 +19,8 @@ type config struct {
 	jvmFlags     []string      // nil: testJVMFlags
 	secure       *secureConfig // WithSecurity; nil: plain servers
 	version      string        // WithServerVersion: "" (Version38) or Version39
+	reconfig     bool          // WithReconfig
+	spares       int           // WithReconfig: members configured, not started
 	noExtTypes   bool          // WithExtendedTypes(false)
 }
 
@@ -119,3 +121,26 @@ const (
 func WithServerVersion(v string) Option {
 	return func(c *config) { c.version = v }
 }
+
+// WithReconfig starts an ensemble (of [WithSize] servers, at least 2) that
+// may be reconfigured: reconfigEnabled=true, the members in a dynamic
+// configuration file, each with its client address there (so that
+// /zookeeper/config names it), and [SuperUser] / [SuperPassword] as the
+// servers' digest super user, the only identity allowed to reconfigure.
+// spares more members are planned (ports, data directory, a dynamic file
+// of the ensemble and themselves) but not started: they are numbered
+// after the ensemble, [Cluster.Servers] lists them too, [Cluster.Restart]
+// starts one, and [Cluster.ServerLine] gives the line that adds it to the
+// ensemble. Optional, defaults to off (reconfigEnabled=false, no spare).
+// Only the "java" backend supports it; others fail the start.
+func WithReconfig(spares int) Option {
+	return func(c *config) { c.reconfig, c.spares = true, max(spares, 0) }
+}
+
+// The digest super user of an ensemble started [WithReconfig]: a client
+// that authenticates as it (digest "SuperUser:SuperPassword") may
+// reconfigure the ensemble; any other gets NOAUTH.
+const (
+	SuperUser     = "super"
+	SuperPassword = "zktest-super-secret"
+)

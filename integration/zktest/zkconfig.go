@@ -1,6 +1,8 @@
 package zktest
 
 import (
+	"crypto/sha1"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
@@ -80,4 +82,37 @@ func zooCfg(specs []serverSpec, self int, dataDir string, tick time.Duration) st
 // bindClash reports whether a server log shows a port that was taken meanwhile.
 func bindClash(log string) bool {
 	return strings.Contains(log, "Address already in use") || strings.Contains(log, "BindException")
+}
+
+// line is s's line in a dynamic configuration, client address included.
+func (s serverSpec) line() string {
+	return fmt.Sprintf("server.%d=127.0.0.1:%d:%d:participant;127.0.0.1:%d", s.id, s.peerPort, s.electPort, s.clientPort)
+}
+
+// reconfigCfg renders, for member self of specs (of which the first size
+// form the ensemble, the others are spares), zoo.cfg and the dynamic
+// configuration file named dynPath (as seen by the server) that
+// WithReconfig asks for: the client port is in the dynamic file only.
+func reconfigCfg(specs []serverSpec, size, self int, dataDir, dynPath string, tick time.Duration) (zoo, dyn string) {
+	var b strings.Builder
+	for _, l := range strings.Split(zooCfg(specs[:1], 0, dataDir, tick), "\n") {
+		if !strings.HasPrefix(l, "clientPort") && l != "" {
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString("standaloneEnabled=false\n")
+	b.WriteString("reconfigEnabled=true\n")
+	b.WriteString("quorumListenOnAllIPs=false\n")
+	b.WriteString("cnxTimeout=1000\n")
+	h := sha1.Sum([]byte(SuperUser + ":" + SuperPassword))
+	fmt.Fprintf(&b, "DigestAuthenticationProvider.superDigest=%s:%s\n", SuperUser, base64.StdEncoding.EncodeToString(h[:]))
+	fmt.Fprintf(&b, "dynamicConfigFile=%s\n", dynPath)
+	var d strings.Builder
+	for _, s := range specs[:size] {
+		d.WriteString(s.line() + "\n")
+	}
+	if self >= size {
+		d.WriteString(specs[self].line() + "\n")
+	}
+	return b.String(), d.String()
 }
