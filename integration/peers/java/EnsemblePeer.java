@@ -1,11 +1,10 @@
 import java.io.BufferedReader;
+import zkrecipes.peers.Peers;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
 /**
  * A Curator client left to follow its ensemble (Curator's EnsembleTracker, on by default), for
@@ -22,16 +21,8 @@ public class EnsemblePeer {
             System.err.println("usage: EnsemblePeer SERVERS");
             System.exit(2);
         }
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(15000)
-                .retryPolicy(new ExponentialBackoffRetry(50, 10))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-            System.err.println("could not connect to " + args[0]);
-            System.exit(1);
-        }
+        // Curator's defaults otherwise: its EnsembleTracker follows /zookeeper/config.
+        CuratorFramework client = Peers.connect(args[0], 15000, 10);
         System.out.println("READY");
         System.out.flush();
         Thread stdin = new Thread(() -> {
