@@ -99,7 +99,10 @@ func (l *Layer) reArmFor(c *conn, p []byte) reArm {
 }
 
 // reArmed writes, c.g.mu held, the addWatch frames r asks for behind the
-// frame r was made of, once that frame is written (or gathered).
+// frame r was made of, once that frame is written (or gathered). The
+// frame's reply may be read, and its caller go on, before this runs: a
+// watch unregistered meanwhile (RemoveWatch, Forget) is not set again,
+// and its removal, which needs c.g.mu, is written after these frames.
 func (l *Layer) reArmed(c *conn, r reArm) {
 	if c.watchModes().typed() {
 		return // the probe answered while the frame was written
