@@ -85,14 +85,25 @@ func TestGatheredFramesLeaveInOneWriteInTheirOrder(t *testing.T) {
 	assert.Equal(t, [][]byte{[]byte("a"), []byte("bcd"), []byte("e")}, rc.recorded())
 }
 
+// lateGather makes gathered frames wait 2s for the rest, for the test: a
+// timer armed by gather must not fire before the test's next Write, which
+// a busy machine can delay past the default 250µs (the frames would then
+// go out one by one, not as one late flush).
+func lateGather(t *testing.T) {
+	d := GatherWait
+	GatherWait = 2 * time.Second
+	t.Cleanup(func() { GatherWait = d })
+}
+
 func TestGatheredFramesLeaveAfterGatherWaitWhenTheRestNeverComes(t *testing.T) {
+	lateGather(t)
 	c, rc := shookConn()
 	c.gather(3)
 	_, err := c.Write([]byte("b"))
 	require.NoError(t, err)
 	_, err = c.Write([]byte("c"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, GatherWait/4)
+	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, time.Millisecond)
 	assert.Equal(t, []byte("bc"), rc.recorded()[0])
 	_, err = c.Write([]byte("d"))
 	require.NoError(t, err)
@@ -100,6 +111,7 @@ func TestGatheredFramesLeaveAfterGatherWaitWhenTheRestNeverComes(t *testing.T) {
 }
 
 func TestGatheredFramesThatCannotBeWrittenCloseTheConnection(t *testing.T) {
+	lateGather(t)
 	c, rc := shookConn()
 	c.gather(2)
 	_, err := c.Write([]byte("b"))
@@ -117,7 +129,7 @@ func TestGatheredFramesThatCannotBeWrittenCloseTheConnection(t *testing.T) {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		return rc.closed
-	}, 10*time.Second, GatherWait/4, "a late flush that fails closes the connection, so go-zookeeper reconnects")
+	}, 10*time.Second, time.Millisecond, "a late flush that fails closes the connection, so go-zookeeper reconnects")
 }
 
 // go-zookeeper bounds its writes with a write deadline of two thirds of the
@@ -125,6 +137,7 @@ func TestGatheredFramesThatCannotBeWrittenCloseTheConnection(t *testing.T) {
 // layer's own timer, is bounded the same way, and leaves the deadline
 // go-zookeeper set last in force.
 func TestLateFlushWritesUnderAWriteDeadlineAndRestoresTheClientsDeadline(t *testing.T) {
+	lateGather(t)
 	c, rc := shookConn()
 	mine := time.Now().Add(time.Hour)
 	require.NoError(t, c.SetWriteDeadline(mine)) // as go-zookeeper before a write
@@ -132,7 +145,7 @@ func TestLateFlushWritesUnderAWriteDeadlineAndRestoresTheClientsDeadline(t *test
 	start := time.Now()
 	_, err := c.Write([]byte("b"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, GatherWait/4)
+	require.Eventually(t, func() bool { return len(rc.recorded()) == 1 }, 10*time.Second, time.Millisecond)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	require.Len(t, rc.deadlines, 3, "go-zookeeper's, the flush's, then go-zookeeper's again")
