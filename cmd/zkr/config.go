@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -52,17 +51,12 @@ func cmdConfig(args []string) int {
 	if len(pos) != 0 || argv != nil {
 		return usageErr(fs.Name(), "takes no argument")
 	}
-	if c.servers == "" {
-		return usageErr(fs.Name(), "no servers: use --servers or set ZK_SERVERS")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.connectTimeout+c.sessionTimeout)
-	defer cancel()
 	// Read as given: this command shows the configuration, it follows none.
-	s, err := c.connect(ctx, zkrecipes.WithEnsembleTracking(false))
-	if err != nil {
-		return zkErr(fs.Name(), err)
+	ctx, s, done, code := c.request(fs.Name(), zkrecipes.WithEnsembleTracking(false))
+	if s == nil {
+		return code
 	}
-	defer s.Close()
+	defer done()
 	cfg, err := s.Config(ctx)
 	if err != nil {
 		return zkErr(fs.Name(), err)

@@ -62,16 +62,11 @@ func cmdCount(args []string) int {
 	default:
 		return usageErr(fs.Name(), "want get PATH, set PATH N or add PATH N")
 	}
-	if c.servers == "" {
-		return usageErr(fs.Name(), "no servers: use --servers or set ZK_SERVERS")
+	ctx, s, done, code := c.request(fs.Name())
+	if s == nil {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.connectTimeout+c.sessionTimeout)
-	defer cancel()
-	s, err := c.connect(ctx)
-	if err != nil {
-		return zkErr(fs.Name(), err)
-	}
-	defer s.Close()
+	defer done()
 
 	exists, isLong, err := countFormat(ctx, s, path)
 	switch {

@@ -37,6 +37,23 @@ func (c *common) registerVerbose(fs *flag.FlagSet, verbose string) {
 	c.security.register(fs)
 }
 
+// request connects for a command that makes its requests and exits: ctx
+// bounds the connection and the requests (connect plus session timeout).
+// On failure it returns the exit status, having said why; else done
+// closes the Session and ends ctx.
+func (c *common) request(name string, opts ...zkrecipes.SessionOption) (ctx context.Context, s *zkrecipes.Session, done func(), code int) {
+	if c.servers == "" {
+		return nil, nil, nil, usageErr(name, "no servers: use --servers or set ZK_SERVERS")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.connectTimeout+c.sessionTimeout)
+	s, err := c.connect(ctx, opts...)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, zkErr(name, err)
+	}
+	return ctx, s, func() { _ = s.Close(); cancel() }, 0
+}
+
 // connect opens a Session with the common flags.
 func (c *common) connect(ctx context.Context, opts ...zkrecipes.SessionOption) (*zkrecipes.Session, error) {
 	if c.servers == "" {

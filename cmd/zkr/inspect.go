@@ -58,16 +58,11 @@ func cmdInspect(args []string) int {
 	if len(pos) != 1 || argv != nil {
 		return usageErr(fs.Name(), "want exactly one PATH")
 	}
-	if c.servers == "" {
-		return usageErr(fs.Name(), "no servers: use --servers or set ZK_SERVERS")
+	ctx, s, done, code := c.request(fs.Name())
+	if s == nil {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.connectTimeout+c.sessionTimeout)
-	defer cancel()
-	s, err := c.connect(ctx)
-	if err != nil {
-		return zkErr(fs.Name(), err)
-	}
-	defer s.Close()
+	defer done()
 	rep, err := inspect(ctx, s, pos[0], time.Now())
 	if err != nil {
 		return zkErr(fs.Name(), err)
