@@ -136,29 +136,6 @@ func retryStartOver[T any](ctx context.Context, s *Session, what, name string, a
 	}
 }
 
-// waitFailed names what waited in the error of a wait that ctx ended,
-// and adds why no server answered when the Session had no connection
-// then (a waitError); any other error is returned as it is. An error
-// naming a wait already (a semaphore's own mutex) is named again.
-func (s *Session) waitFailed(ctx context.Context, what string, err error) error {
-	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
-		return err
-	}
-	if we, ok := err.(*waitError); ok {
-		err = we.err
-	}
-	e := &waitError{what: what, err: err, cutOff: !s.State().connected()}
-	var ce *ConnectError
-	if e.cutOff && s.servers != nil && errors.As(s.servers.connectError(nil), &ce) {
-		for _, se := range ce.Servers {
-			if se.Err != nil {
-				e.servers = append(e.servers, se)
-			}
-		}
-	}
-	return e
-}
-
 // contender is one pass's own node and what the queue knows of it.
 type contender struct {
 	node   ownNode
