@@ -1,0 +1,167 @@
+package zkrecipes
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// What the Session deletes when a caller gives up on a node: at once when it
+// can, else in the background until the node is gone or its session ends.
+
+// deleteEventually deletes path in the background, retrying through
+// connection loss, until it is gone, the ZooKeeper session that owns it
+// (owner) has ended, or the Session is closed (its own session, and with it
+// the node, then ends too). An owner of 0 is a persistent node: it stays
+// if the Session is closed first, which is logged. A keeper of the same
+// path may call it off (reclaim).
+func (s *Session) deleteEventually(path string, owner int64) {
+	dd := s.deferDelete(path)
+	if !s.goBackground(0, func(ctx context.Context) {
+		defer s.undefer(path, dd)
+		bo := s.cfg.retry()
+		for {
+			gen, _, err := s.awaitConnected(ctx)
+			if err != nil {
+				s.warnLeftOnClose(path, owner)
+				return
+			}
+			if !dd.begin() {
+				return // called off by a keeper of the path
+			}
+			err = s.delete(ctx, path)
+			dd.end()
+			switch {
+			case err == nil || err == zk.ErrNoNode:
+				return
+			case s.isClosed():
+				s.warnLeftOnClose(path, owner)
+				return
+			case !isRetryable(err):
+				if gen.id == owner || owner == 0 {
+					s.cfg.log.Error("zkrecipes: cannot delete node; it stays (an ephemeral one until its session ends)", "path", path, "err", err)
+				}
+				return
+			}
+			s.cfg.log.Warn("zkrecipes: deleting node, will retry", "path", path, "err", err)
+			d := bo.NextBackOff()
+			if d == Stop {
+				d = time.Second
+			}
+			if sleepCtx(ctx, d) != nil {
+				s.warnLeftOnClose(path, owner)
+				return
+			}
+		}
+	}) {
+		s.undefer(path, dd)
+	}
+}
+
+// warnLeftOnClose logs that deleteEventually gave up on a persistent node
+// (owner 0) because the Session was closed: the node stays.
+func (s *Session) warnLeftOnClose(path string, owner int64) {
+	if owner == 0 && s.isClosed() {
+		s.cfg.log.Warn("zkrecipes: session closed before a persistent node could be deleted; it stays", "path", s.rel(path))
+	}
+}
+
+// deferredDelete is one background delete of deleteEventually, which a
+// keeper of the same path can call off: a PersistentNode started at the
+// path a closed one could not delete (discovery's Unregister then
+// Register) must not see its node deleted behind it.
+type deferredDelete struct {
+	mu       sync.Mutex
+	off      bool          // called off: send no more deletes
+	inflight chan struct{} // closed when the delete being sent has its reply
+}
+
+// begin reports whether the next delete may be sent, and marks it in
+// flight.
+func (d *deferredDelete) begin() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return false
+	}
+	d.inflight = make(chan struct{})
+	return true
+}
+
+func (d *deferredDelete) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.inflight)
+	d.inflight = nil
+}
+
+// deferDelete registers a background delete of path.
+func (s *Session) deferDelete(path string) *deferredDelete {
+	dd := &deferredDelete{}
+	s.deferredMu.Lock()
+	defer s.deferredMu.Unlock()
+	if s.deferred == nil {
+		s.deferred = map[string][]*deferredDelete{}
+	}
+	s.deferred[path] = append(s.deferred[path], dd)
+	return dd
+}
+
+// undefer forgets a background delete once it has ended.
+func (s *Session) undefer(path string, dd *deferredDelete) {
+	s.deferredMu.Lock()
+	defer s.deferredMu.Unlock()
+	s.deferred[path] = slices.DeleteFunc(s.deferred[path], func(d *deferredDelete) bool { return d == dd })
+	if len(s.deferred[path]) == 0 {
+		delete(s.deferred, path)
+	}
+}
+
+// reclaim calls off the background deletes of path, for a keeper that
+// is about to make the node there again, and waits (within ctx) for a
+// delete already sent to have its reply: the keeper's requests then come
+// after it. It reports whether there was any: a node at path is then one
+// a predecessor left.
+func (s *Session) reclaim(ctx context.Context, path string) (bool, error) {
+	s.deferredMu.Lock()
+	dds := slices.Clone(s.deferred[path])
+	s.deferredMu.Unlock()
+	for _, dd := range dds {
+		dd.mu.Lock()
+		dd.off = true
+		ch := dd.inflight
+		dd.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+	return len(dds) > 0, nil
+}
+
+// cleanupTimeout bounds the synchronous part of a clean-up.
+const cleanupTimeout = 2 * time.Second
+
+// removeNode deletes a node the caller gives up on, on a fresh, short,
+// detached context, so that in the usual case the node is gone when the
+// caller returns. If the connection is down or the delete fails for a
+// reason that may pass, the delete goes on in the background.
+func (s *Session) removeNode(n ownNode) {
+	gen, _ := s.current()
+	if gen != n.gen || !s.State().connected() {
+		s.deleteEventually(n.path, n.gen.id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := s.delete(ctx, n.path); err != nil && err != zk.ErrNoNode {
+		s.deleteEventually(n.path, n.gen.id)
+	}
+}
