@@ -1,8 +1,5 @@
 package zkrecipes.peers;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -66,22 +63,8 @@ public final class DiscoveryPeer {
                 .serializer(new JsonInstanceSerializer<>(Map.class))
                 .build();
         sd.start();
-        System.out.println("READY");
-        System.out.flush();
         Map<String, ServiceInstance<Map>> mine = new HashMap<>();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] f = line.trim().split(" ");
-            String answer;
-            try {
-                answer = handle(sd, mine, f);
-            } catch (Exception e) {
-                answer = "ERR " + e;
-            }
-            System.out.println(answer);
-            System.out.flush();
-        }
+        Peers.serve(f -> handle(sd, mine, f));
         for (ServiceCache<Map> c : FOLLOWED.values()) {
             c.close();
         }

@@ -1,7 +1,5 @@
 package zkrecipes.peers;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -51,22 +49,8 @@ public final class ExtrasPeer {
             System.exit(2);
         }
         CuratorFramework client = Peers.connect(args[0]);
-        System.out.println("READY");
-        System.out.flush();
         List<Lease> leases = new ArrayList<>();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] f = line.trim().split(" ");
-            String answer;
-            try {
-                answer = run(client, leases, f);
-            } catch (Exception e) {
-                answer = "ERR " + e;
-            }
-            System.out.println(answer.replace('\n', ' '));
-            System.out.flush();
-        }
+        Peers.serve(f -> run(client, leases, f));
         for (Lease l : leases) {
             l.close();
         }

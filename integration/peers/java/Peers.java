@@ -1,13 +1,43 @@
 package zkrecipes.peers;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
-/** What the peers share: a Curator client on the servers they are given. */
+/** What the peers share: a Curator client on the servers they are given, and their command loop. */
 public final class Peers {
     private Peers() {}
+
+    /** A command of a peer's: the line's words in, the answer line out. */
+    public interface Command {
+        String run(String[] words) throws Exception;
+    }
+
+    /**
+     * Prints "READY", then answers each line of standard input with cmd's answer (or "ERR " and
+     * the exception) on one line, until standard input closes.
+     */
+    public static void serve(Command cmd) throws IOException {
+        System.out.println("READY");
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String answer;
+            try {
+                answer = cmd.run(line.trim().split(" "));
+            } catch (Exception e) {
+                answer = "ERR " + e;
+            }
+            System.out.println(answer.replace('\n', ' '));
+            System.out.flush();
+        }
+    }
 
     /**
      * Returns a started client of servers (HOST:PORT[,...]) with 10 s sessions, once it is

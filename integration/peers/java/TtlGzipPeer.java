@@ -1,8 +1,5 @@
 package zkrecipes.peers;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -44,21 +41,7 @@ public final class TtlGzipPeer {
             System.exit(2);
         }
         CuratorFramework client = Peers.connect(args[0]);
-        System.out.println("READY");
-        System.out.flush();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] f = line.trim().split(" ");
-            String answer;
-            try {
-                answer = run(client, f);
-            } catch (Exception e) {
-                answer = "ERR " + e;
-            }
-            System.out.println(answer.replace('\n', ' '));
-            System.out.flush();
-        }
+        Peers.serve(f -> run(client, f));
         for (PersistentTtlNode n : TTL.values()) {
             n.close();
         }
