@@ -33,7 +33,7 @@ type Session struct {
 	cfg      sessionConfig
 	wire     *wire.Layer // Connect's connections (nil: NewSession, or WithWireLayer(false); see internal/wire)
 	servers  *serverList // Connect's servers (nil: NewSession; see servers.go)
-	owned    sync.Map    // path -> struct{}: ephemeral nodes this Session created and has not deleted
+	owned    sync.Map    // path -> ZooKeeper session id: ephemeral nodes this Session created and has not deleted
 	drops    sync.Map    // path -> struct{}: paths created only to be watched, deleted on Close if still unused
 	held     heldNodes   // the nodes its leases hold, watched through the event callback (holdwatch.go)
 
@@ -337,13 +337,14 @@ func (s *Session) Close() error {
 	return pending
 }
 
-// own registers an ephemeral node this Session created. If Close has
-// already run, a node on an adopted connection is deleted at once.
+// own registers an ephemeral node this Session created, with the
+// ZooKeeper session it belongs to. If Close has already run, a node on an
+// adopted connection is deleted at once.
 func (s *Session) own(path string) {
 	s.opsMu.RLock()
 	closed := s.isClosed()
 	if !closed {
-		s.owned.Store(path, struct{}{})
+		s.owned.Store(path, s.conn.SessionID())
 	}
 	s.opsMu.RUnlock()
 	if closed && !s.ownsConn {
@@ -397,7 +398,14 @@ func neverUsed(st *zk.Stat) bool { return st.NumChildren == 0 && st.Cversion == 
 // Session still owns: its session lives on with the caller's connection,
 // and would keep them (and the locks they are) otherwise.
 func (s *Session) deleteOwned() {
-	s.owned.Range(func(k, _ any) bool {
+	cur := s.conn.SessionID()
+	s.owned.Range(func(k, sid any) bool {
+		// A node of an earlier session went with it: one on its path now
+		// is someone else's.
+		if sid.(int64) != cur {
+			s.owned.Delete(k)
+			return true
+		}
 		if err := s.conn.Delete(k.(string), -1); err != nil && err != zk.ErrNoNode {
 			s.cfg.log.Warn("zkrecipes: close: node not deleted; it stays until the connection's session ends", "path", k, "err", err)
 		}

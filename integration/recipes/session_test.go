@@ -169,3 +169,35 @@ func TestSession_CloseOnAnAdoptedConnectionDeletesItsNodes(t *testing.T) {
 	require.NoError(t, other.Release(ctx))
 	assert.Equal(t, zk.StateHasSession, conn.State(), "the caller's connection is left open")
 }
+
+// Close on an adopted connection deletes only the nodes of the connection's
+// current session: an ephemeral node of a session that expired went with
+// it, and a node made on its path since is someone else's.
+func TestSession_CloseOnAnAdoptedConnectionLeavesANodeOfAnotherSessionOnItsPath(t *testing.T) {
+	c := server(t)
+	capture := &zktest.SessionCapture{}
+	conn, events, err := zk.Connect(c.Servers(), 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}), zk.WithDialer(capture.Dialer()))
+	require.NoError(t, err)
+	defer conn.Close()
+	s, err := zr.NewSession(ctxT(t, 20*time.Second), conn, events)
+	require.NoError(t, err)
+	ctx := ctxT(t, 30*time.Second)
+	obs := raw(t, c)
+	dir := testPath(t)
+	freshPath(t, obs, dir)
+	mkdirs(t, obs, dir)
+	p := dir + "/leader"
+	_, err = s.Create(ctx, p, nil, zr.WithMode(zr.ModeEphemeral))
+	require.NoError(t, err)
+	old := conn.SessionID()
+	require.NoError(t, c.ExpireSession(ctx, capture))
+	require.Eventually(t, func() bool { id := conn.SessionID(); return id != old && id != 0 }, 20*time.Second, 10*time.Millisecond,
+		"the adopted connection has a new session")
+	_, err = obs.Create(p, []byte("theirs"), zk.FlagEphemeral, worldACL())
+	require.NoError(t, err, "the expired session's node went with it")
+
+	require.NoError(t, s.Close())
+	data, _, err := obs.Get(p)
+	require.NoError(t, err, "Close left the other session's node")
+	assert.Equal(t, "theirs", string(data))
+}
