@@ -19,11 +19,13 @@ import (
 //
 // Which calls are sent again after a lost connection (the retry policy
 // paces them), and why it is safe:
-//   - a read, a Sync, an unversioned Set or SetACL, a Delete: applying
-//     them twice leaves what applying them once does (a Delete that finds
-//     its node gone on a later try has it gone);
-//   - a versioned Set or SetACL, once a read shows the node still at the
-//     version given: the write was not applied;
+//   - a read, a Sync, an unversioned Set or SetACL, an unversioned
+//     Delete: applying them twice leaves what applying them once does (a
+//     Delete that finds its node gone on a later try has it gone);
+//   - a versioned Set, SetACL or Delete, once a read after a sync shows
+//     the same node (created before the write was sent: its czxid) still
+//     at the version given: the write was not applied. A node made again
+//     on the path since may be at that version too, and is never written;
 //   - a protected Create, once its node was looked for by its UUID.
 //
 // An unprotected Create is not: another client may have made or used the
@@ -323,13 +325,14 @@ func (s *Session) SetACL(ctx context.Context, path string, acl []ACL, opts ...No
 // writeRetry sends a write (send) until it has a reply, waiting out lost
 // connections under the Session's retry policy. An unversioned write
 // (version -1) is sent again as it is; a versioned one only once a read of
-// path shows the node still at version (of, read from its Stat).
+// path shows the same node still at version (of, read from its Stat).
 func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.Stat, error), version int32, of func(*zk.Stat) int32) (*zk.Stat, error) {
 	bo := s.cfg.retry()
 	for {
 		if err := s.readyToSend(ctx); err != nil {
 			return nil, err
 		}
+		before := s.lastZxid()
 		st, err := send()
 		if err == nil || err == ErrClosed || !replyLost(ctx, err) { // ErrClosed: before it was sent
 			return st, err
@@ -339,11 +342,8 @@ func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.S
 			return nil, unknown
 		}
 		if version != -1 {
-			if err := s.awaitReconnectCtx(ctx); err != nil {
-				return nil, unknown
-			}
-			_, cur, rerr := s.readSynced(ctx, path)
-			if rerr != nil || of(cur) != version {
+			cur, rerr := s.settleStat(ctx, path)
+			if rerr != nil || !unchangedSince(cur, before) || of(cur) != version {
 				return nil, unknown // applied, or another write came first: nobody can tell
 			}
 		}
@@ -367,20 +367,35 @@ func (s *Session) readyToSend(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// awaitReconnectCtx waits until the Session is connected, ctx ends or
-// the Session closes.
-func (s *Session) awaitReconnectCtx(ctx context.Context) error {
-	_, _, err := s.awaitConnected(ctx)
-	return err
+// settleStat reads path's Stat after a sync, so that the read follows
+// every write this Session sent before, waiting out lost connections under
+// the Session's retry policy: what a write whose reply was lost is
+// settled by. A node that does not exist is zk.ErrNoNode.
+func (s *Session) settleStat(ctx context.Context, path string) (st *zk.Stat, err error) {
+	err = s.retryConnLoss(ctx, "read "+s.rel(path), func() error {
+		if err := s.sync(ctx, path); err != nil {
+			return err
+		}
+		st, err = s.exists(ctx, path)
+		return err
+	})
+	return st, err
 }
 
-// readSynced reads path after a sync, so that the read follows every
-// write this Session sent before.
-func (s *Session) readSynced(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	if err := s.sync(ctx, path); err != nil {
-		return nil, nil, err
+// lastZxid is the zxid of the last reply the Session read, 0 when unknown
+// (no wire layer).
+func (s *Session) lastZxid() int64 {
+	if s.wire == nil {
+		return 0
 	}
-	return s.get(ctx, path)
+	return s.wire.LastZxid()
+}
+
+// unchangedSince tells whether st is of a node created no later than zxid
+// before (not 0): the node a write sent after before was meant for, not
+// one created again since.
+func unchangedSince(st *zk.Stat, before int64) bool {
+	return before > 0 && st.Czxid <= before
 }
 
 // Delete deletes the node at path (relative to the Session's namespace).
@@ -390,7 +405,10 @@ func (s *Session) readSynced(ctx context.Context, path string) ([]byte, *zk.Stat
 //
 // A lost connection is waited out and the delete sent again under the
 // Session's retry policy; a delete that finds the node gone after its
-// first try returns nil (the node is gone, whoever deleted it). It fails
+// first try returns nil (the node is gone, whoever deleted it); with
+// WithVersion, it is sent again only while the node it was meant for is
+// still there at that version, and it returns an error matching
+// ErrOutcomeUnknown when no read can tell. It fails
 // with ErrNoNode when the node did not exist, ErrNotEmpty, ErrBadVersion,
 // ErrNotAuthorized, ErrInvalidPath, ErrInvalidArgument, ErrNilSession,
 // ErrClosed, ErrRetriesExhausted, or ctx's error. With WithGuaranteed,
@@ -432,6 +450,7 @@ func (s *Session) deleteTree(ctx context.Context, path string, version int32, ch
 		if _, _, err := s.awaitConnected(ctx); err != nil {
 			return err
 		}
+		before := s.lastZxid()
 		err := s.deleteVersionLate(ctx, path, version, late)
 		switch {
 		case err == nil, err == zk.ErrNoNode && tried:
@@ -447,6 +466,19 @@ func (s *Session) deleteTree(ctx context.Context, path string, version int32, ch
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if version != -1 {
+			// Sent again only to the same node, still at version: a node
+			// made again on the path since may be at version too.
+			st, serr := s.settleStat(ctx, path)
+			switch {
+			case serr == zk.ErrNoNode:
+				return nil // gone, by this delete or another
+			case serr == nil && unchangedSince(st, before) && st.Version != version:
+				return zk.ErrBadVersion // not applied: the node moved past version
+			case serr != nil || !unchangedSince(st, before):
+				return fmt.Errorf("%w: delete %s: no reply: %w", ErrOutcomeUnknown, s.rel(path), err)
+			}
 		}
 		d := bo.NextBackOff()
 		if d == Stop {

@@ -29,6 +29,12 @@ type nodeOpsRig struct {
 	lost  atomic.Int32 // requests of cl that failed with a lost connection
 }
 
+// lossHold is how long the proxy withholds replies before it resets the
+// connection: long enough for the request under test to be written inside
+// it on a busy machine, shorter than go-zookeeper's read timeout (two
+// thirds of the rig's 6s session), so that the reset ends the connection.
+const lossHold = time.Second
+
 func newNodeOpsRig(t *testing.T) *nodeOpsRig {
 	t.Parallel()
 	c := server(t)
@@ -47,6 +53,7 @@ func newNodeOpsRig(t *testing.T) *nodeOpsRig {
 // the count was n (a fault test's fault did hit).
 func (g *nodeOpsRig) lostSince(n int32) bool { return g.lost.Load() > n }
 
+// exists tells whether p exists; on the test's goroutine only.
 func (g *nodeOpsRig) exists(t *testing.T, p string) bool {
 	t.Helper()
 	ok, _, err := g.obs.Exists(p)
@@ -73,7 +80,7 @@ func TestSession_GuaranteedDeleteCompletesOnceTheConnectionIsBack(t *testing.T) 
 	require.True(t, g.exists(t, p), "nothing reached the server")
 
 	g.proxy.Heal()
-	require.Eventually(t, func() bool { return !g.exists(t, p) }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { ok, _, err := g.obs.Exists(p); return err == nil && !ok }, 20*time.Second, 20*time.Millisecond,
 		"the delete went on in the background")
 	require.NoError(t, g.cl.Close(), "no delete pending at Close")
 }
@@ -107,7 +114,7 @@ func TestSession_ProtectedCreateWhoseReplyIsLostMakesExactlyOneNode(t *testing.T
 		round := fmt.Sprintf("round %d (%v)", i, modes[i%len(modes)])
 		require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), g.dir), round) // connected
 		before := g.lost.Load()
-		g.proxy.LoseReplies(time.Duration(20+30*(i%3)) * time.Millisecond)
+		g.proxy.LoseReplies(lossHold)
 		p, err := g.cl.Create(ctxT(t, 30*time.Second), fmt.Sprintf("%s/r%dx", g.dir, i), []byte("x"),
 			zr.WithMode(modes[i%len(modes)]), zr.WithProtection())
 		require.NoError(t, err, round)
@@ -128,7 +135,7 @@ func TestSession_ProtectedCreateWhoseReplyIsLostMakesExactlyOneNode(t *testing.T
 func TestSession_UnprotectedCreateWhoseReplyIsLostReportsOutcomeUnknown(t *testing.T) {
 	g := newNodeOpsRig(t)
 	require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), g.dir))
-	g.proxy.LoseReplies(30 * time.Millisecond)
+	g.proxy.LoseReplies(lossHold)
 	_, err := g.cl.Create(ctxT(t, 30*time.Second), g.dir+"/plain", nil)
 	require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
 	require.ErrorIs(t, err, zk.ErrConnectionClosed)
@@ -148,7 +155,7 @@ func TestSession_MultiWhoseReplyIsLostIsSettledByItsProtectedCreate(t *testing.T
 		require.NoError(t, err, round)
 		require.NoError(t, g.cl.Sync(ctxT(t, 20*time.Second), dir), round)
 		before := g.lost.Load()
-		g.proxy.LoseReplies(time.Duration(20+30*(i%2)) * time.Millisecond)
+		g.proxy.LoseReplies(lossHold)
 		res, err := g.cl.Multi(ctxT(t, 30*time.Second),
 			zr.SetOp(dir+"/data", []byte("v1"), zr.WithVersion(0)),
 			zr.CreateOp(dir+"/log-", []byte("entry"), zr.WithMode(mode), zr.WithProtection()))
@@ -202,7 +209,7 @@ func TestSession_WritesWhoseReplyIsLost(t *testing.T) {
 
 	require.NoError(t, g.cl.Sync(ctx, g.dir))
 	before := g.lost.Load()
-	g.proxy.LoseReplies(30 * time.Millisecond)
+	g.proxy.LoseReplies(lossHold)
 	stat, err := g.cl.Set(ctx, p, []byte("v1"))
 	require.NoError(t, err, "sent again once reconnected")
 	require.True(t, g.lostSince(before))
@@ -210,7 +217,7 @@ func TestSession_WritesWhoseReplyIsLost(t *testing.T) {
 
 	require.NoError(t, g.cl.Sync(ctx, g.dir))
 	before = g.lost.Load()
-	g.proxy.LoseReplies(30 * time.Millisecond)
+	g.proxy.LoseReplies(lossHold)
 	_, err = g.cl.Set(ctx, p, []byte("v2"), zr.WithVersion(2))
 	require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
 	require.True(t, g.lostSince(before))
@@ -220,8 +227,19 @@ func TestSession_WritesWhoseReplyIsLost(t *testing.T) {
 
 	require.NoError(t, g.cl.Sync(ctx, g.dir))
 	before = g.lost.Load()
-	g.proxy.LoseReplies(30 * time.Millisecond)
+	g.proxy.LoseReplies(lossHold)
 	require.NoError(t, g.cl.Delete(ctx, p), "sent again, found gone: done")
+	require.True(t, g.lostSince(before))
+	assert.False(t, g.exists(t, p))
+
+	// A versioned Delete that was applied: the node it was meant for is
+	// found gone, which is done, not a failure of its version.
+	_, err = g.obs.Create(p, nil, 0, worldACL())
+	require.NoError(t, err)
+	require.NoError(t, g.cl.Sync(ctx, g.dir))
+	before = g.lost.Load()
+	g.proxy.LoseReplies(lossHold)
+	require.NoError(t, g.cl.Delete(ctx, p, zr.WithVersion(0)), "settled by a read: gone, done")
 	require.True(t, g.lostSince(before))
 	assert.False(t, g.exists(t, p))
 }

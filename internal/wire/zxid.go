@@ -125,6 +125,10 @@ func (c *conn) setWatchesFrame(p []byte) []byte {
 	return p
 }
 
+// LastZxid is the zxid of the last reply read on the session (0 before
+// any, or once it expired): a node created later has a greater czxid.
+func (l *Layer) LastZxid() int64 { return l.zxid.Load() }
+
 // forgetZxid forgets the last zxid and the base, as go-zookeeper forgets
 // its last zxid when its session expired.
 func (l *Layer) forgetZxid() {
