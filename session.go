@@ -398,11 +398,10 @@ func neverUsed(st *zk.Stat) bool { return st.NumChildren == 0 && st.Cversion == 
 // Session still owns: its session lives on with the caller's connection,
 // and would keep them (and the locks they are) otherwise.
 func (s *Session) deleteOwned() {
-	cur := s.conn.SessionID()
 	s.owned.Range(func(k, sid any) bool {
 		// A node of an earlier session went with it: one on its path now
 		// is someone else's.
-		if sid.(int64) != cur {
+		if sid.(int64) != s.conn.SessionID() {
 			s.owned.Delete(k)
 			return true
 		}
