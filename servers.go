@@ -288,18 +288,29 @@ func (e addrErrors) Error() string {
 func (e addrErrors) Unwrap() []error { return e }
 
 // recorder wraps the top of the dialer stack: a failed dial is the
-// server's reason in a ConnectError.
+// server's reason in a ConnectError. A connection to a server that left
+// the list while it was dialled (update ran between Next and the dial's
+// end) is closed and fails, so that go-zookeeper goes on to the next.
 func (p *serverList) recorder(dial dialFunc) dialFunc {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, address, timeout)
 		if err != nil {
 			p.failed(address, err)
-		} else {
-			p.mu.Lock()
-			p.conn, p.connServer = c, address
-			p.mu.Unlock()
+			return nil, err
 		}
-		return c, err
+		p.mu.Lock()
+		gone := mustMove(p.given, address, c.RemoteAddr().String())
+		if !gone {
+			p.conn, p.connServer = c, address
+		}
+		p.mu.Unlock()
+		if gone {
+			_ = c.Close()
+			err = fmt.Errorf("zkrecipes: %s left the ensemble while it was dialled", address)
+			p.failed(address, err)
+			return nil, err
+		}
+		return c, nil
 	}
 }
 

@@ -358,3 +358,26 @@ type closeRecorder struct {
 
 func (c *closeRecorder) RemoteAddr() net.Addr { return c.remote }
 func (c *closeRecorder) Close() error         { c.closed.Store(true); return nil }
+
+// A server that leaves the list while go-zookeeper dials it (update runs
+// between Next and the dial's end) is not kept: its connection is closed
+// and the dial fails, so that go-zookeeper goes on to the next server.
+func TestServerListRefusesAConnectionToAServerThatLeftWhileItWasDialled(t *testing.T) {
+	p, _ := testServerList("a:1", "b:1")
+	p.shuffle = func([]string) {}
+	require.NoError(t, p.Init([]string{"a:1", "b:1"}))
+	server, _ := p.Next()
+	require.Equal(t, "a:1", server)
+	c := &closeRecorder{remote: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 1}}
+	got, err := p.recorder(func(string, string, time.Duration) (net.Conn, error) {
+		changed, moved := p.update([]string{"b:1", "c:1"}) // no connection yet: nothing to move
+		require.True(t, changed)
+		require.False(t, moved)
+		return c, nil
+	})("tcp", server, time.Second)
+	require.Error(t, err)
+	require.Nil(t, got)
+	require.True(t, c.closed.Load(), "the connection to a is closed")
+	next, _ := p.Next()
+	require.Equal(t, "b:1", next, "the next attempt is on the new list")
+}
