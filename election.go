@@ -154,6 +154,7 @@ func NewElection(s *Session, path string, opts ...ElectionOption) *Election {
 		// re-read on any event: the marked release is safe there.
 		e.q.driver = mutexDriver(true)
 	}
+	e.q.damped = true
 	e.q.obs = observed{KindElection, e.cfg.name}
 	e.err = s.checkNodeData(path, []byte(e.cfg.id), protectedNode(e.q.dir, e.q.name))
 	return e

@@ -43,6 +43,9 @@ type driver struct {
 	// Curator's LeaderLatch acts on NodeDeleted only and does not set its
 	// watch again, so a data change would leave it waiting forever.
 	noMark bool
+	// damped: under WithFlapDamping a pass after a start-over waits for
+	// the connection to settle (an election's; its first waits in Campaign).
+	damped bool
 }
 
 // handoff is how a waiter learns that the node it waits on is gone and
@@ -108,31 +111,25 @@ func (q *queue) acquire(ctx context.Context, data []byte, try bool, onEnd func()
 	if q.s.cfg.obs != nil && q.obs.kind != "" {
 		return q.acquireObserved(ctx, data, try, onEnd) // observe.go
 	}
-	return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
+	return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", q.passes(ctx, func() (*hold, error) {
 		return q.attempt(ctx, data, try, onEnd)
-	})
+	}))
 }
 
-// retryStartOver runs attempt until it ends other than in a startOver,
-// backing off between attempts under the Session's retry policy. When
-// ctx ends the wait, the error names it: name of what (see waitFailed).
-func retryStartOver[T any](ctx context.Context, s *Session, what, name string, attempt func() (T, error)) (_ T, err error) {
-	defer func() { err = s.waitFailed(ctx, name+" of "+what, err) }()
-	bo := s.cfg.retry()
-	for {
-		v, err := attempt()
-		if err == nil || !errors.Is(err, errStartOver) {
-			return v, err
+// passes is attempt as retryStartOver runs it: under WithFlapDamping, the
+// passes of a damped queue after the first wait for the connection to
+// settle, so that a candidate whose session was lost joins again once
+// the connection has settled, not at each reconnection of a flapping one.
+func (q *queue) passes(ctx context.Context, attempt func() (*hold, error)) func() (*hold, error) {
+	first := true
+	return func() (*hold, error) {
+		if !first && q.damped {
+			if err := q.s.settled(ctx); err != nil {
+				return nil, err
+			}
 		}
-		s.cfg.log.Info("zkrecipes: "+name+" starts over", "path", what, "err", err)
-		var zero T
-		d := bo.NextBackOff()
-		if d == Stop {
-			return zero, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, what, errors.Unwrap(err))
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return zero, err
-		}
+		first = false
+		return attempt()
 	}
 }
 

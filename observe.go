@@ -341,11 +341,11 @@ func (s *Session) notePosition(ctx context.Context, first bool, nodes []queueNod
 func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEnd func()) (*hold, error) {
 	if p, ok := ctx.Value(acqProbeKey{}).(*acqProbe); ok {
 		// Inside an observed downgrade (downgradeObserved), which reports.
-		return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
+		return retryStartOver(ctx, q.s, q.s.rel(q.dir), "acquisition", q.passes(ctx, func() (*hold, error) {
 			p.attempts++
 			p.position = -1
 			return q.attempt(ctx, data, try, onEnd)
-		})
+		}))
 	}
 	o, start := q.s.cfg.obs, time.Now()
 	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
@@ -354,11 +354,11 @@ func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEn
 	}
 	p := &acqProbe{position: -1}
 	pctx := context.WithValue(ctx, acqProbeKey{}, p)
-	h, err := retryStartOver(pctx, q.s, q.s.rel(q.dir), "acquisition", func() (*hold, error) {
+	h, err := retryStartOver(pctx, q.s, q.s.rel(q.dir), "acquisition", q.passes(pctx, func() (*hold, error) {
 		p.attempts++
 		p.position = -1
 		return q.attempt(pctx, data, try, onEnd)
-	})
+	}))
 	ev := AcquireEndEvent{Recipe: info, Try: try, N: 1, Wait: time.Since(start), Attempts: p.attempts, Position: p.position, Err: err}
 	if h != nil {
 		ev.Token = h.token

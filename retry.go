@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -173,5 +174,28 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// retryStartOver runs attempt until it ends other than in a startOver,
+// backing off between attempts under the Session's retry policy. When
+// ctx ends the wait, the error names it: name of what (see waitFailed).
+func retryStartOver[T any](ctx context.Context, s *Session, what, name string, attempt func() (T, error)) (_ T, err error) {
+	defer func() { err = s.waitFailed(ctx, name+" of "+what, err) }()
+	bo := s.cfg.retry()
+	for {
+		v, err := attempt()
+		if err == nil || !errors.Is(err, errStartOver) {
+			return v, err
+		}
+		s.cfg.log.Info("zkrecipes: "+name+" starts over", "path", what, "err", err)
+		var zero T
+		d := bo.NextBackOff()
+		if d == Stop {
+			return zero, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, what, errors.Unwrap(err))
+		}
+		if err := sleepCtx(ctx, d); err != nil {
+			return zero, err
+		}
 	}
 }
