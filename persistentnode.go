@@ -50,6 +50,13 @@ func (m CreateMode) String() string {
 }
 
 func (m CreateMode) ephemeral() bool { return m == ModeEphemeral || m == ModeEphemeralSequential }
+
+// reaped tells whether the server deletes such a node on its own: a
+// container once its last child is gone, a TTL node once it has had no
+// change and no child for its TTL.
+func (m CreateMode) reaped() bool {
+	return m == ModeContainer || m == ModePersistentWithTTL || m == ModePersistentSequentialWithTTL
+}
 func (m CreateMode) sequential() bool {
 	return m == ModeEphemeralSequential || m == ModePersistentSequential || m == ModePersistentSequentialWithTTL
 }
@@ -422,6 +429,10 @@ func (n *PersistentNode) remove(ctx context.Context) error {
 		return err
 	}
 	switch {
+	case err == zk.ErrNotEmpty && n.cfg.mode.reaped():
+		// No delete can pass while it has children; the server deletes
+		// it once they are gone (a TTL node's touch child expires).
+		n.s.cfg.log.Info("zkrecipes: persistent node not deleted: it has children; the server reaps it once they are gone", "path", n.path)
 	case n.cfg.mode.sequential():
 		n.s.cleanupProtected(parentPath(n.abs), n.uuid)
 	case n.cfg.mode.ephemeral():

@@ -13,22 +13,15 @@ import (
 // touching under its node, Curator's DEFAULT_CHILD_NODE_NAME.
 const TTLTouchChild = "touch"
 
-// PersistentTtlNode keeps a TTL node holding data in ZooKeeper for as
-// long as it runs, and lets it expire some time after it stops, in the
-// layout of Curator's PersistentTtlNode: the node, in mode
-// ModePersistentWithTTL, holds the data and is kept by a PersistentNode;
-// a child "touch" (TTLTouchChild), also a TTL node with the same TTL and
-// 0 bytes of data, is set every ttl/2, or created again when it is gone.
-// While the child is touched the node has a child, so the server deletes
-// neither; once the touching stops (the process died, or was cut off from
-// ZooKeeper for longer than the TTL), the child expires after the TTL,
-// and the node, childless and unchanged, some time after. Readers find the
-// data at the node, as Curator's do; a Curator PersistentTtlNode and this
-// one on the same path keep the same node.
-//
-// The server deletes an expired TTL node when it next checks (every
-// minute by default, the server's znode.container.checkIntervalMs), not
-// at once: a node outlives its TTL by up to that much.
+// PersistentTtlNode keeps a node holding data in ZooKeeper for as long as
+// it runs, and lets the server delete it some time after it stops: the
+// TTL after its last touch, plus up to the server's check interval
+// (znode.container.checkIntervalMs, a minute by default). It stops when
+// Close is called, when the process dies, or when it is cut off from
+// ZooKeeper for longer than the TTL. Readers find the data at the node, as
+// Curator's PersistentTtlNode's readers do: the layout is Curator's (a
+// node with a TTL child "touch", TTLTouchChild, set every ttl/2; see
+// docs/ttl-and-compression.md), so either library reads the other's.
 //
 // The servers must run with zookeeper.extendedTypesEnabled=true: else
 // they refuse the create, and WaitInPlace returns ErrTTLUnsupported.
@@ -43,6 +36,7 @@ type PersistentTtlNode struct {
 	child string // absolute path of the touch child
 	err   error
 
+	closing sync.Mutex // held through Close
 	mu      sync.Mutex
 	started bool
 	closed  bool
@@ -81,7 +75,7 @@ func (t *PersistentTtlNode) Start() error {
 		return err
 	}
 	t.started = true
-	ctx, cancel := ctxUntil(t.s.closedCh)
+	ctx, cancel := t.s.untilEnded() // a Session lost for good touches nothing
 	t.cancel = cancel
 	if !t.s.spawn(func() { defer close(t.done); t.touchLoop(ctx) }) {
 		cancel()
@@ -125,6 +119,8 @@ func (t *PersistentTtlNode) Close(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArg("nil context")
 	}
+	t.closing.Lock() // a second Close waits for the first's deletes
+	defer t.closing.Unlock()
 	t.mu.Lock()
 	first := !t.closed
 	t.closed = true
@@ -135,8 +131,7 @@ func (t *PersistentTtlNode) Close(ctx context.Context) error {
 		<-t.done
 		if !t.s.isClosed() {
 			// The node cannot be deleted while it has its child. A failed
-			// delete leaves the child to expire; the node's delete then
-			// goes on in the background until it has.
+			// delete leaves the child to expire, and the node after it.
 			if err := t.s.delete(ctx, t.child); err != nil && err != zk.ErrNoNode {
 				t.s.cfg.log.Info("zkrecipes: ttl node's touch child not deleted; it expires", "path", t.s.rel(t.child), "err", err)
 			}
@@ -145,28 +140,29 @@ func (t *PersistentTtlNode) Close(ctx context.Context) error {
 	return t.node.Close(ctx)
 }
 
-// touchLoop touches the child once the node is first in place, then every
-// ttl/2, until ctx ends.
+// touchLoop touches the child whenever the node comes (back) in place,
+// then every ttl/2 while it stays, and a failed touch again after ttl/8,
+// until ctx ends: a touch missed at a reconnection does not wait for the
+// next period, which would leave the child no slack before its TTL.
 func (t *PersistentTtlNode) touchLoop(ctx context.Context) {
+	period, again := max(t.ttl/2, time.Millisecond), max(t.ttl/8, time.Millisecond)
+	timer := time.NewTimer(period)
+	defer timer.Stop()
 	for {
-		st, ch := t.node.Status()
+		st, changed := t.node.Status()
+		var next <-chan time.Time // none while the node is not in place
 		if st.InPlace {
-			break
+			wait := period
+			if err := t.touch(ctx); err != nil && ctx.Err() == nil {
+				t.s.cfg.log.Debug("zkrecipes: ttl node's touch failed; will try again", "path", t.s.rel(t.child), "err", err)
+				wait = again
+			}
+			timer.Reset(wait)
+			next = timer.C
 		}
 		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		}
-	}
-	tick := time.NewTicker(max(t.ttl/2, time.Millisecond))
-	defer tick.Stop()
-	for {
-		if err := t.touch(ctx); err != nil && ctx.Err() == nil {
-			t.s.cfg.log.Debug("zkrecipes: ttl node's touch failed; will try again", "path", t.s.rel(t.child), "err", err)
-		}
-		select {
-		case <-tick.C:
+		case <-next:
+		case <-changed:
 		case <-ctx.Done():
 			return
 		}
