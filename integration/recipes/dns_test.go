@@ -105,7 +105,8 @@ func TestDNS_SessionFollowsANameMovedToAnotherMemberAndKeepsItsLease(t *testing.
 	require.NoError(t, dns.Set(name, "127.0.0.1"))
 
 	cl := connect(t, ens, []string{net.JoinHostPort(name, port(t, pFrom.Addr()))},
-		zr.WithResolver(dns.Resolver()), zr.WithLossPolicy(zr.LoseOnLost), zr.WithSessionTimeout(10*time.Second))
+		zr.WithResolver(dns.Resolver()), zr.WithLossPolicy(zr.LoseOnLost), zr.WithSessionTimeout(10*time.Second),
+		zr.WithEnsembleTracking(false)) // it follows the name, not the ensemble's configuration
 	st := watchStates(t, cl.Session)
 	id := cl.SessionID()
 	require.Equal(t, 1, pFrom.Conns(), "connected through the name's address")

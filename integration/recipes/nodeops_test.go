@@ -3,7 +3,6 @@ package recipes_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -249,22 +248,16 @@ func TestSession_WritesWhoseReplyIsLost(t *testing.T) {
 // change and no child for its TTL. TTL nodes need a server started with
 // zookeeper.extendedTypesEnabled; the reaper is made to run often.
 func TestSession_CreateMakesContainerAndTTLNodesTheServerReaps(t *testing.T) {
+	c := ttlServer(t)
 	t.Parallel()
-	if os.Getenv("ZK_TEST_BACKEND") == "servers" {
-		t.Skip("needs a server of its own with TTL nodes enabled")
-	}
 	ctx := ctxT(t, 2*time.Minute)
-	c, err := zktest.StartCluster(ctx, zktest.WithJVMFlags("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dzookeeper.extendedTypesEnabled=true", "-Dznode.container.checkIntervalMs=100"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
 	cl := connect(t, c, nil)
 	obs := raw(t, c)
 	gone := func(p string) func() bool {
 		return func() bool { ok, _, err := obs.Exists(p); return err == nil && !ok }
 	}
 
-	_, err = cl.Create(ctx, "/box", nil, zr.WithMode(zr.ModeContainer))
+	_, err := cl.Create(ctx, "/box", nil, zr.WithMode(zr.ModeContainer))
 	require.NoError(t, err)
 	_, err = cl.Create(ctx, "/box/x", nil)
 	require.NoError(t, err)

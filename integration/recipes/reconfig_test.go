@@ -224,7 +224,7 @@ func TestReconfig_CuratorAndSessionFollowTheSameReconfiguration(t *testing.T) {
 	require.Eventually(t, func() bool { return sameServers(cl.Servers(), all[1:]) }, time.Minute, 20*time.Millisecond,
 		"the Session follows the server removed")
 	require.NoError(t, ens.Kill(0))
-	_, _, err = cl.GetData(ctx, "/zookeeper/config")
+	_, _, err = cl.GetData(ctx, zr.ConfigPath)
 	require.NoError(t, err, "the Session works on the servers left")
 	assert.Equal(t, sid, cl.SessionID())
 }

@@ -2,8 +2,6 @@ package zkr_test
 
 import (
 	"bytes"
-	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -284,15 +282,10 @@ func TestZkrNodes_NamespaceRootsThePaths(t *testing.T) {
 // zookeeper.extendedTypesEnabled; the reaper is made to run often.
 func TestZkrNodes_CreateContainerAndTTLNodesTheServerReaps(t *testing.T) {
 	require.NoError(t, buildErr)
-	if os.Getenv("ZK_TEST_BACKEND") == "servers" {
-		t.Skip("needs a server of its own with TTL nodes enabled")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := zktest.StartCluster(ctx, zktest.WithJVMFlags("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dzookeeper.extendedTypesEnabled=true", "-Dznode.container.checkIntervalMs=100"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	// A server of the test's own whose reaper runs every 100ms (the
+	// default is every minute).
+	c := zktest.Start(t, zktest.WithJVMFlags("-Xmx256m", "-XX:+UseSerialGC", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
+		"-Dznode.container.checkIntervalMs=100"))
 	conn := raw(t, c)
 	z := nodeCLI{t, c.ConnectString()}
 	base := testPath(t)

@@ -104,6 +104,11 @@ func startCluster(ctx context.Context, cfg config, dir string, ownDir bool) (*Cl
 		if cfg.reconfig && (b.name() != BackendJava || cfg.size < 2 || pki != nil) {
 			return nil, fmt.Errorf("zktest: WithReconfig needs the java backend, an ensemble (WithSize of 2 or more) and no WithSecurity")
 		}
+		if b.name() == BackendServers && cfg.noExtTypes {
+			// A server that refuses TTL nodes is asked for; ZK_SERVERS's
+			// may not be one.
+			return nil, fmt.Errorf("zktest: WithExtendedTypes(false) needs a server of the test's own (the java or docker backend), not ZK_SERVERS")
+		}
 		specs, err := planPorts(cfg.size+cfg.spares, pki != nil)
 		if err != nil {
 			return nil, err

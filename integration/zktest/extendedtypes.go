@@ -8,8 +8,8 @@ package zktest
 // every TTL create (UNIMPLEMENTED), as a production server does by
 // default. They cost nothing to a test that makes no TTL node; they need
 // server ids below 255, which every ensemble started here has. The
-// "servers" backend runs servers configured elsewhere: the option does not
-// reach them. Optional, defaults to on.
+// "servers" backend runs servers configured elsewhere: off is refused
+// there (Start fails), on is assumed. Optional, defaults to on.
 func WithExtendedTypes(on bool) Option {
 	return func(c *config) { c.noExtTypes = !on }
 }
