@@ -75,7 +75,9 @@ func (s *Session) followEnsemble(ctx context.Context, w <-chan zk.Event, err err
 					"path", ConfigPath, "err", err)
 				return
 			}
-			if !isRetryable(err) && !warned {
+			// Connect's ctx may have ended the first read: no failure.
+			quiet := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+			if !isRetryable(err) && !quiet && !warned {
 				warned = true
 				s.cfg.log.Warn("zkrecipes: reading the ensemble's configuration failed; trying again", "err", err)
 			}

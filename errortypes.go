@@ -153,8 +153,8 @@ func (s *Session) waitFailed(ctx context.Context, what string, err error) error 
 	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 		return err
 	}
-	if we, ok := err.(*waitError); ok {
-		err = we.err
+	if we := (*waitError)(nil); errors.As(err, &we) {
+		err = we.err // a wait named already (a semaphore's own mutex) is named again
 	}
 	e := &waitError{what: what, err: err, cutOff: !s.State().connected()}
 	var ce *ConnectError

@@ -140,7 +140,11 @@ func (s *Session) createNode(ctx context.Context, path string, data []byte, flag
 		}
 		p, err := call(ctx, s, "create", path, func() (string, error) {
 			return s.sendCreateFlags(path, data, flags, ttl)
-		}, nil)
+		}, func(p string, err error) {
+			if err == nil && flags&zk.FlagEphemeral != 0 {
+				s.own(p) // made after ctx ended: Close deletes it on an adopted connection
+			}
+		})
 		switch {
 		case err == ErrClosed: // closed before it was sent
 			return "", err

@@ -79,9 +79,6 @@ func (s *Session) reconfig(ctx context.Context, req func() (*zk.Stat, error)) (i
 	st, err := call(ctx, s, "reconfig", ConfigPath, req, nil)
 	switch {
 	case err == nil:
-		if st == nil {
-			return 0, nil
-		}
 		return st.Mzxid, nil
 	case errors.Is(err, zk.ErrReconfigDisabled):
 		return 0, fmt.Errorf("%w (%w)", ErrReconfigDisabled, zk.ErrReconfigDisabled)

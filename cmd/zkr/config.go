@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/zkrecipes/zkrecipes"
 )
 
 const configHelp = `usage: zkr config [--json] [flags]
@@ -51,8 +49,7 @@ func cmdConfig(args []string) int {
 	if len(pos) != 0 || argv != nil {
 		return usageErr(fs.Name(), "takes no argument")
 	}
-	// Read as given: this command shows the configuration, it follows none.
-	ctx, s, done, code := c.request(fs.Name(), zkrecipes.WithEnsembleTracking(false))
+	ctx, s, done, code := c.request(fs.Name())
 	if s == nil {
 		return code
 	}

@@ -38,7 +38,9 @@ func (c *common) registerVerbose(fs *flag.FlagSet, verbose string) {
 }
 
 // request connects for a command that makes its requests and exits: ctx
-// bounds the connection and the requests (connect plus session timeout).
+// bounds the connection and the requests (connect plus session timeout),
+// and the Session stays on the servers given (no ensemble read, no move
+// off an address a port-forward gave).
 // On failure it returns the exit status, having said why; else done
 // closes the Session and ends ctx.
 func (c *common) request(name string, opts ...zkrecipes.SessionOption) (ctx context.Context, s *zkrecipes.Session, done func(), code int) {
@@ -46,7 +48,7 @@ func (c *common) request(name string, opts ...zkrecipes.SessionOption) (ctx cont
 		return nil, nil, nil, usageErr(name, "no servers: use --servers or set ZK_SERVERS")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.connectTimeout+c.sessionTimeout)
-	s, err := c.connect(ctx, opts...)
+	s, err := c.connect(ctx, append([]zkrecipes.SessionOption{zkrecipes.WithEnsembleTracking(false)}, opts...)...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, zkErr(name, err)
