@@ -204,7 +204,7 @@ func WithDialer(dial func(network, address string, timeout time.Duration) (net.C
 
 // WithMaxRequestSize sets the largest request, in bytes, that may write a
 // node: a create, setData or multi (its data, full paths, ACL and headers;
-// see docs/design.md). A write that would exceed it fails with
+// see docs/design-session.md). A write that would exceed it fails with
 // ErrDataTooLarge before anything is sent, and so does every method of a
 // recipe whose node data would; a server would instead close the
 // connection, putting every lease of the Session in doubt. A recipe path
