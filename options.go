@@ -417,3 +417,43 @@ func buildNodeConfig(op string, opts []NodeOption, takes ...string) (nodeConfig,
 	}
 	return c, c.err
 }
+
+// WorkQueueOption configures a WorkQueue (NewWorkQueue).
+type WorkQueueOption func(*workQueueConfig)
+
+type workQueueConfig struct {
+	lockPath string // "" until given
+	maxItems int    // 0: unbounded
+	err      error
+}
+
+// WithLockPath sets the path under which a WorkQueue locks the items it
+// takes: one ephemeral node per item, named as the item. Curator's
+// DistributedQueue consumers that share the queue must be built with the
+// same path (QueueBuilder.lockPath). The default is the queue's path with
+// "-locks" appended ("/jobs" locks under "/jobs-locks"). It must not be
+// the queue's path nor lie under it.
+func WithLockPath(path string) WorkQueueOption {
+	return func(c *workQueueConfig) {
+		if err := validatePath(path); err != nil {
+			c.err = err
+			return
+		}
+		c.lockPath = path
+	}
+}
+
+// WithMaxItems bounds the queue: Put and PutMulti wait, until ctx ends,
+// while the queue's path has n children or more (Curator's
+// QueueBuilder.maxItems). The bound is soft, as Curator's: producers that
+// see room at the same time may all put. The default is no bound; n must
+// be positive.
+func WithMaxItems(n int) WorkQueueOption {
+	return func(c *workQueueConfig) {
+		if n <= 0 {
+			c.err = invalidArg("WithMaxItems(%d): the bound must be positive", n)
+			return
+		}
+		c.maxItems = n
+	}
+}
