@@ -136,7 +136,7 @@ func TestWorkQueue_ReleaseRequeuesTheItemAtTheTail(t *testing.T) {
 	assert.Greater(t, again.Token(), first.Token())
 
 	// The released take is stale: its check fails a transaction.
-	_, err = connect(t, c, nil).Multi(ctx, first.Check(), zr.CreateOp(path+"-effect", nil))
+	_, err = connect(t, c, nil).Multi(ctx, first.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
 	assert.ErrorIs(t, err, zr.ErrItemLost)
 	require.NoError(t, again.Ack(ctx))
 	observer := raw(t, c)
@@ -187,9 +187,9 @@ func TestWorkQueue_ExpiredConsumerIsToldAndItsItemIsTakenAgain(t *testing.T) {
 	assert.Equal(t, stale.Name(), r.wi.Name(), "the same item, taken again")
 	assert.Greater(t, r.wi.Token(), stale.Token())
 
-	_, err = b.Multi(ctx, stale.Check(), zr.CreateOp(path+"-effect", nil))
+	_, err = b.Multi(ctx, stale.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
 	assert.ErrorIs(t, err, zr.ErrItemLost, "a stale take's check")
-	_, err = b.Multi(ctx, r.wi.Check(), zr.CreateOp(path+"-effect", nil))
+	_, err = b.Multi(ctx, r.wi.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
 	assert.NoError(t, err, "the current take's check")
 	assert.ErrorIs(t, stale.Ack(ctx), zr.ErrItemLost, "a stale take's Ack")
 	require.NoError(t, r.wi.Ack(ctx))
