@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -80,7 +81,9 @@ func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
 }
 
 // Put appends item to the queue, as one node holding a batch of one item
-// (a Curator consumer receives it as one message). A nil item fails with
+// (a Curator consumer receives it as one message). WithPriority and
+// WithDelayUntil put it as Curator's priority and delay queues do. A nil
+// item, or a bad option, fails with
 // ErrInvalidArgument and one too large for the Session's request size
 // limit with ErrDataTooLarge, before any call; an empty item is valid.
 // With WithMaxItems, Put first waits for room, until ctx ends.
@@ -89,37 +92,47 @@ func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
 // connection is lost before the reply, the server may have created its
 // node (if ctx ended, Put deletes such a node in the background, unless a
 // consumer took it first).
-func (q *WorkQueue) Put(ctx context.Context, item []byte) error {
+func (q *WorkQueue) Put(ctx context.Context, item []byte, opts ...PutOption) error {
 	if item == nil {
 		return invalidArg("nil work item")
 	}
-	return q.put(ctx, [][]byte{item})
+	return q.put(ctx, [][]byte{item}, opts)
 }
 
 // PutMulti appends items to the queue as one node, one batch (Curator's
 // putMulti): a consumer takes them together, in one WorkItem, and acks or
 // releases them together. It fails with ErrInvalidArgument for no item or
 // a nil one. Its other errors are those of Put.
-func (q *WorkQueue) PutMulti(ctx context.Context, items [][]byte) error {
+func (q *WorkQueue) PutMulti(ctx context.Context, items [][]byte, opts ...PutOption) error {
 	if len(items) == 0 {
 		return invalidArg("a batch of no work item")
 	}
 	if slices.ContainsFunc(items, func(b []byte) bool { return b == nil }) {
 		return invalidArg("nil work item in a batch")
 	}
-	return q.put(ctx, items)
+	return q.put(ctx, items, opts)
 }
 
-func (q *WorkQueue) put(ctx context.Context, items [][]byte) error {
+func (q *WorkQueue) put(ctx context.Context, items [][]byte, opts []PutOption) error {
 	if q.err != nil {
 		return q.err
 	}
 	if ctx == nil {
 		return invalidArg("nil context")
 	}
+	var cfg putConfig
+	for _, o := range opts {
+		if o == nil {
+			return invalidArg("nil PutOption")
+		}
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return cfg.err
+	}
 	s := q.s
 	data := encodeWorkItems(items)
-	node := joinPath(q.dir, workItemPrefix)
+	node := joinPath(q.dir, workItemPrefix+cfg.infix)
 	if err := s.checkNodeData(q.path, data, node+"0000000000"); err != nil {
 		return err
 	}
@@ -227,6 +240,7 @@ func (q *WorkQueue) Take(ctx context.Context) (*WorkItem, error) {
 			kids  []string
 			w     <-chan zk.Event
 			lockW <-chan zk.Event
+			next  time.Time // when the next item is due (WithDelayOrder)
 			wi    *WorkItem
 			err   error
 		)
@@ -237,7 +251,9 @@ func (q *WorkQueue) Take(ctx context.Context) (*WorkItem, error) {
 		}
 		if err == nil {
 			bo.Reset()
-			wi, lockW, err = q.takeFirst(ctx, workItemNames(kids), watching)
+			var names []string
+			names, next = q.ready(kids, time.Now())
+			wi, lockW, err = q.takeFirst(ctx, names, watching)
 			if wi != nil {
 				return wi, err
 			}
@@ -249,13 +265,8 @@ func (q *WorkQueue) Take(ctx context.Context) (*WorkItem, error) {
 			watching = true
 			continue
 		case err == nil:
-			select {
-			case <-w:
-			case <-lockW:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-s.closedCh:
-				return nil, ErrClosed
+			if err := q.await(ctx, w, lockW, next); err != nil {
+				return nil, err
 			}
 			watching = false
 		case err == zk.ErrNoNode:
@@ -272,6 +283,27 @@ func (q *WorkQueue) Take(ctx context.Context) (*WorkItem, error) {
 			return nil, s.opError("take", q.dir, err)
 		}
 	}
+}
+
+// await waits for a change of the queue (w), of its locks (lockW), or
+// for the next item to be due (next, unless zero).
+func (q *WorkQueue) await(ctx context.Context, w, lockW <-chan zk.Event, next time.Time) error {
+	var due <-chan time.Time
+	if !next.IsZero() {
+		t := time.NewTimer(time.Until(next))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-w:
+	case <-lockW:
+	case <-due:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.s.closedCh:
+		return ErrClosed
+	}
+	return nil
 }
 
 // errRelist is takeFirst's report that the lock of an item it found held
@@ -442,6 +474,8 @@ func (q *WorkQueue) createLock(ctx context.Context, p string) (ownNode, error) {
 		}
 		// The create may have run (ZOOKEEPER-1262).
 		switch mine, err := q.ownedLock(ctx, p, gen); {
+		case err == errItemBusy:
+			return ownNode{}, err
 		case err != nil:
 			q.dropIfOwned(p, gen)
 			return ownNode{}, err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -243,4 +245,116 @@ func TestWorkQueue_MixedGoAndCuratorConsumersConsumeEachItemOnce(t *testing.T) {
 	slices.Sort(want)
 	assert.Equal(t, want, got, "each item consumed exactly once")
 	t.Logf("consumed by Go: %d, by Curator: %d", len(goGot), len(curator.items()))
+}
+
+// wantPriorityName is the name Curator's DistributedPriorityQueue gives an
+// item of priority p, less the sequence number, worked out by hand from
+// its priorityToString.
+var wantPriorityName = map[string]string{
+	"5": "queue-100000005", "-3": "queue-0FFFFFFFD", "0": "queue-100000000", "70000": "queue-100011170", "-1": "queue-0FFFFFFFF",
+}
+
+// checkPriorityNames checks the item nodes under path against
+// wantPriorityName, by their data.
+func checkPriorityNames(t *testing.T, c interface{ Observer(testing.TB) *zk.Conn }, path string) {
+	t.Helper()
+	observer := c.Observer(t)
+	kids := children(t, observer, path)
+	require.Len(t, kids, len(wantPriorityName))
+	for _, k := range kids {
+		data, _, err := observer.Get(path + "/" + k)
+		require.NoError(t, err)
+		require.Greater(t, len(data), 10)
+		item := string(data[9 : len(data)-1]) // a frame of one item: version, opcode, length, item, end
+		assert.Equal(t, curatorFrame(item), hex.EncodeToString(data))
+		assert.Regexp(t, `^`+regexp.QuoteMeta(wantPriorityName[item])+`\d{10}$`, k, "the node of priority %s", item)
+	}
+}
+
+func TestWorkQueue_GoTakesCuratorPriorityPutsLowestFirst(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	startWorkQueuePeer(t, "putprio", c.Servers()[0], path, "5:5", "-3:-3", "0:0", "70000:70000", "-1:-1").wait(t, 90*time.Second)
+	checkPriorityNames(t, c, path)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, want := range []string{"-3", "-1", "0", "5", "70000"} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, got)
+	}
+}
+
+func TestWorkQueue_CuratorPriorityConsumerTakesGoPriorityPutsLowestFirst(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, p := range []int32{5, -3, 0, 70000, -1} {
+		require.NoError(t, q.Put(ctx, []byte(fmt.Sprint(p)), zr.WithPriority(p)))
+	}
+	checkPriorityNames(t, c, path)
+	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks", "priority")
+	require.Eventually(t, func() bool { return len(p.items()) >= 5 }, 90*time.Second, 20*time.Millisecond)
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 60*time.Second)
+	assert.Equal(t, []string{"-3", "-1", "0", "5", "70000"}, p.items())
+}
+
+// times returns, per item, the epoch milliseconds the peer printed on its
+// lines "<kind> item ms".
+func (p *queuePeer) times(kind string) map[string]int64 {
+	out := map[string]int64{}
+	for _, l := range strings.Split(p.stdout(), "\n") {
+		var item string
+		var ms int64
+		if rest, ok := strings.CutPrefix(l, kind+" "); ok {
+			if _, err := fmt.Sscan(rest, &item, &ms); err == nil {
+				out[item] = ms
+			}
+		}
+	}
+	return out
+}
+
+func TestWorkQueue_GoDelayOrderTakesCuratorDelayedPutsWhenDue(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	// Long enough that the JVM's start does not make both due at once.
+	producer := startWorkQueuePeer(t, "putdelay", c.Servers()[0], path, "4000:late", "2000:soon")
+	producer.wait(t, 90*time.Second)
+	due := producer.times("DUE")
+	require.Len(t, due, 2)
+	observer := raw(t, c)
+	for _, k := range children(t, observer, path) {
+		assert.Regexp(t, `^queue-\|[0-9A-F]{8,}\|\d{10}$`, k)
+	}
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path, zr.WithDelayOrder())
+	for _, want := range []string{"soon", "late"} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, got)
+		assert.GreaterOrEqual(t, time.Now().UnixMilli(), due[want], "%s taken before it was due", want)
+	}
+}
+
+func TestWorkQueue_CuratorDelayConsumerTakesGoDelayedPutsWhenDue(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks", "delay")
+	require.Eventually(t, func() bool { return strings.Contains(p.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	late := time.Now().Add(2 * time.Second)
+	soon := time.Now().Add(time.Second)
+	require.NoError(t, q.Put(ctx, []byte("late"), zr.WithDelayUntil(late)))
+	require.NoError(t, q.Put(ctx, []byte("soon"), zr.WithDelayUntil(soon)))
+	require.Eventually(t, func() bool { return len(p.items()) >= 2 }, 60*time.Second, 20*time.Millisecond)
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 60*time.Second)
+	assert.Equal(t, []string{"soon", "late"}, p.items())
+	at := p.times("TIME")
+	assert.GreaterOrEqual(t, at["soon"], soon.UnixMilli())
+	assert.GreaterOrEqual(t, at["late"], late.UnixMilli())
 }

@@ -234,6 +234,44 @@ func TestWorkQueue_BadInputIsRefusedBeforeAnyCall(t *testing.T) {
 	q := zr.NewWorkQueue(s, testPath(t))
 	assert.ErrorIs(t, q.Put(ctx, nil), zr.ErrInvalidArgument)
 	assert.ErrorIs(t, q.PutMulti(ctx, nil), zr.ErrInvalidArgument)
-	_, err := q.Take(nil) //nolint:staticcheck // the nil ctx is the test
+	//lint:ignore SA1012 a nil context is the bad input under test
+	_, err := q.Take(nil)
 	assert.ErrorIs(t, err, zr.ErrInvalidArgument)
+}
+
+func TestWorkQueue_DelayOrderTakesNoItemBeforeItIsDue(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path, zr.WithDelayOrder())
+	late := time.Now().Add(1500 * time.Millisecond)
+	soon := time.Now().Add(400 * time.Millisecond)
+	require.NoError(t, q.Put(ctx, []byte("late"), zr.WithDelayUntil(late)))
+	require.NoError(t, q.Put(ctx, []byte("soon"), zr.WithDelayUntil(soon)))
+	require.NoError(t, q.Put(ctx, []byte("now")))
+	for _, want := range []struct {
+		item string
+		due  time.Time
+	}{{"now", time.Time{}}, {"soon", soon}, {"late", late}} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want.item}, got)
+		assert.GreaterOrEqual(t, time.Now().UnixMilli(), want.due.UnixMilli(), "%s taken before it was due", want.item)
+	}
+}
+
+func TestWorkQueue_PriorityItemsComeOutLowestFirst(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, p := range []int32{5, -3, 0, 70000, -1} {
+		require.NoError(t, q.Put(ctx, []byte(fmt.Sprint(p)), zr.WithPriority(p)))
+	}
+	assert.ErrorIs(t, q.Put(ctx, []byte("x"), zr.WithPriority(1), zr.WithDelayUntil(time.Now())), zr.ErrInvalidArgument)
+	for _, want := range []string{"-3", "-1", "0", "5", "70000"} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, got)
+	}
 }

@@ -3,11 +3,15 @@ package zkrecipes.peers;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.io.Closeable;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
 import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.MultiItem;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
@@ -22,13 +26,19 @@ import org.apache.curator.framework.state.ConnectionState;
  * CuratorWorkQueuePeer put     SERVERS PATH COUNT PREFIX [BATCH]  puts PREFIX-0 .. PREFIX-(COUNT-1), one
  *                                                                 put each, then (BATCH &gt; 0) one putMulti
  *                                                                 of PREFIX-batch-0 .. PREFIX-batch-(BATCH-1)
- * CuratorWorkQueuePeer consume SERVERS PATH LOCKPATH              a consumer with a lock path: prints
+ * CuratorWorkQueuePeer putprio  SERVERS PATH P:ITEM ...          DistributedPriorityQueue.put(ITEM, P) each
+ * CuratorWorkQueuePeer putdelay SERVERS PATH MS:ITEM ...         DistributedDelayQueue.put(ITEM, now + MS) each,
+ *                                                                 printing "DUE ITEM epoch-ms"
+ * CuratorWorkQueuePeer consume SERVERS PATH LOCKPATH [KIND]       a consumer with a lock path, of a
+ *                                                                 DistributedQueue (KIND plain, the default),
+ *                                                                 DistributedPriorityQueue (priority) or
+ *                                                                 DistributedDelayQueue (delay): prints
  *                                                                 "READY", then every item it consumes,
  *                                                                 until its standard input closes
  * </pre>
  *
- * <p>Items are UTF-8 text; each one consumed is printed as "ITEM text", and the last line is
- * "DONE n".
+ * <p>Items are UTF-8 text; each one consumed is printed as "ITEM text", then "TIME text
+ * epoch-ms"; the last line is "DONE n".
  */
 public final class CuratorWorkQueuePeer {
     private CuratorWorkQueuePeer() {}
@@ -58,8 +68,14 @@ public final class CuratorWorkQueuePeer {
                     put(client, args[2], Integer.parseInt(args[3]), args[4],
                             args.length > 5 ? Integer.parseInt(args[5]) : 0);
                     break;
+                case "putprio":
+                    putPriority(client, args[2], Arrays.copyOfRange(args, 3, args.length));
+                    break;
+                case "putdelay":
+                    putDelay(client, args[2], Arrays.copyOfRange(args, 3, args.length));
+                    break;
                 case "consume":
-                    consume(client, args[2], args[3]);
+                    consume(client, args[2], args[3], args.length > 4 ? args[4] : "plain");
                     break;
                 default:
                     System.err.println("unknown mode " + args[0]);
@@ -103,14 +119,51 @@ public final class CuratorWorkQueuePeer {
         System.out.println("DONE " + (n + batch));
     }
 
+    private static void putPriority(CuratorFramework client, String path, String[] items) throws Exception {
+        DistributedPriorityQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+                .putInBackground(false)
+                .buildPriorityQueue(0);
+        q.start();
+        try {
+            for (String it : items) {
+                int colon = it.indexOf(':');
+                q.put(utf8(it.substring(colon + 1)), Integer.parseInt(it.substring(0, colon)));
+            }
+        } finally {
+            q.close();
+        }
+        System.out.println("DONE " + items.length);
+    }
+
+    private static void putDelay(CuratorFramework client, String path, String[] items) throws Exception {
+        DistributedDelayQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+                .putInBackground(false)
+                .buildDelayQueue();
+        q.start();
+        try {
+            for (String it : items) {
+                int colon = it.indexOf(':');
+                String text = it.substring(colon + 1);
+                long due = System.currentTimeMillis() + Long.parseLong(it.substring(0, colon));
+                q.put(utf8(text), due);
+                System.out.println("DUE " + text + " " + due);
+            }
+        } finally {
+            q.close();
+        }
+        System.out.println("DONE " + items.length);
+    }
+
     /** Consumes items under locks in lockPath until standard input reaches its end. */
-    private static void consume(CuratorFramework client, String path, String lockPath) throws Exception {
+    private static void consume(CuratorFramework client, String path, String lockPath, String kind) throws Exception {
         AtomicInteger n = new AtomicInteger();
         QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
             @Override
             public void consumeMessage(byte[] message) {
                 synchronized (System.out) {
-                    System.out.println("ITEM " + new String(message, StandardCharsets.UTF_8));
+                    String text = new String(message, StandardCharsets.UTF_8);
+                    System.out.println("ITEM " + text);
+                    System.out.println("TIME " + text + " " + System.currentTimeMillis());
                     System.out.flush();
                 }
                 n.incrementAndGet();
@@ -119,10 +172,24 @@ public final class CuratorWorkQueuePeer {
             @Override
             public void stateChanged(CuratorFramework c, ConnectionState s) {}
         };
-        DistributedQueue<byte[]> q = QueueBuilder.builder(client, consumer, BYTES, path)
-                .lockPath(lockPath)
-                .buildQueue();
-        q.start();
+        QueueBuilder<byte[]> b = QueueBuilder.builder(client, consumer, BYTES, path).lockPath(lockPath);
+        Closeable q;
+        switch (kind) {
+            case "priority":
+                DistributedPriorityQueue<byte[]> pq = b.buildPriorityQueue(0);
+                pq.start();
+                q = pq;
+                break;
+            case "delay":
+                DistributedDelayQueue<byte[]> dq = b.buildDelayQueue();
+                dq.start();
+                q = dq;
+                break;
+            default:
+                DistributedQueue<byte[]> plain = b.buildQueue();
+                plain.start();
+                q = plain;
+        }
         synchronized (System.out) {
             System.out.println("READY");
             System.out.flush();
