@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 // takeAck takes one item from q and acks it, returning its items.
@@ -274,4 +275,55 @@ func TestWorkQueue_PriorityItemsComeOutLowestFirst(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{want}, got)
 	}
+}
+
+// A consumer cut off from the server is told at once (under the default
+// LossPolicy), its lock goes once it is back, and the item goes to the
+// consumer waiting in Take; the cut-off consumer's Ack then changes
+// nothing.
+func TestWorkQueue_SuspendedConsumerIsToldAndItsItemGoesToAnother(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 60*time.Second)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	qa := zr.NewWorkQueue(connect(t, c, []string{proxy.Addr()}).Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	cut, err := qa.Take(ctx)
+	require.NoError(t, err)
+
+	qb := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	type taken struct {
+		wi  *zr.WorkItem
+		err error
+	}
+	tc := make(chan taken, 1)
+	go func() {
+		wi, err := qb.Take(ctx)
+		tc <- taken{wi, err}
+	}()
+
+	proxy.Blackhole()
+	select {
+	case <-cut.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the cut-off consumer was not told")
+	}
+	assert.ErrorIs(t, cut.Err(), zr.ErrLockLost)
+	assert.ErrorIs(t, cut.Err(), zr.ErrSuspended)
+	proxy.Heal()
+
+	var r taken
+	select {
+	case r = <-tc:
+	case <-ctx.Done():
+		t.Fatal("the item did not go to the waiting consumer")
+	}
+	require.NoError(t, r.err)
+	assert.Equal(t, cut.Name(), r.wi.Name())
+	assert.Greater(t, r.wi.Token(), cut.Token())
+	assert.ErrorIs(t, cut.Ack(ctx), zr.ErrItemLost, "the cut-off consumer's Ack")
+	require.NoError(t, r.wi.Ack(ctx))
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
 }
