@@ -27,6 +27,10 @@ import (
 // lock path (WithLockPath). Curator producers and consumers on the same
 // paths share the queue with WorkQueues: each takes the other's items.
 //
+// Put's WithPriority and WithDelayUntil name items as Curator's
+// DistributedPriorityQueue and DistributedDelayQueue do; consumers built
+// WithDelayOrder honour delays, as the latter's do.
+//
 // Items are offered in the order the server sequenced their puts; with
 // several consumers, or an item released, they may be processed out of
 // order. Like Curator, a WorkQueue makes its path and its lock path
@@ -207,7 +211,8 @@ func (q *WorkQueue) awaitRoom(ctx context.Context) error {
 }
 
 // Take locks the first item of the queue that no other consumer holds and
-// returns it, waiting for one while there is none. It waits on watches,
+// returns it, waiting for one while there is none. The first is the
+// lowest by name (with WithDelayOrder, the earliest due among those due). It waits on watches,
 // never by polling: for new items, and for the lock of any held item to
 // go (its consumer acked, released or died). It waits through connection
 // losses and session expiries (the Session's retry policy paces retries).
