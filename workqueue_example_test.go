@@ -44,4 +44,6 @@ func ExampleWorkQueue() {
 	}
 }
 
-func render(ctx context.Context, job []byte) ([]byte, error) { return append([]byte("rendered "), job...), ctx.Err() }
+func render(ctx context.Context, job []byte) ([]byte, error) {
+	return append([]byte("rendered "), job...), ctx.Err()
+}
