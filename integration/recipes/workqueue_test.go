@@ -327,3 +327,60 @@ func TestWorkQueue_SuspendedConsumerIsToldAndItsItemGoesToAnother(t *testing.T) 
 	assert.Empty(t, children(t, observer, path))
 	assert.Empty(t, children(t, observer, path+"-locks"))
 }
+
+// A take that gives up (its ctx ends) while every item is held by another
+// consumer returns ctx's error and leaves no lock of its own.
+func TestWorkQueue_CancelledTakeReturnsAndLeavesNoLock(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	qa := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	held, err := qa.Take(ctx)
+	require.NoError(t, err)
+
+	b := connect(t, c, nil)
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err = zr.NewWorkQueue(b.Session, path).Take(short)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	observer := raw(t, c)
+	assert.Equal(t, []string{held.Name()}, children(t, observer, path+"-locks"), "only the holder's lock")
+	select {
+	case <-held.Done():
+		t.Fatalf("the holder lost its item: %v", held.Err())
+	default:
+	}
+	require.NoError(t, held.Ack(ctx))
+	empty, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	_, err = zr.NewWorkQueue(b.Session, path).Take(empty)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "an empty queue")
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
+
+// A consumer that closes its Session while holding an item is told
+// (ErrClosed), and the item, still queued, goes to another consumer.
+func TestWorkQueue_ClosedConsumerLeavesItsItemForAnother(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	a := connect(t, c, nil)
+	qa := zr.NewWorkQueue(a.Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	wi, err := qa.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	select {
+	case <-wi.Done():
+	default:
+		t.Fatal("Done still open after Close")
+	}
+	assert.ErrorIs(t, wi.Err(), zr.ErrClosed)
+	got, err := takeAck(ctx, zr.NewWorkQueue(connect(t, c, nil).Session, path))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"job"}, got)
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
