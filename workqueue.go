@@ -638,9 +638,11 @@ func (wi *WorkItem) Check() Op {
 // It returns nil once the item is deleted. If the lock was lost (Done
 // closed) but no WorkQueue consumer has taken the item since, Ack still
 // deletes the item. If another consumer has taken it, or it is gone, Ack
-// changes nothing and fails with an error matching ErrItemLost. On an
-// error matching ErrOutcomeUnknown (the reply was lost, or ctx ended while
-// the request was on its way) the item may or may not be deleted. On every
+// changes nothing and fails with an error matching ErrItemLost. A reply
+// lost with the connection is settled once connected again; on an error
+// matching ErrOutcomeUnknown (ctx ended while the request was on its way,
+// or the session ended before the outcome could be read) the item may or
+// may not be deleted. On every
 // error the lock goes (in the background if it must), so that the item, if
 // still there, goes to another consumer. A second Ack or Release returns
 // ErrReleased; a nil ctx, ErrInvalidArgument with the item still held.
@@ -713,6 +715,15 @@ func (wi *WorkItem) apply(ctx context.Context, requeue, withLock bool) error {
 	case withLock && len(res) == len(ops) && errors.Is(res[last].Err, ErrNoNode) && res[0].Err == ErrTxnAborted:
 		// The lock went with its session, the item is still this take's.
 		return wi.apply(ctx, requeue, false)
+	case withLock && errors.Is(err, ErrOutcomeUnknown) && ctx.Err() == nil:
+		switch applied, known := wi.settle(ctx); {
+		case applied:
+			s.disown(wi.h.node.path)
+			return nil
+		case known:
+			s.removeNode(wi.h.node)
+			return fmt.Errorf("%w: %s: changed or deleted by another client", ErrItemLost, item)
+		}
 	}
 	if withLock {
 		s.removeNode(wi.h.node)
@@ -721,6 +732,27 @@ func (wi *WorkItem) apply(ctx context.Context, requeue, withLock bool) error {
 		return fmt.Errorf("%w: %s: %w", ErrItemLost, item, res[0].Err)
 	}
 	return err
+}
+
+// settle tells whether Ack's or Release's transaction, whose reply was
+// lost, was applied, once connected again under the lock's session (the
+// Session's Multi has found the item no longer at this take's version):
+// the lock is gone only if it was, since once the item has ended nothing
+// else of this Session deletes it. known is false when that cannot be
+// read (the session changed, a read failed).
+func (wi *WorkItem) settle(ctx context.Context) (applied, known bool) {
+	s := wi.q.s
+	gen, _, err := s.awaitConnected(ctx)
+	if err != nil || gen != wi.h.node.gen {
+		return false, false
+	}
+	switch _, err = s.exists(ctx, wi.h.node.path); {
+	case err == zk.ErrNoNode:
+		return true, true
+	case err == nil:
+		return false, true
+	}
+	return false, false
 }
 
 // requeuePrefix is the name a released item is put back under: its own,
