@@ -352,4 +352,17 @@ var (
 	// NewSession or with WithWireLayer(false), before anything is sent.
 	// Use a Session made by Connect with the wire layer on.
 	ErrNeedsWireLayer = errors.New("zkrecipes: request needs a session made by Connect with the wire layer on")
+
+	// ErrBadWorkItem is returned, with the locked item, by a WorkQueue's
+	// Take whose item's data is not in Curator's item encoding (written by
+	// something other than a WorkQueue or a Curator DistributedQueue). Ack
+	// the item to drop it, as Curator's consumer does.
+	ErrBadWorkItem = errors.New("zkrecipes: queue item not in curator's item encoding")
+
+	// ErrItemLost is returned by a WorkItem's Ack and Release, and by a
+	// transaction holding its Check, once another WorkQueue consumer has
+	// taken the item since (its lock was lost), or the item was acked,
+	// released or deleted: this consumer no longer has it. The error also
+	// matches the server's answer (ErrNoNode or ErrBadVersion).
+	ErrItemLost = errors.New("zkrecipes: work item lost: another consumer took it since, or it is gone")
 )
