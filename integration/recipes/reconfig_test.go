@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -408,6 +409,35 @@ func TestReconfig_RefusalsAreTypedAndTheConfigIsReadOnly(t *testing.T) {
 	require.Equal(t, data, n.Data)
 	_, err = zr.NewMutex(cl.Session, zr.ConfigPath).Acquire(ctx)
 	require.ErrorIs(t, err, zr.ErrInvalidPath, "no recipe writes there")
+}
+
+// A reconfiguration whose reply is lost with the connection may have been
+// applied: it fails as every other write then does, with ErrOutcomeUnknown
+// and the connection's error, and Config tells what happened (here, it was
+// applied: the request reached the server).
+func TestReconfig_ALostReplyIsAnUnknownOutcome(t *testing.T) {
+	server(t)
+	ens := zktest.Start(t, zktest.WithSize(3), zktest.WithReconfig(0))
+	ctx := ctxT(t, 2*time.Minute)
+	px := zktest.NewProxy(t, ens.Servers()[0])
+	admin := connect(t, ens, []string{px.Addr()}, zr.WithDigestAuth(zktest.SuperUser, zktest.SuperPassword),
+		zr.WithEnsembleTracking(false))
+	cfg, err := admin.Config(ctx)
+	require.NoError(t, err)
+	require.Len(t, cfg.Members, 3)
+
+	px.LoseRequestReply(1, 500*time.Millisecond)
+	_, err = admin.IncrementalReconfig(ctx, nil, []string{"3"}, cfg.Version)
+	require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
+	require.ErrorIs(t, err, zk.ErrConnectionClosed)
+
+	var after *zr.EnsembleConfig
+	require.Eventually(t, func() bool {
+		after, err = admin.Config(ctx) // once connected again
+		return err == nil
+	}, time.Minute, 50*time.Millisecond)
+	assert.Len(t, after.Members, 2, "applied, its reply lost")
+	assert.NotEqual(t, cfg.Version, after.Version)
 }
 
 // lockedWriter serialises the writes of several servers' logs.
