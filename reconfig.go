@@ -45,8 +45,8 @@ func (s *Session) Config(ctx context.Context) (*EnsembleConfig, error) {
 // any request, with ErrInvalidArgument for an empty members, and with
 // ZooKeeper's error when the new configuration cannot be committed (no
 // quorum of it up to date, another reconfiguration under way). It is not
-// retried: when its reply is lost with the connection (a leadership
-// handover, which a reconfiguration itself may cause, drops every client),
+// retried: when its reply is lost with the connection (a change of leader,
+// which a reconfiguration can bring about, drops every client),
 // or ctx ends while it is on its way, it may or may not have been applied,
 // and it returns an error matching ErrOutcomeUnknown and its cause
 // (zk.ErrConnectionClosed, ctx's error); read Config to find out.
