@@ -25,7 +25,8 @@ const lossReportBound = 30 * time.Second
 // fencedContenders are Sessions of one process that take one Mutex in
 // turn, again and again, and write to a data node under each lease (a
 // Multi of Lease.Check and SetOp, as a user guards a write with it). Every
-// acquisition, loss, stop and write is logged in the lines chaos.Check and
+// acquisition, loss, stop and write is logged (and a write under each
+// lease once released, which the server must refuse) in the lines chaos.Check and
 // chaos.CheckWriteOrder read; an accepted write's line carries the node's
 // new Mzxid, the server's own order of the writes. What a contender's
 // goroutine finds wrong is kept for the test (no t.Fatal from a
@@ -124,7 +125,10 @@ func (fc *fencedContenders) run(id string, s *zr.Session) {
 		fc.mu.Unlock()
 		h := fleet.Hold(fc.log, id, l)
 		reason := fc.hold(ctx, id, s, l, h.Token())
-		_ = h.Release(ctx, reason) // a loss found there is logged by its DONE line
+		// A loss found by Release is logged by its DONE line.
+		if err := h.Release(ctx, reason); err == nil && ctx.Err() == nil {
+			fc.writeStale(ctx, id, s, l, h.Token())
+		}
 	}
 }
 
@@ -193,6 +197,26 @@ func (fc *fencedContenders) write(ctx context.Context, id string, s *zr.Session,
 	default:
 		fc.log.Add(chaos.Write, id, tok, "error", fleet.ErrText(err))
 		return "error"
+	}
+}
+
+// writeStale tries a write under l once its Release confirmed the delete
+// of its node, as a former holder that has not noticed would: the server
+// must refuse it ("WRITE <id> <tok> refused after-release").
+func (fc *fencedContenders) writeStale(ctx context.Context, id string, s *zr.Session, l *zr.Lease, tok int64) {
+	res, err := s.Multi(ctx, l.Check(), zr.SetOp(fc.data, []byte(fmt.Sprintf("%s %d stale", id, tok))))
+	switch {
+	case err == nil:
+		if len(res) == 2 && res[1].Stat != nil {
+			fc.log.Add(chaos.Write, id, tok, "accepted", res[1].Stat.Mzxid, "after-release")
+		} else {
+			fc.log.Add(chaos.Write, id, tok, "accepted", "after-release")
+		}
+		fc.problem("%s token %d: a write under the lease was accepted after its Release", id, tok)
+	case errors.Is(err, zr.ErrLockLost):
+		fc.log.Add(chaos.Write, id, tok, "refused", "after-release")
+	default:
+		fc.log.Add(chaos.Write, id, tok, "error", "after-release", fleet.ErrText(err))
 	}
 }
 

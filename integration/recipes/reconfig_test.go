@@ -43,7 +43,8 @@ func sameServers(a, b []string) bool {
 //
 // All along, four more Sessions (two under each loss policy, two of them
 // starting on the Session's server) take one lock in turn and write to a node
-// under each lease (Lease.Check in the write's Multi). The fenced checker
+// under each lease (Lease.Check in the write's Multi), and once more after
+// releasing it, which the server refuses. The fenced checker
 // (chaos.Check on their log) finds no holder that believed it held the
 // lock when another acquired it without having been told of its loss, and
 // the server applied their writes in token order (chaos.CheckWriteOrder);
@@ -309,6 +310,7 @@ func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *t
 	assert.Empty(t, fc.problems, "what the contenders found wrong")
 	assert.Empty(t, rep.Open, "holdings never closed")
 	assert.Positive(t, ordered, "fenced writes applied")
+	assert.Positive(t, rep.WritesRefused, "writes under released leases, refused")
 	for _, c := range cs {
 		assert.GreaterOrEqual(t, duringGrow[c.id], 1, "%s's acquisitions while the ensemble grew", c.id)
 		assert.GreaterOrEqual(t, duringShrink[c.id], 2, "%s's acquisitions while the ensemble shrank (after the moves, after the stops)", c.id)
