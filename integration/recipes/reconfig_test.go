@@ -152,6 +152,11 @@ func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *t
 	require.Eventually(t, func() bool { return fc.eachAcquiredSince(since) }, 2*time.Minute, 20*time.Millisecond,
 		"every contender takes the lock again on the grown ensemble")
 	grown := fc.log.Add(chaos.Heal, "grow")
+	connected := func(s *client) bool {
+		st := s.State()
+		return st == zr.StateConnected || st == zr.StateReconnected
+	}
+	require.Eventually(t, func() bool { return connected(cl) && connected(sus) }, time.Minute, 20*time.Millisecond)
 	on := cl.Conn().Server()
 	// ZooKeeper may hand the leadership over in a reconfiguration (to
 	// the leader it designates), and the servers then drop their clients:
@@ -219,15 +224,13 @@ func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *t
 	require.Eventually(t, func() bool { return sameServers(cl.Servers(), left) }, time.Minute, 20*time.Millisecond,
 		"the Session follows the shrunk ensemble")
 	t.Logf("left: %v (the Session was on %s)", gone, on)
-	require.Eventually(t, func() bool {
-		st := cl.State()
-		return slices.Contains(left, cl.Conn().Server()) && (st == zr.StateConnected || st == zr.StateReconnected)
-	}, time.Minute, 20*time.Millisecond, "the Session moved off the server that left")
+	require.Eventually(t, func() bool { return slices.Contains(left, cl.Conn().Server()) && connected(cl) },
+		time.Minute, 20*time.Millisecond, "the Session moved off the server that left")
 	t.Logf("the Session is on %s, %v", cl.Conn().Server(), cl.State())
 	require.Eventually(t, everyone(left), time.Minute, 20*time.Millisecond, "every Session follows the shrunk ensemble")
 	require.Eventually(t, func() bool {
 		for _, s := range sessions {
-			if st := s.State(); !slices.Contains(left, s.Conn().Server()) || (st != zr.StateConnected && st != zr.StateReconnected) {
+			if !slices.Contains(left, s.Conn().Server()) || !connected(s) {
 				return false
 			}
 		}
