@@ -349,8 +349,11 @@ func reconfigure(t *testing.T, ctx context.Context, admin *client, joining, leav
 	for {
 		v, err := admin.IncrementalReconfig(ctx, joining, leaving, version)
 		if err == nil {
-			cfg, err := admin.Config(ctx)
-			require.NoError(t, err)
+			var cfg *zr.EnsembleConfig
+			require.Eventually(t, func() bool { // the connection may drop again under the read
+				cfg, err = admin.Config(ctx)
+				return err == nil
+			}, time.Minute, 50*time.Millisecond, "reading the configuration back")
 			require.Equal(t, v, cfg.Version, "Reconfig returns the new configuration's version")
 			require.ElementsMatch(t, want, cfg.Servers())
 			return v
