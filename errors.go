@@ -151,12 +151,13 @@ var (
 	// DistributedAtomicLong format) or nothing.
 	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
 
-	// ErrOutcomeUnknown is returned by an AtomicCounter change, a
-	// SharedValue or SharedCount write, or an Election.Proclaim whose term
-	// ended after its write was sent, that may or may not have been
-	// applied: its reply was lost with the connection, or ctx ended while
-	// it was on its way (and, for a counter, what the node held afterwards
-	// could not tell). The error also matches its cause
+	// ErrOutcomeUnknown is returned by a write that may or may not have
+	// been applied: its reply was lost with the connection, or ctx ended
+	// while it was on its way, and no read could tell. The writes that
+	// return it: an AtomicCounter change, a SharedValue or SharedCount
+	// write, an Election.Proclaim whose term ended after its write was
+	// sent, the Session's Create (unprotected), Set, Delete, Multi,
+	// Reconfig and IncrementalReconfig, and a WorkItem's Ack and Release. The error also matches its cause
 	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the value
 	// before trying again: a change retried blindly may be made twice.
 	ErrOutcomeUnknown = errors.New("zkrecipes: outcome unknown: the write may or may not have been applied; read the value before retrying")
