@@ -157,9 +157,10 @@ var (
 	// return it: an AtomicCounter change, a SharedValue or SharedCount
 	// write, an Election.Proclaim whose term ended after its write was
 	// sent, the Session's Create (unprotected), Set, Delete, Multi,
-	// Reconfig and IncrementalReconfig, and a WorkItem's Ack and Release. The error also matches its cause
-	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the value
-	// before trying again: a change retried blindly may be made twice.
+	// Reconfig and IncrementalReconfig, and a WorkItem's Ack and Release.
+	// The error also matches its cause (zk.ErrConnectionClosed, ctx's
+	// error, ErrClosed). Read the value before trying again: a change
+	// retried blindly may be made twice.
 	ErrOutcomeUnknown = errors.New("zkrecipes: outcome unknown: the write may or may not have been applied; read the value before retrying")
 
 	// ErrValueDeleted is returned by SharedValue.Watch and SharedCount.Watch
