@@ -28,7 +28,7 @@ unit:
 # SEED (default: from the clock; printed) replay a run: make robustness DURATION=2m SEED=42
 robustness:
 	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 90m -v \
-		-run '^TestRobustness_' ./robustness/ -robustness.duration=$${DURATION:-10m} -robustness.seed=$${SEED:-0}
+		-run '^TestRobustness_RecipesUnderFaults$$' ./robustness/ -robustness.duration=$${DURATION:-10m} -robustness.seed=$${SEED:-0}
 
 .PHONY: robustness-hog
 # The same beside HOG (default 2) busy-looping processes: the busy machine the election
@@ -36,7 +36,7 @@ robustness:
 # and client logs in a directory it prints (under $$ZKRECIPES_ROBUSTNESS_DIR, else $$TMPDIR).
 robustness-hog:
 	cd integration && ZK_TEST_BACKEND=$${ZK_TEST_BACKEND:-java} go test -race -count=1 -timeout 90m -v \
-		-run '^TestRobustness_' ./robustness/ -robustness.duration=$${DURATION:-5m} -robustness.seed=$${SEED:-0} \
+		-run '^TestRobustness_RecipesUnderFaults$$' ./robustness/ -robustness.duration=$${DURATION:-5m} -robustness.seed=$${SEED:-0} \
 		-robustness.cpu-hog=$${HOG:-2}
 
 .PHONY: kerberos

@@ -66,7 +66,7 @@ stage chaos-leasetime bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACK
 # SASL-enforcing ZooKeeper (integration/kerberos, a module of its own, so not in ./... above).
 stage kerberos bash -c 'cd kerberos && go test -race -count=1 ./... && cd ../integration/kerberos && ZK_TEST_BACKEND=java go test -race -count=1 -timeout 5m ./...'
 # The robustness suite's short run (make robustness runs the long one).
-stage robustness bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run "^TestRobustness_" ./robustness/ -robustness.duration=20s'
+stage robustness bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run "^TestRobustness_RecipesUnderFaults$" ./robustness/ -robustness.duration=20s'
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then
 	stage docker-tests bash -c 'cd integration && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m -run Docker ./zktest/...'
 fi

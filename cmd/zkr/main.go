@@ -8,6 +8,7 @@
 //	zkr inspect PATH [--json]                  the holder and the queue: data, session, age
 //	zkr count get|set|add PATH [N]             read or change a SharedCount or DistributedAtomicLong
 //	zkr barrier set|remove|wait PATH           a Curator DistributedBarrier
+//	zkr queue put|take|ls PATH                 a work queue (Curator's DistributedQueue with a lockPath)
 //	zkr services [NAME]                         list services and their instances (curator-x-discovery)
 //	zkr register NAME ADDR:PORT -- CMD ...      register an instance while CMD runs
 //	zkr watch PATH [-r]                        print the node (-r: the tree) and every change
@@ -46,11 +47,13 @@
 //
 //	0-125 CMD's own exit status (128+N if it died of signal N)
 //	64    usage error (a bad path too)
-//	65    node commands: the node exists, has another version, or has children
+//	65    node commands: the node exists, has another version, or has children;
+//	      queue take: the item is not in Curator's item encoding (put back)
 //	66    node commands: no such node (create: no parent)
 //	69    ZooKeeper unavailable, or a ZooKeeper error
-//	73    not acquired: --wait elapsed before the lock was free
-//	74    ownership lost while CMD ran (CMD was terminated)
+//	73    not acquired: --wait elapsed before the lock was free (queue take: no item)
+//	74    ownership lost while CMD ran (CMD was terminated); queue take: the
+//	      item's lock was lost and another consumer took it before the ack
 //	126   CMD could not be executed
 //	127   CMD not found
 //	130   interrupted (SIGINT, SIGTERM) before CMD started
@@ -83,6 +86,7 @@ usage:
   zkr inspect PATH [--json]                 show the holder and the queue
   zkr count get|set|add PATH [N]            read or change a shared counter
   zkr barrier set|remove|wait PATH          set, remove, or wait until removed
+  zkr queue put|take|ls PATH                put an item, take one (print, then ack), list them
   zkr services [NAME]                       list services and instances (curator-x-discovery)
   zkr register NAME ADDR:PORT -- CMD ...    register an instance while CMD runs
   zkr watch PATH [-r]                       print the node (-r: the tree) and every change
@@ -103,7 +107,9 @@ Secured ensembles: --tls-ca/--tls-cert/--tls-key,
 --sasl gssapi --krb-keytab F --krb-principal P.
 Exit status: CMD's own; 64 usage, 69 ZooKeeper error, 73 not acquired in time,
 74 ownership lost while CMD ran, 126/127 CMD not executable/found, 130 interrupted;
-node commands: 66 no such node, 65 node exists, has another version or has children.
+node commands: 66 no such node, 65 node exists, has another version or has children;
+queue take: 73 no item in time, 74 item taken by another consumer before the ack,
+65 item not in Curator's encoding.
 `
 
 func main() {
@@ -126,6 +132,8 @@ func run(args []string) int {
 		return cmdCount(args[1:])
 	case "barrier":
 		return cmdBarrier(args[1:])
+	case "queue":
+		return cmdQueue(args[1:])
 	case "services":
 		return cmdServices(args[1:])
 	case "register":

@@ -20,6 +20,11 @@
 //     RawLock, the contended workload on raw requests, the fewest any
 //     queueing lock can make, with the next acquisitions running beside
 //     each handoff as they do for a lock.
+//   - WorkQueue: items put beforehand (FillWorkQueue) are consumed by 1 or
+//     more consumers, each its own session, each item taken under its lock
+//     and acked (WorkQueueConsume, zkrecipes' WorkQueue; zkbench runs
+//     Curator's DistributedQueue with a lock path beside it): items per
+//     second and the server's requests per item.
 //
 // The server counters come from the "mntr" four-letter word, read between
 // phases while nothing else talks to the server: zk_packets_received counts

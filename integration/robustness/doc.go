@@ -21,6 +21,15 @@
 //     get and versioned set;
 //   - queue (Queue), checked directly: no item taken twice, none lost, none
 //     never offered;
+//   - work queue (WorkQueue), item by item: a take granted only for an item
+//     put and not acked, while no earlier take holds it, in token order; an
+//     ack or release succeeding only for the item's latest take, the ack
+//     once; beside it, checked directly: every item put is consumed (acked,
+//     or drained by the test after the run), an item is taken while an
+//     earlier consumer holds it only after that consumer was told of its
+//     loss (the lock's overlap check, item by item), no lock node of a
+//     closed session is left, and none at all once the killed clients'
+//     sessions expired;
 //   - watch (WatchData, NodeCache and TreeCache on the SharedCount's node,
 //     WatchChildren on the Queue's), checked directly: each observer's
 //     states in order and each one written (a listing: its names as many as

@@ -30,7 +30,7 @@ var (
 	flagDuration  = flag.Duration("robustness.duration", 0, "how long to inject faults; 0 skips the fault run (every fault kind is injected at least once)")
 	flagSeed      = flag.Uint64("robustness.seed", 0, "seed of the fault schedule (0: from the clock; the seed is printed)")
 	flagClients   = flag.Int("robustness.clients", 3, "number of client processes (each runs every workload on sessions of its own)")
-	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,queue,counter,sharedcount,watch", "workloads to run (watch follows sharedcount's node)")
+	flagWorkloads = flag.String("robustness.workloads", "mutex,semmutex,rwwrite,election,semaphore,queue,workqueue,counter,sharedcount,watch", "workloads to run (watch follows sharedcount's node)")
 	flagKeep      = flag.String("robustness.log", "", "copy the shared log to this file after the run")
 	flagCheck     = flag.Duration("robustness.check-timeout", 2*time.Minute, "porcupine's time limit per history")
 	flagHog       = flag.Int("robustness.cpu-hog", 0, "busy-looping processes to run beside the test for its whole length (a busy machine)")
@@ -66,12 +66,23 @@ type run struct {
 }
 
 func TestRobustness_RecipesUnderFaults(t *testing.T) {
+	faultRun(t, strings.Split(*flagWorkloads, ","))
+}
+
+// TestRobustness_WorkQueueUnderFaults is the fault run of the work queue
+// workload alone (make robustness runs it with the others).
+func TestRobustness_WorkQueueUnderFaults(t *testing.T) {
+	faultRun(t, []string{"workqueue"})
+}
+
+// faultRun runs workloads under faults and checks their histories.
+func faultRun(t *testing.T, workloads []string) {
 	if *flagDuration <= 0 {
 		t.Skip("the fault run needs -robustness.duration (make robustness, or scripts/test.sh's robustness stage)")
 	}
 	seed := fleet.Seed(*flagSeed)
-	t.Logf("robustness seed %d (rerun with -robustness.seed=%d), duration %v, %d clients, workloads %s, %d CPU hogs", seed, seed, *flagDuration, *flagClients, *flagWorkloads, *flagHog)
-	r := &run{root: fmt.Sprintf("/robustness/%d", seed), workloads: strings.Split(*flagWorkloads, ","), stores: map[string]*chaos.Store{}}
+	t.Logf("robustness seed %d (rerun with -robustness.seed=%d), duration %v, %d clients, workloads %s, %d CPU hogs", seed, seed, *flagDuration, *flagClients, strings.Join(workloads, ","), *flagHog)
+	r := &run{root: fmt.Sprintf("/robustness/%d", seed), workloads: workloads, stores: map[string]*chaos.Store{}}
 	r.Fleet = fleet.New(t.Context(), t, fleet.Config{Suite: "robustness", Seed: seed, Keep: *flagKeep, Prefix: "p", Args: r.clientArgs})
 	t.Logf("if the run fails, its artifacts are kept in %s (set %s to choose where)", r.Keep, fleet.KeepEnv("robustness"))
 	if *flagHog > 0 {
@@ -96,10 +107,16 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, r.Inject(t.Context(), *flagDuration, faultKinds, 300*time.Millisecond, time.Second, func(ctx context.Context, kind string) { r.inject(ctx, t, kind) }))
 	clientOps := map[string]int{} // as the clients that stopped count them
+	var stopped []string          // the clients that stopped normally, closing their Sessions
 	for _, sum := range fleet.StopAll[robustness.Summary](t.Context(), t, r.Fleet) {
+		stopped = append(stopped, sum.ID)
 		for w, n := range sum.Ops {
 			clientOps[w] += n
 		}
+	}
+	var workLocks [2][]string // the work queue's locks left at close, and after expiry
+	if slices.Contains(r.workloads, "workqueue") {
+		workLocks = r.workQueueLocks(t, r.root+"/workqueue-locks", stopped)
 	}
 
 	events, err := chaos.ParseFile(r.LogPath)
@@ -163,6 +180,20 @@ func TestRobustness_RecipesUnderFaults(t *testing.T) {
 			if slices.Contains(r.workloads, "queue") {
 				assert.Positive(t, crep.Listed, "watch: no listing seen")
 			}
+			continue
+		}
+		if w == "workqueue" {
+			rep := robustness.CheckWorkQueue(evs, r.drainWork(t, r.root+"/workqueue"), workLocks[0], workLocks[1])
+			ops := robustness.WorkQueueOperations(evs)
+			res := robustness.Check(w, robustness.WorkQueueModel, ops, *flagCheck, r.Dir)
+			histories = append(histories, history{w, robustness.WorkQueueModel, ops})
+			fmt.Fprintf(&b, "  %s\n    workqueue: %s\n", res, rep)
+			for _, v := range rep.Violations() {
+				fmt.Fprintf(&b, "    VIOLATION %s\n", v)
+			}
+			assert.True(t, res.OK(), "workqueue: history not linearizable (%s); seed %d, artifacts in %s", res.Verdict, seed, r.Keep)
+			assert.Empty(t, rep.Violations(), "workqueue: items lost, taken while held, or locks left; seed %d, artifacts in %s", seed, r.Keep)
+			assert.Positive(t, rep.Acked, "workqueue: nothing acked")
 			continue
 		}
 		if w == "queue" {
@@ -450,6 +481,77 @@ func (o *observer) stop() {
 		_ = o.one.Close()
 		o.conn.Close()
 	})
+}
+
+// workQueueLocks lists the work queue's lock nodes (under locks) left once
+// the clients stopped: first those owned by the last session of a client
+// that stopped normally (its Close should have deleted them), then, after
+// waiting up to three session timeouts for the sessions of the killed
+// clients to expire, every one still there.
+func (r *run) workQueueLocks(t *testing.T, locks string, stopped []string) [2][]string {
+	conn, _, err := zk.Connect(r.Ens.Servers(), 20*time.Second, zk.WithLogInfo(false), zk.WithLogger(fleet.Quiet{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	closed := map[int64]string{}
+	for _, id := range stopped {
+		if sid, _, err := fleet.ReadSession(filepath.Join(r.Dir, id+".workqueue")); err == nil {
+			closed[sid] = id
+		}
+	}
+	var out [2][]string
+	list := func() []string {
+		_, err := conn.Sync(locks)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		require.NoError(t, err)
+		kids, _, err := conn.Children(locks)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		require.NoError(t, err)
+		return kids
+	}
+	for _, k := range list() {
+		_, st, err := conn.Get(locks + "/" + k)
+		if err == nil && closed[st.EphemeralOwner] != "" {
+			out[0] = append(out[0], fmt.Sprintf("%s (session 0x%x of %s)", k, st.EphemeralOwner, closed[st.EphemeralOwner]))
+		}
+	}
+	deadline := time.Now().Add(3*sessionTimeout + 5*time.Second)
+	for {
+		left := list()
+		if len(left) == 0 || time.Now().After(deadline) {
+			out[1] = left
+			return out
+		}
+		time.Sleep(200 * time.Millisecond) // polling the server for the expiries
+	}
+}
+
+// drainWork takes and acks every item left in the work queue at path,
+// once the clients stopped and their locks went, and returns them.
+func (r *run) drainWork(t *testing.T, path string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := zr.Connect(ctx, r.Ens.Servers())
+	require.NoError(t, err)
+	defer s.Close()
+	q := zr.NewWorkQueue(s, path)
+	var left []string
+	for {
+		// An empty queue makes Take wait: a few seconds without an item
+		// is the end of it.
+		tctx, tcancel := context.WithTimeout(ctx, 3*time.Second)
+		wi, err := q.Take(tctx)
+		tcancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return left
+		}
+		require.NoError(t, err)
+		left = append(left, string(wi.Data()))
+		require.NoError(t, wi.Ack(ctx))
+	}
 }
 
 // drain takes every item left in the queue at path, once the clients

@@ -8,7 +8,9 @@
 // integration/peers in their synchronised bench modes, so the server's
 // counters are read around the measured phase only. The order of the
 // implementations rotates from one repetition to the next; the reported
-// figure is the median of the repetitions.
+// figure is the median of the repetitions. Each repetition ends with the
+// work queue workload (-workqueue): zkrecipes' WorkQueue beside Curator's
+// DistributedQueue built with a lock path, consuming items put beforehand.
 //
 // It writes results.json, results.md and chart.png into -out:
 //
@@ -47,7 +49,12 @@ type config struct {
 	ExclusionHold     time.Duration `json:"exclusion_hold_ns"`
 	ExclusionDuration time.Duration `json:"exclusion_duration_ns"`
 	Drains            []int         `json:"drain_waiters"`
-	ChainLinks        int           `json:"floor_chain_links"`
+	// The work queue workload (zkrecipes' WorkQueue and Curator's
+	// DistributedQueue with a lock path): WorkQueueItems items put
+	// beforehand, consumed by each count of WorkQueueConsumers.
+	WorkQueueItems     int   `json:"workqueue_items,omitempty"`
+	WorkQueueConsumers []int `json:"workqueue_consumers,omitempty"`
+	ChainLinks         int   `json:"floor_chain_links"`
 	// Servers is 1 for a standalone server, 3 (or more) for an ensemble on
 	// 127.0.0.1.
 	Servers int `json:"servers"`
@@ -59,7 +66,7 @@ type config struct {
 
 func main() {
 	var c config
-	var impls, drains string
+	var impls, drains, workQueues string
 	flag.StringVar(&c.Out, "out", "bench", "directory for results.json, results.md and chart.png")
 	flag.IntVar(&c.Reps, "reps", 3, "repetitions (medians are reported)")
 	flag.StringVar(&impls, "impls", "zkrecipes,gozk,curator,kazoo,zkrecipes-plain,zkrecipes-nowire",
@@ -71,6 +78,8 @@ func main() {
 	flag.DurationVar(&c.ExclusionHold, "exclusion-hold", time.Millisecond, "exclusion check: time each holder stays inside (0 skips the check)")
 	flag.DurationVar(&c.ExclusionDuration, "exclusion-duration", 2*time.Second, "exclusion check: time per implementation and repetition")
 	flag.StringVar(&drains, "drain", "50,200", "queue drain: waiter counts, comma-separated")
+	flag.StringVar(&workQueues, "workqueue", "1,8", "work queue: consumer counts, comma-separated (empty: skip the workload)")
+	flag.IntVar(&c.WorkQueueItems, "workqueue-items", 500, "work queue: items consumed per run")
 	flag.IntVar(&c.ChainLinks, "links", 200, "floor: delete→notification chain links")
 	c.Pinned = true
 	flag.IntVar(&c.Servers, "servers", 1, "1: one standalone server; 3: a 3-server ensemble on 127.0.0.1 (its servers share this machine's cores with the clients)")
@@ -92,6 +101,19 @@ func main() {
 			fatalf("bad -drain %q", drains)
 		}
 		c.Drains = append(c.Drains, n)
+	}
+	for _, d := range strings.Split(workQueues, ",") {
+		if strings.TrimSpace(d) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(d))
+		if err != nil || n < 1 {
+			fatalf("bad -workqueue %q", workQueues)
+		}
+		c.WorkQueueConsumers = append(c.WorkQueueConsumers, n)
+	}
+	if len(c.WorkQueueConsumers) > 0 && c.WorkQueueItems < 1 {
+		fatalf("bad -workqueue-items %d", c.WorkQueueItems)
 	}
 	if err := run(c); err != nil {
 		fatalf("%v", err)
@@ -220,6 +242,28 @@ func run(c config) error {
 				key := strconv.Itoa(n)
 				ir := res.add(r.name())
 				ir.Drain[key] = append(ir.Drain[key], d)
+			}
+		}
+		for _, n := range c.WorkQueueConsumers {
+			for _, r := range order {
+				wq, ok := r.(workQueuer)
+				if !ok || !wq.hasWorkQueue() {
+					continue
+				}
+				p := fmt.Sprintf("/zkbench/r%d/workqueue%d/%s", rep, n, r.name())
+				fctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+				err := bench.FillWorkQueue(fctx, env, p, c.WorkQueueItems)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("%s work queue: %w", r.name(), err)
+				}
+				w, err := wq.workQueue(ctx, env, p, c.WorkQueueItems, n)
+				if err != nil {
+					return fmt.Errorf("%s work queue, %d consumers: %w", r.name(), n, err)
+				}
+				logf("  %-9s work queue, %d consumers: %.0f items/s, %.2f requests/item", r.name(), n, w.PerSecond, w.ReqPerItem)
+				ir := res.add(r.name())
+				ir.WorkQueue[strconv.Itoa(n)] = append(ir.WorkQueue[strconv.Itoa(n)], w)
 			}
 		}
 	}

@@ -41,6 +41,8 @@ type ImplRuns struct {
 	Contended   []bench.ContendedResult        `json:"contended"`
 	Exclusion   []bench.ContendedResult        `json:"exclusion"`
 	Drain       map[string][]bench.DrainResult `json:"drain"`
+	// WorkQueue holds the work queue runs by consumer count.
+	WorkQueue map[string][]bench.WorkQueueResult `json:"workqueue,omitempty"`
 }
 
 // Summary is one implementation's medians.
@@ -62,6 +64,10 @@ type Summary struct {
 	DrainPerHandoff  map[string]time.Duration `json:"drain_per_handoff_ns"`
 	DrainBytes       map[string]float64       `json:"drain_response_bytes_per_handoff"`
 	DrainReqPerHndof map[string]float64       `json:"drain_requests_per_handoff"`
+	// WorkQueuePerS and WorkQueueReqPerItem are the work queue's items
+	// consumed per second and requests per item, by consumer count.
+	WorkQueuePerS       map[string]float64 `json:"workqueue_items_per_s,omitempty"`
+	WorkQueueReqPerItem map[string]float64 `json:"workqueue_requests_per_item,omitempty"`
 }
 
 // FloorSummary is the median floor.
@@ -144,7 +150,7 @@ func newResults(c config, m Machine) *Results {
 func (r *Results) add(name string) *ImplRuns {
 	ir := r.Impls[name]
 	if ir == nil {
-		ir = &ImplRuns{Drain: map[string][]bench.DrainResult{}}
+		ir = &ImplRuns{Drain: map[string][]bench.DrainResult{}, WorkQueue: map[string][]bench.WorkQueueResult{}}
 		r.Impls[name] = ir
 	}
 	return ir
@@ -206,6 +212,13 @@ func (r *Results) finish() {
 			s.DrainPerHandoff[n] = medD(ds, func(d bench.DrainResult) time.Duration { return d.PerHandoff })
 			s.DrainBytes[n] = med(ds, func(d bench.DrainResult) float64 { return d.BytesPerHandoff })
 			s.DrainReqPerHndof[n] = med(ds, func(d bench.DrainResult) float64 { return d.ReqPerHandoff })
+		}
+		for n, ws := range ir.WorkQueue {
+			if s.WorkQueuePerS == nil {
+				s.WorkQueuePerS, s.WorkQueueReqPerItem = map[string]float64{}, map[string]float64{}
+			}
+			s.WorkQueuePerS[n] = med(ws, func(w bench.WorkQueueResult) float64 { return w.PerSecond })
+			s.WorkQueueReqPerItem[n] = med(ws, func(w bench.WorkQueueResult) float64 { return w.ReqPerItem })
 		}
 		r.Median[name] = s
 	}
@@ -487,6 +500,7 @@ func (r *Results) markdown() string {
 		b.WriteString(" The exclusion check was not run (-exclusion-hold 0).")
 	}
 	b.WriteString("\n\n")
+	r.workQueueTable(&b)
 	r.serverWorkTable(&b)
 	r.cpuTable(&b)
 	if len(r.Targets) > 0 {
@@ -506,6 +520,42 @@ func (r *Results) markdown() string {
 		r.drainFloorNote(&b, r.perRepRatios())
 	}
 	return b.String()
+}
+
+// workQueueTable renders the work queue workload's medians, if it ran.
+func (r *Results) workQueueTable(b *strings.Builder) {
+	ns := r.Config.WorkQueueConsumers
+	var names []string
+	for _, name := range r.order {
+		if s, ok := r.Median[name]; ok && len(s.WorkQueuePerS) > 0 {
+			names = append(names, name)
+		}
+	}
+	if len(ns) == 0 || len(names) == 0 {
+		return
+	}
+	b.WriteString("| work queue |")
+	for _, n := range ns {
+		fmt.Fprintf(b, " %d consumers: items/s | requests/item |", n)
+	}
+	b.WriteString("\n|---|")
+	for range ns {
+		b.WriteString("---|---|")
+	}
+	b.WriteString("\n")
+	for _, name := range names {
+		s := r.Median[name]
+		fmt.Fprintf(b, "| %s |", name)
+		for _, n := range ns {
+			k := strconv.Itoa(n)
+			fmt.Fprintf(b, " %.0f | %.2f |", s.WorkQueuePerS[k], s.WorkQueueReqPerItem[k])
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "\nWork queue: %d items of 16 bytes put beforehand (one node each), then consumed by that many consumers, each its own session, "+
+		"each item taken under its lock and acked (zkrecipes' WorkQueue: Take, then Ack; Curator's DistributedQueue built with a lockPath, "+
+		"its consumers started on the clock's start, which stops once the queue is empty: the Curator peer lists it every millisecond "+
+		"after its last consumeMessage, a few requests more). Requests are the server's zk_packets_received per item over the run.\n\n", r.Config.WorkQueueItems)
 }
 
 // drainFloorNote says where the largest drain stands against the marked

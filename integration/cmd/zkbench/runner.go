@@ -188,3 +188,30 @@ func (r peerRunner) drain(ctx context.Context, env bench.Env, path string, n int
 		ReqPerHandoff:   float64(d.PacketsReceived) / float64(n),
 	}, nil
 }
+
+// workQueuer is a runner that also measures the work queue workload:
+// zkrecipes' WorkQueue in-process, Curator's DistributedQueue (with a lock
+// path) as a peer.
+type workQueuer interface {
+	hasWorkQueue() bool
+	workQueue(ctx context.Context, env bench.Env, path string, items, consumers int) (bench.WorkQueueResult, error)
+}
+
+func (r inProcess) hasWorkQueue() bool { return r.impl.Name == "zkrecipes" }
+
+func (r inProcess) workQueue(ctx context.Context, env bench.Env, path string, items, consumers int) (bench.WorkQueueResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return bench.WorkQueueConsume(ctx, env, path, items, consumers)
+}
+
+func (r peerRunner) hasWorkQueue() bool { return r.kind == peers.Curator }
+
+func (r peerRunner) workQueue(ctx context.Context, env bench.Env, path string, items, consumers int) (bench.WorkQueueResult, error) {
+	sum, d, _, err := r.measured(ctx, env, nil, "bench-workqueue", "--path", path, "--id", r.kind,
+		"--sessions", strconv.Itoa(consumers), "--count", strconv.Itoa(items), "--duration", "600s")
+	if err != nil {
+		return bench.WorkQueueResult{}, err
+	}
+	return bench.NewWorkQueueResult(consumers, items, rawNanos(sum, "total_ns"), d), nil
+}

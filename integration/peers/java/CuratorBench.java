@@ -19,6 +19,11 @@ import java.util.concurrent.locks.LockSupport;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 /**
@@ -92,6 +97,9 @@ final class CuratorBench {
                     break;
                 case "bench-drain":
                     drain();
+                    break;
+                case "bench-workqueue":
+                    workQueue();
                     break;
                 default:
                     throw new IllegalArgumentException("no synchronised mode " + mode);
@@ -265,6 +273,63 @@ final class CuratorBench {
         java.time.Instant now = java.time.Instant.now();
         long ns = now.getEpochSecond() * 1_000_000_000L + now.getNano();
         log.write((line + " " + ns + "\n").getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Consumes the --count items put on the DistributedQueue at --path beforehand, with --sessions
+     * consumers, each a DistributedQueue with the lock path PATH-locks on its own session, started
+     * on the start line; the time runs until the last item is deleted (Curator deletes an item
+     * after its consumeMessage returns: once every item was consumed, the peer lists the queue
+     * every millisecond until it is empty).
+     */
+    private void workQueue() throws Exception {
+        connect(sessions);
+        CountDownLatch consumed = new CountDownLatch(count);
+        QueueSerializer<byte[]> bytes = new QueueSerializer<byte[]>() {
+            @Override
+            public byte[] serialize(byte[] item) {
+                return item;
+            }
+
+            @Override
+            public byte[] deserialize(byte[] b) {
+                return b;
+            }
+        };
+        QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+            @Override
+            public void consumeMessage(byte[] message) {
+                consumed.countDown();
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
+        List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        for (CuratorFramework c : clients) {
+            queues.add(QueueBuilder.builder(c, consumer, bytes, path).lockPath(path + "-locks").buildQueue());
+        }
+        readyAndWait();
+        long t0 = System.nanoTime();
+        for (DistributedQueue<byte[]> q : queues) {
+            q.start();
+        }
+        if (!consumed.await(5, TimeUnit.MINUTES)) {
+            throw new IOException((count - consumed.getCount()) + " of " + count + " items consumed in 5 minutes");
+        }
+        while (!clients.get(0).getChildren().forPath(path).isEmpty()) {
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+        }
+        long total = System.nanoTime() - t0;
+        System.out.println("{\"peer\":\"curator\",\"mode\":\"" + mode + "\",\"id\":\"" + id + "\",\"acquisitions\":" + count
+                + ",\"errors\":0,\"total_ns\":" + total + "}");
+        System.out.flush();
+        while (stdin.readLine() != null) {
+            // the runner closes stdin once it has read the server's counters
+        }
+        for (DistributedQueue<byte[]> q : queues) {
+            q.close();
+        }
     }
 
     private void summary(int acquisitions, List<Long> sorted, String extra) {

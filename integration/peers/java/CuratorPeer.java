@@ -41,7 +41,7 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  */
 public final class CuratorPeer {
     private static final String USAGE =
-            "usage: CuratorPeer <mutex|read|write|semaphore|latch|selector|bench-uncontended|bench-contended|bench-drain>"
+            "usage: CuratorPeer <mutex|read|write|semaphore|latch|selector|bench-uncontended|bench-contended|bench-drain|bench-workqueue>"
                     + " --servers HOST:PORT[,...] --path /P [--id ID] [--duration 4s] [--count N]"
                     + " [--hold-ms MS] [--max N] [--log FILE] [--session-timeout-ms MS]"
                     + " [--sync true] [--sessions N] [--warmup N] (bench modes; see CuratorBench)"

@@ -12,6 +12,9 @@
 //   - semaphore: one lease at a time of a Semaphore of -semaphore-max, held
 //     for a while without writes;
 //   - queue: a Queue: offers of unique items, takes (RET lines);
+//   - workqueue: a WorkQueue: puts of unique items, takes under the item's
+//     lock (ACQUIRED, DONE, STOP lines), each ended by an ack or a release
+//     (RET lines), or left to the Session's Close at shutdown;
 //   - watch: WatchData, a NodeCache and a TreeCache on the sharedcount
 //     workload's node (SEEN lines), WatchChildren on the queue workload's
 //     node (LISTED lines);
@@ -143,6 +146,8 @@ func (w *worker) run(ctx context.Context, servers []string, timeout time.Duratio
 		})
 	case "queue":
 		w.queue(ctx, zr.NewQueue(s, w.path))
+	case "workqueue":
+		w.workQueue(ctx, zr.NewWorkQueue(s, w.path))
 	case "watch":
 		// The caches run on their persistent watch on s, and on one-shot
 		// watches on a second Session without the wire layer.
@@ -362,6 +367,113 @@ func (w *worker) queue(ctx context.Context, q *zr.Queue) {
 		w.ops++
 		_ = fleet.Sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
 	}
+}
+
+// workQueue puts unique items and takes them: a take holds the item a
+// while (a quarter of them long, so that faults find holders), then acks
+// it (four times in five) or releases it, also after its lock was lost
+// (the ack then succeeds only if nobody took the item since). At shutdown
+// a held item is released half the time, else left to the Session's
+// Close.
+func (w *worker) workQueue(ctx context.Context, q *zr.WorkQueue) {
+	prefix := strings.ReplaceAll(w.actor, "/", "-")
+	for n := 0; ctx.Err() == nil; n++ {
+		if rand.IntN(2) == 0 {
+			octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			item := fmt.Sprintf("%s-%d", prefix, n)
+			w.log.Add(robustness.Call, w.actor, "put", item)
+			if err := q.Put(octx, []byte(item)); err != nil {
+				w.log.Add(robustness.Return, w.actor, "put", "unknown", err)
+			} else {
+				w.log.Add(robustness.Return, w.actor, "put", "ok")
+			}
+			cancel()
+			w.ops++
+		} else {
+			w.takeWork(ctx, q)
+		}
+		_ = fleet.Sleep(ctx, time.Duration(5+rand.IntN(20))*time.Millisecond)
+	}
+}
+
+// takeWork takes one item, holds it and ends it.
+func (w *worker) takeWork(ctx context.Context, q *zr.WorkQueue) {
+	octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	w.log.Add(robustness.Call, w.actor, "take")
+	wi, err := q.Take(octx)
+	cancel()
+	w.ops++
+	if wi == nil {
+		if ctx.Err() == nil {
+			w.log.Add(chaos.Failed, w.actor, err)
+		}
+		return
+	}
+	tok := wi.Token()
+	w.log.Add(chaos.Acquired, w.actor, tok, string(wi.Data()), wi.Name())
+	watched, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-wi.Done():
+		case <-quit: // left to the Session's Close: STOP ends the take
+			return
+		}
+		t := chaos.Now()
+		what := "lost"
+		if errors.Is(wi.Err(), zr.ErrReleased) {
+			what = "released"
+		}
+		w.log.AddAt(t, chaos.Done, w.actor, tok, what, wi.Err())
+	}()
+	pause := time.Duration(10+rand.IntN(40)) * time.Millisecond
+	if rand.IntN(4) == 0 {
+		pause = time.Duration(1000+rand.IntN(2000)) * time.Millisecond
+	}
+	select {
+	case <-wi.Done():
+	case <-ctx.Done():
+	case <-time.After(pause):
+	}
+	op := "ack"
+	if rand.IntN(5) == 0 {
+		op = "release"
+	}
+	switch {
+	case wi.Err() != nil:
+		<-watched // the loss logged before anything else of this take
+		w.log.Add(chaos.Stop, w.actor, tok, "lost")
+	case ctx.Err() != nil:
+		w.log.Add(chaos.Stop, w.actor, tok, "shutdown")
+		if rand.IntN(2) == 0 {
+			close(quit)
+			<-watched
+			return // left to the Session's Close
+		}
+		op = "release"
+	default:
+		w.log.Add(chaos.Stop, w.actor, tok, op)
+	}
+	end := wi.Ack
+	if op == "release" {
+		end = wi.Release
+	}
+	ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	w.log.Add(robustness.Call, w.actor, op, tok)
+	err = end(ectx)
+	ecancel()
+	w.ops++
+	switch {
+	case err == nil:
+		w.log.Add(robustness.Return, w.actor, op, "ok", tok)
+	case errors.Is(err, zr.ErrItemLost):
+		w.log.Add(robustness.Return, w.actor, op, "lost", tok, err)
+	case errors.Is(err, zr.ErrOutcomeUnknown):
+		w.log.Add(robustness.Return, w.actor, op, "unknown", tok, err)
+	default:
+		w.log.Add(robustness.Return, w.actor, op, "fail", tok, err)
+	}
+	<-watched
 }
 
 // sharedCount reads a SharedCount and sets it over the version read.
