@@ -1,5 +1,5 @@
 # zkrecipes build entry points. `make test` is what CI runs (.ci/run).
-.PHONY: all deps lint test unit integration zk39 docker demo bench bench-ensemble
+.PHONY: all deps lint test unit integration zk39 docker demo bench bench-ensemble release
 
 all: test
 
@@ -74,3 +74,10 @@ bench:
 # The same on a 3-server ensemble on 127.0.0.1; writes integration/bench/ensemble/.
 bench-ensemble:
 	cd integration && go run ./cmd/zkbench -servers 3 -out bench/ensemble
+
+# The release commit and the tags of every published module (vX.Y.Z, otelzk/, kerberos/,
+# cmd/zkr/, integration/), never pushed: make release VERSION=v0.1.0 [DRY_RUN=1]
+# (docs/versioning.md). DRY_RUN=1 shows it in a throw-away clone.
+release:
+	@[ -n "$(VERSION)" ] || { echo "make release VERSION=vX.Y.Z [DRY_RUN=1]" >&2; exit 2; }
+	scripts/release.sh $(if $(DRY_RUN),--dry-run) $(VERSION)

@@ -73,5 +73,3 @@ require (
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 )
-
-replace github.com/zkrecipes/zkrecipes => ../

@@ -2,8 +2,6 @@ module github.com/zkrecipes/zkrecipes/kerberos
 
 go 1.24.0
 
-replace github.com/zkrecipes/zkrecipes => ../
-
 require (
 	github.com/jcmturner/gokrb5/v8 v8.4.4
 	github.com/zkrecipes/zkrecipes v0.0.0-00010101000000-000000000000

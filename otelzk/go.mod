@@ -2,11 +2,6 @@ module github.com/zkrecipes/zkrecipes/otelzk
 
 go 1.26.0
 
-replace (
-	github.com/zkrecipes/zkrecipes => ../
-	github.com/zkrecipes/zkrecipes/integration => ../integration
-)
-
 require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/stretchr/testify v1.12.1

@@ -23,7 +23,3 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/zkrecipes/zkrecipes/kerberos v0.0.0-00010101000000-000000000000
 )
-
-replace github.com/zkrecipes/zkrecipes => ../..
-
-replace github.com/zkrecipes/zkrecipes/kerberos => ../../kerberos

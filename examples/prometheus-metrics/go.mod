@@ -2,12 +2,6 @@ module github.com/zkrecipes/zkrecipes/examples/prometheus-metrics
 
 go 1.26.0
 
-replace (
-	github.com/zkrecipes/zkrecipes => ../../
-	github.com/zkrecipes/zkrecipes/integration => ../../integration
-	github.com/zkrecipes/zkrecipes/otelzk => ../../otelzk
-)
-
 require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/prometheus/client_golang v1.25.0

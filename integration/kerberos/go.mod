@@ -2,12 +2,6 @@ module github.com/zkrecipes/zkrecipes/integration/kerberos
 
 go 1.25.0
 
-replace (
-	github.com/zkrecipes/zkrecipes => ../..
-	github.com/zkrecipes/zkrecipes/integration => ..
-	github.com/zkrecipes/zkrecipes/kerberos => ../../kerberos
-)
-
 require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/stretchr/testify v1.12.1

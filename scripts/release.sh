@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# make release VERSION=vX.Y.Z [DRY_RUN=1]: one release commit and the tags of every published
+# module at the same commit (VERSION, otelzk/VERSION, kerberos/VERSION, cmd/zkr/VERSION,
+# integration/VERSION). It never pushes: it prints the push command.
+#
+#   scripts/release.sh [--dry-run] vX.Y.Z
+#
+# The tree must be clean (untracked files included) and no tag of VERSION may exist. Then:
+#   1. every go.mod that requires a module of this repository requires it at VERSION
+#      (go.mod files hold no replace: a replace is ignored where a module is a dependency);
+#   2. go.work's replaces, which make development resolve VERSION to the directories of the
+#      workspace, move to VERSION;
+#   3. module by module, dependencies first, `go mod tidy` (GOWORK=off) writes go.sum against
+#      a file proxy holding the modules of this tree at VERSION (tools/modproxy), so each
+#      module at the tag builds on its own, from a proxy, with the sums of what was tagged;
+#   4. a commit, and an annotated tag per published module.
+# --dry-run does all of it in a throw-away clone, shows the diff and the tags it would make,
+# and leaves this repository as it was.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+
+PREFIX=github.com/zkrecipes/zkrecipes
+# The modules users depend on: tagged. integration is one of them while zktest lives there
+# (users import it for their tests, and otelzk's tests require it).
+TAGGED=(. otelzk kerberos cmd/zkr integration)
+
+die() { echo "release.sh: $*" >&2; exit 1; }
+
+dry=0
+if [ "${1:-}" = --dry-run ] || [ "${1:-}" = -n ]; then
+	dry=1
+	shift
+fi
+VERSION="${1:-}"
+[ $# -eq 1 ] || die "usage: scripts/release.sh [--dry-run] vX.Y.Z"
+[[ "$VERSION" =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]] ||
+	die "VERSION $VERSION is not vMAJOR.MINOR.PATCH[-PRERELEASE]"
+[[ "$VERSION" =~ ^v[01]\. ]] || die "VERSION $VERSION: a major version above v1 needs a /vN module path first"
+command -v jq >/dev/null || die "jq is missing (apt-get install jq)"
+
+[ -z "$(git status --porcelain --untracked-files=normal)" ] ||
+	die "the tree is not clean (commit or remove what git status shows): the tags must name exactly what was tested"
+
+tag_of() { if [ "$1" = . ]; then echo "$VERSION"; else echo "$1/$VERSION"; fi; }
+for d in "${TAGGED[@]}"; do
+	t="$(tag_of "$d")"
+	! git rev-parse -q --verify "refs/tags/$t" >/dev/null || die "tag $t exists already"
+done
+
+if [ $dry = 1 ]; then
+	tmp="$(mktemp -d)"
+	trap 'rm -rf "$tmp"' EXIT
+	git clone -q --no-hardlinks "$ROOT" "$tmp/repo"
+	git -C "$tmp/repo" checkout -q --detach "$(git rev-parse HEAD)"
+	echo "release.sh: dry run in a throw-away clone ($tmp/repo)"
+	RELEASE_DRY_CLONE=1 "$tmp/repo/scripts/release.sh" "$VERSION"
+	echo
+	echo "release.sh: dry run: the release commit would change:"
+	git -C "$tmp/repo" show --stat --format='  %s' HEAD | sed 's/^/  /'
+	git -C "$tmp/repo" show --format= HEAD -- '*go.mod' go.work
+	echo "release.sh: dry run: it would tag: $(git -C "$tmp/repo" tag --points-at HEAD | tr '\n' ' ')"
+	echo "release.sh: dry run: this repository is unchanged"
+	exit 0
+fi
+
+# Every module of the repository, with the directory of each module path.
+mods=()
+while IFS= read -r f; do
+	d="$(dirname "$f")"
+	d="${d#./}"
+	mods+=("$d")
+done < <(git ls-files -- 'go.mod' '*/go.mod' | sed 's|^|./|' | sort)
+declare -A dir_of
+for d in "${mods[@]}"; do
+	p="$(cd "$d" && go mod edit -json | jq -r .Module.Path)"
+	dir_of["$p"]="$d"
+done
+ours() { # ours DIR: the paths of this repository's modules that DIR's go.mod requires
+	(cd "$1" && go mod edit -json) | jq -r --arg p "$PREFIX" \
+		'.Require[]?.Path | select(. == $p or startswith($p + "/"))'
+}
+
+# 1. requirements at VERSION, no replace of our modules in any go.mod
+for d in "${mods[@]}"; do
+	replaced="$( (cd "$d" && go mod edit -json) | jq -r --arg p "$PREFIX" \
+		'.Replace[]?.Old.Path | select(. == $p or startswith($p + "/"))')"
+	[ -z "$replaced" ] || die "$d/go.mod replaces $replaced: go.work resolves the workspace; remove it"
+	for p in $(ours "$d"); do
+		[ -n "${dir_of[$p]:-}" ] || die "$d/go.mod requires $p, which is no module of this repository"
+		(cd "$d" && go mod edit -require="$p@$VERSION")
+	done
+done
+
+# 2. go.work: each module of the workspace stands for itself at VERSION
+for r in $(go work edit -json | jq -r --arg p "$PREFIX" \
+	'.Replace[]? | select(.Old.Path == $p or (.Old.Path | startswith($p + "/"))) | .Old.Path + "@" + (.Old.Version // "")'); do
+	go work edit -dropreplace="${r%@}"
+done
+for d in "${mods[@]}"; do
+	p="$(cd "$d" && go mod edit -json | jq -r .Module.Path)"
+	if [ "$d" = . ]; then rel=./; else rel="./$d"; fi
+	go work edit -replace="$p@$VERSION=$rel"
+done
+
+# 3. go.sum, dependencies first, against a file proxy of this tree at VERSION. The module
+# cache is a private one: modules of VERSION that are not published must not land in the
+# machine's cache, where a later run would find them stale. Third-party modules come from
+# the machine's cache (read as a proxy), else from its GOPROXY.
+work="$(mktemp -d)"
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+(cd tools/modproxy && GOWORK=off go build -o "$work/modproxy" .)
+realproxy="$(go env GOPROXY)"
+cache="$(go env GOMODCACHE)"
+tidyenv=(GOWORK=off GOMODCACHE="$work/modcache" GOFLAGS="$(go env GOFLAGS) -modcacherw"
+	GOPROXY="file://$work/proxy,file://$cache/cache/download,$realproxy"
+	GONOSUMDB="github.com/zkrecipes" GOPRIVATE= GONOPROXY= GOTOOLCHAIN=local)
+declare -A published
+left=("${mods[@]}")
+while [ ${#left[@]} -gt 0 ]; do
+	next=()
+	for d in "${left[@]}"; do
+		ready=1 needs=0
+		for p in $(ours "$d"); do
+			needs=1
+			[ -n "${published[$p]:-}" ] || ready=0
+		done
+		if [ $ready = 0 ]; then
+			next+=("$d")
+			continue
+		fi
+		if [ $needs = 1 ]; then
+			echo "release.sh: go mod tidy in $d"
+			(cd "$d" && env "${tidyenv[@]}" go mod tidy) || die "go mod tidy failed in $d"
+		fi
+		"$work/modproxy" -out "$work/proxy" -version "$VERSION" "$d"
+		published["$(cd "$d" && go mod edit -json | jq -r .Module.Path)"]=1
+	done
+	[ ${#next[@]} -lt ${#left[@]} ] || die "modules require each other in a cycle: ${next[*]}"
+	left=("${next[@]}")
+done
+go list -m all >/dev/null || die "the workspace does not resolve after the rewrite"
+
+# 4. the release commit and the tags
+git add -A
+git commit -q -m "release $VERSION: modules require $VERSION of each other"
+for d in "${TAGGED[@]}"; do
+	git tag -a -m "zkrecipes $(if [ "$d" = . ]; then echo module; else echo "$d"; fi) $VERSION" "$(tag_of "$d")"
+done
+echo "release.sh: committed $(git rev-parse --short HEAD) and tagged: $(git tag --points-at HEAD | tr '\n' ' ')"
+if [ -z "${RELEASE_DRY_CLONE:-}" ]; then
+	echo "release.sh: nothing was pushed. To publish:"
+	echo "  git push origin HEAD $(for d in "${TAGGED[@]}"; do printf '%s ' "$(tag_of "$d")"; done)"
+fi

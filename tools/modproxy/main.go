@@ -1,0 +1,215 @@
+// Command modproxy writes modules of this repository into a directory laid out as a Go
+// module proxy (the GOPROXY protocol: <module>/@v/list, <version>.info, .mod and .zip),
+// which the go command reads with GOPROXY=file://DIR. The release script uses it to
+// compute go.sum lines for modules that are not published yet, and the release test to
+// serve a tagged clone as a user's go get would meet it.
+//
+//	modproxy -out DIR -version vX.Y.Z [-tagged] [-repo ROOT] MODDIR...
+//
+// Each MODDIR is a module's directory relative to ROOT (default: the git top level of
+// the current directory), "." for the root module. With -tagged, each module's zip is
+// made from its git tag (vX.Y.Z for the root module, MODDIR/vX.Y.Z for the others) by
+// git archive, as proxy.golang.org makes it; without, from the files git tracks or
+// would track (not ignored) in the working tree, as they are on disk.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+	"golang.org/x/mod/zip"
+)
+
+func main() {
+	out := flag.String("out", "", "the proxy directory to write (created if missing)")
+	version := flag.String("version", "", "the version to publish every module at (vX.Y.Z)")
+	tagged := flag.Bool("tagged", false, "make each zip from the module's git tag, not the working tree")
+	repo := flag.String("repo", "", "the repository's top level (default: git's, from the current directory)")
+	flag.Parse()
+	if err := run(*out, *version, *repo, *tagged, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "modproxy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, version, repo string, tagged bool, dirs []string) error {
+	if out == "" || len(dirs) == 0 {
+		return errors.New("usage: modproxy -out DIR -version vX.Y.Z [-tagged] [-repo ROOT] MODDIR (one or more)")
+	}
+	if !semver.IsValid(version) || semver.Canonical(version) != version {
+		return fmt.Errorf("-version %q is not a canonical semantic version (vX.Y.Z)", version)
+	}
+	if repo == "" {
+		top, err := git("", "rev-parse", "--show-toplevel")
+		if err != nil {
+			return err
+		}
+		repo = strings.TrimSpace(string(top))
+	}
+	repo, err := filepath.Abs(repo)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := publish(out, version, repo, filepath.ToSlash(filepath.Clean(d)), tagged); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// publish writes one module's .info, .mod and .zip at version and adds version to its list.
+func publish(out, version, repo, dir string, tagged bool) error {
+	subdir := dir
+	if dir == "." {
+		subdir = ""
+	}
+	rev, modPath := "", path.Join(subdir, "go.mod")
+	var gomod []byte
+	var err error
+	if tagged {
+		rev = path.Join(subdir, version)
+		gomod, err = git(repo, "show", rev+":"+modPath)
+	} else {
+		gomod, err = os.ReadFile(filepath.Join(repo, filepath.FromSlash(modPath)))
+	}
+	if err != nil {
+		return err
+	}
+	mpath := modfile.ModulePath(gomod)
+	if mpath == "" {
+		return fmt.Errorf("%s names no module", modPath)
+	}
+	m := module.Version{Path: mpath, Version: version}
+	if err := module.Check(m.Path, m.Version); err != nil {
+		return err
+	}
+	esc, err := module.EscapePath(m.Path)
+	if err != nil {
+		return err
+	}
+	vdir := filepath.Join(out, filepath.FromSlash(esc), "@v")
+	if err := os.MkdirAll(vdir, 0o755); err != nil {
+		return err
+	}
+
+	var z bytes.Buffer
+	t := time.Now().UTC()
+	if tagged {
+		if err := zip.CreateFromVCS(&z, m, repo, rev, subdir); err != nil {
+			return err
+		}
+		if ct, err := git(repo, "log", "-1", "--format=%cI", rev); err == nil {
+			if pt, err := time.Parse(time.RFC3339, strings.TrimSpace(string(ct))); err == nil {
+				t = pt.UTC()
+			}
+		}
+	} else {
+		files, err := treeFiles(repo, subdir)
+		if err != nil {
+			return err
+		}
+		if err := zip.Create(&z, m, files); err != nil {
+			return err
+		}
+	}
+	info, err := json.Marshal(struct {
+		Version string
+		Time    time.Time
+	}{version, t})
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(vdir, version)
+	for ext, data := range map[string][]byte{".mod": gomod, ".info": info, ".zip": z.Bytes()} {
+		if err := os.WriteFile(base+ext, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return addToList(filepath.Join(vdir, "list"), version)
+}
+
+func addToList(file, version string) error {
+	data, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	versions := strings.Fields(string(data))
+	if !slices.Contains(versions, version) {
+		versions = append(versions, version)
+	}
+	semver.Sort(versions)
+	return os.WriteFile(file, []byte(strings.Join(versions, "\n")+"\n"), 0o644)
+}
+
+// treeFiles lists the files under subdir that git tracks or would track (not ignored),
+// as they are on disk, with paths relative to subdir. zip.Create leaves out the files of
+// nested modules.
+func treeFiles(repo, subdir string) ([]zip.File, error) {
+	args := []string{"ls-files", "-z", "--cached", "--others", "--exclude-standard"}
+	if subdir != "" {
+		args = append(args, "--", subdir)
+	}
+	out, err := git(repo, args...)
+	if err != nil {
+		return nil, err
+	}
+	var files []zip.File
+	seen := map[string]bool{}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		full := filepath.Join(repo, filepath.FromSlash(p))
+		info, err := os.Lstat(full)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted in the working tree
+		}
+		if err != nil {
+			return nil, err
+		}
+		rel := p
+		if subdir != "" {
+			rel = strings.TrimPrefix(p, subdir+"/")
+		}
+		files = append(files, diskFile{rel: rel, full: full, info: info})
+	}
+	return files, nil
+}
+
+type diskFile struct {
+	rel, full string
+	info      fs.FileInfo
+}
+
+func (f diskFile) Path() string                 { return f.rel }
+func (f diskFile) Lstat() (fs.FileInfo, error)  { return f.info, nil }
+func (f diskFile) Open() (io.ReadCloser, error) { return os.Open(f.full) }
+
+func git(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
