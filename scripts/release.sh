@@ -130,7 +130,7 @@ while [ ${#left[@]} -gt 0 ]; do
 			continue
 		fi
 		if [ $needs = 1 ]; then
-			echo "release.sh: go mod tidy in $d"
+			echo "release.sh: go mod tidy in $d (at ${SECONDS}s)"
 			(cd "$d" && env "${tidyenv[@]}" go mod tidy) || die "go mod tidy failed in $d"
 		fi
 		"$work/modproxy" -out "$work/proxy" -version "$VERSION" "$d"
