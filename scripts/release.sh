@@ -10,9 +10,9 @@
 #      (go.mod files hold no replace: a replace is ignored where a module is a dependency);
 #   2. go.work's replaces, which make development resolve VERSION to the directories of the
 #      workspace, move to VERSION;
-#   3. module by module, dependencies first, `go mod tidy` (GOWORK=off) writes go.sum against
-#      a file proxy holding the modules of this tree at VERSION (tools/modproxy), so each
-#      module at the tag builds on its own, from a proxy, with the sums of what was tagged;
+#   3. module by module, dependencies first, go.sum gets the hashes of the repository's modules
+#      at VERSION as the tags will hold them (tools/modproxy), so each module at its tag
+#      builds on its own (GOWORK=off) from a proxy, checked against what was tagged;
 #   4. a commit, and an annotated tag per published module.
 # --dry-run does all of it in a throw-away clone, shows the diff and the tags it would make,
 # and leaves this repository as it was.
@@ -92,49 +92,50 @@ for d in "${mods[@]}"; do
 	done
 done
 
-# 2. go.work: each module of the workspace stands for itself at VERSION
+# 2. go.work: each module another one requires stands for itself at VERSION (the workspace
+# would otherwise read VERSION's go.mod from a proxy, which does not have it yet)
 for r in $(go work edit -json | jq -r --arg p "$PREFIX" \
 	'.Replace[]? | select(.Old.Path == $p or (.Old.Path | startswith($p + "/"))) | .Old.Path + "@" + (.Old.Version // "")'); do
 	go work edit -dropreplace="${r%@}"
 done
-for d in "${mods[@]}"; do
-	p="$(cd "$d" && go mod edit -json | jq -r .Module.Path)"
-	if [ "$d" = . ]; then rel=./; else rel="./$d"; fi
+for p in $(for d in "${mods[@]}"; do ours "$d"; done | sort -u); do
+	rel="./${dir_of[$p]}"
+	[ "$rel" != ./. ] || rel=./
 	go work edit -replace="$p@$VERSION=$rel"
 done
 
-# 3. go.sum, dependencies first, against a file proxy of this tree at VERSION. The module
-# cache is a private one: modules of VERSION that are not published must not land in the
-# machine's cache, where a later run would find them stale. Third-party modules come from
-# the machine's cache (read as a proxy), else from its GOPROXY.
+# 3. go.sum, dependencies first: each module's lines for the modules of this repository it
+# requires are replaced by the hashes of those modules at VERSION, zipped from this tree as
+# the tags will hold it (tools/modproxy, the module zip format of golang.org/x/mod). The
+# other lines stay: nothing else changes. No module cache or network is involved.
 work="$(mktemp -d)"
-trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 (cd tools/modproxy && GOWORK=off go build -o "$work/modproxy" .)
-realproxy="$(go env GOPROXY)"
-cache="$(go env GOMODCACHE)"
-tidyenv=(GOWORK=off GOMODCACHE="$work/modcache" GOFLAGS="$(go env GOFLAGS) -modcacherw"
-	GOPROXY="file://$work/proxy,file://$cache/cache/download,$realproxy"
-	GONOSUMDB="github.com/zkrecipes" GOPRIVATE= GONOPROXY= GOTOOLCHAIN=local)
 declare -A published
 left=("${mods[@]}")
 while [ ${#left[@]} -gt 0 ]; do
 	next=()
 	for d in "${left[@]}"; do
-		ready=1 needs=0
-		for p in $(ours "$d"); do
-			needs=1
+		reqs="$(ours "$d")"
+		ready=1
+		for p in $reqs; do
 			[ -n "${published[$p]:-}" ] || ready=0
 		done
 		if [ $ready = 0 ]; then
 			next+=("$d")
 			continue
 		fi
-		if [ $needs = 1 ]; then
-			echo "release.sh: go mod tidy in $d (at ${SECONDS}s)"
-			(cd "$d" && env "${tidyenv[@]}" go mod tidy) || die "go mod tidy failed in $d"
+		if [ -n "$reqs" ]; then
+			touch "$d/go.sum"
+			for p in $reqs; do
+				awk -v p="$p" '$1 != p' "$d/go.sum" >"$work/go.sum"
+				cat "$work/go.sum" "$work/$(echo "$p" | tr / _).sum" | LC_ALL=C sort >"$d/go.sum"
+			done
 		fi
-		"$work/modproxy" -out "$work/proxy" -version "$VERSION" "$d"
-		published["$(cd "$d" && go mod edit -json | jq -r .Module.Path)"]=1
+		"$work/modproxy" -out "$work/proxy" -version "$VERSION" -sums "$work/sums" "$d"
+		p="$(cd "$d" && go mod edit -json | jq -r .Module.Path)"
+		grep "^$p " "$work/sums" >"$work/$(echo "$p" | tr / _).sum"
+		published["$p"]=1
 	done
 	[ ${#next[@]} -lt ${#left[@]} ] || die "modules require each other in a cycle: ${next[*]}"
 	left=("${next[@]}")

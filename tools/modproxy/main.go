@@ -4,13 +4,14 @@
 // compute go.sum lines for modules that are not published yet, and the release test to
 // serve a tagged clone as a user's go get would meet it.
 //
-//	modproxy -out DIR -version vX.Y.Z [-tagged] [-repo ROOT] MODDIR...
+//	modproxy -out DIR -version vX.Y.Z [-tagged] [-repo ROOT] [-sums FILE] MODDIR...
 //
 // Each MODDIR is a module's directory relative to ROOT (default: the git top level of
 // the current directory), "." for the root module. With -tagged, each module's zip is
 // made from its git tag (vX.Y.Z for the root module, MODDIR/vX.Y.Z for the others) by
 // git archive, as proxy.golang.org makes it; without, from the files git tracks or
-// would track (not ignored) in the working tree, as they are on disk.
+// would track (not ignored) in the working tree, as they are on disk. -sums appends each
+// module's go.sum lines (the hashes of its zip and of its go.mod) to FILE.
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
+	"golang.org/x/mod/sumdb/dirhash"
 	"golang.org/x/mod/zip"
 )
 
@@ -40,14 +42,15 @@ func main() {
 	version := flag.String("version", "", "the version to publish every module at (vX.Y.Z)")
 	tagged := flag.Bool("tagged", false, "make each zip from the module's git tag, not the working tree")
 	repo := flag.String("repo", "", "the repository's top level (default: git's, from the current directory)")
+	sums := flag.String("sums", "", "a file to append each module's go.sum lines to")
 	flag.Parse()
-	if err := run(*out, *version, *repo, *tagged, flag.Args()); err != nil {
+	if err := run(*out, *version, *repo, *sums, *tagged, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "modproxy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, version, repo string, tagged bool, dirs []string) error {
+func run(out, version, repo, sums string, tagged bool, dirs []string) error {
 	if out == "" || len(dirs) == 0 {
 		return errors.New("usage: modproxy -out DIR -version vX.Y.Z [-tagged] [-repo ROOT] MODDIR (one or more)")
 	}
@@ -66,15 +69,22 @@ func run(out, version, repo string, tagged bool, dirs []string) error {
 		return err
 	}
 	for _, d := range dirs {
-		if err := publish(out, version, repo, filepath.ToSlash(filepath.Clean(d)), tagged); err != nil {
+		lines, err := publish(out, version, repo, filepath.ToSlash(filepath.Clean(d)), tagged)
+		if err != nil {
 			return fmt.Errorf("%s: %w", d, err)
+		}
+		if sums != "" {
+			if err := appendFile(sums, lines); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// publish writes one module's .info, .mod and .zip at version and adds version to its list.
-func publish(out, version, repo, dir string, tagged bool) error {
+// publish writes one module's .info, .mod and .zip at version, adds version to its list and
+// returns the module's go.sum lines.
+func publish(out, version, repo, dir string, tagged bool) (string, error) {
 	subdir := dir
 	if dir == "." {
 		subdir = ""
@@ -89,30 +99,30 @@ func publish(out, version, repo, dir string, tagged bool) error {
 		gomod, err = os.ReadFile(filepath.Join(repo, filepath.FromSlash(modPath)))
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	mpath := modfile.ModulePath(gomod)
 	if mpath == "" {
-		return fmt.Errorf("%s names no module", modPath)
+		return "", fmt.Errorf("%s names no module", modPath)
 	}
 	m := module.Version{Path: mpath, Version: version}
 	if err := module.Check(m.Path, m.Version); err != nil {
-		return err
+		return "", err
 	}
 	esc, err := module.EscapePath(m.Path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	vdir := filepath.Join(out, filepath.FromSlash(esc), "@v")
 	if err := os.MkdirAll(vdir, 0o755); err != nil {
-		return err
+		return "", err
 	}
 
 	var z bytes.Buffer
 	t := time.Now().UTC()
 	if tagged {
 		if err := zip.CreateFromVCS(&z, m, repo, rev, subdir); err != nil {
-			return err
+			return "", err
 		}
 		if ct, err := git(repo, "log", "-1", "--format=%cI", rev); err == nil {
 			if pt, err := time.Parse(time.RFC3339, strings.TrimSpace(string(ct))); err == nil {
@@ -122,10 +132,10 @@ func publish(out, version, repo, dir string, tagged bool) error {
 	} else {
 		files, err := treeFiles(repo, subdir)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if err := zip.Create(&z, m, files); err != nil {
-			return err
+			return "", err
 		}
 	}
 	info, err := json.Marshal(struct {
@@ -133,15 +143,40 @@ func publish(out, version, repo, dir string, tagged bool) error {
 		Time    time.Time
 	}{version, t})
 	if err != nil {
-		return err
+		return "", err
 	}
 	base := filepath.Join(vdir, version)
 	for ext, data := range map[string][]byte{".mod": gomod, ".info": info, ".zip": z.Bytes()} {
 		if err := os.WriteFile(base+ext, data, 0o644); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return addToList(filepath.Join(vdir, "list"), version)
+	if err := addToList(filepath.Join(vdir, "list"), version); err != nil {
+		return "", err
+	}
+	zipSum, err := dirhash.HashZip(base+".zip", dirhash.DefaultHash)
+	if err != nil {
+		return "", err
+	}
+	modSum, err := dirhash.DefaultHash([]string{"go.mod"}, func(string) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(gomod)), nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s %s\n%s %s/go.mod %s\n", m.Path, version, zipSum, m.Path, version, modSum), nil
+}
+
+func appendFile(file, text string) error {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func addToList(file, version string) error {
