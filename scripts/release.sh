@@ -128,8 +128,14 @@ while [ ${#left[@]} -gt 0 ]; do
 		if [ -n "$reqs" ]; then
 			touch "$d/go.sum"
 			for p in $reqs; do
-				awk -v p="$p" '$1 != p' "$d/go.sum" >"$work/go.sum"
-				cat "$work/go.sum" "$work/$(echo "$p" | tr / _).sum" | LC_ALL=C sort >"$d/go.sum"
+				# p's old lines out, its new ones in where p sorts (go.sum is sorted by path)
+				awk -v p="$p" -v f="$work/$(echo "$p" | tr / _).sum" '
+					BEGIN { while ((getline l < f) > 0) add = add l "\n" }
+					$1 == p { next }
+					!done && $1 > p { printf "%s", add; done = 1 }
+					{ print }
+					END { if (!done) printf "%s", add }' "$d/go.sum" >"$work/go.sum"
+				cp "$work/go.sum" "$d/go.sum"
 			done
 		fi
 		"$work/modproxy" -out "$work/proxy" -version "$VERSION" -sums "$work/sums" "$d"
