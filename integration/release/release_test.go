@@ -1,0 +1,240 @@
+// Package release_test proves a release as a user meets it: the repository is cloned, the
+// release script tags it, the tagged modules are served by a file module proxy, and an
+// empty module with no replace and no workspace gets otelzk and kerberos, installs zkr and
+// takes a lock on a real ZooKeeper. It also shows that the API check fails on an
+// incompatible change. scripts/test.sh runs it as a stage of its own (release).
+package release_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// version is what the release script tags the clone with: a version of its own for each
+// run, since the user's go command shares the machine's module cache (and with it the
+// build cache's compiled third-party packages), where a version once fetched is never
+// fetched again. The test removes what it added there.
+var version = fmt.Sprintf("v0.0.1-test.%d", time.Now().UnixNano())
+
+const prefix = "github.com/zkrecipes/zkrecipes"
+
+// userProgram is a user's main package: it imports every published library module and
+// takes a lock on the servers in ZK_SERVERS.
+const userProgram = `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/kerberos"
+	"github.com/zkrecipes/zkrecipes/otelzk"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "user:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	obs, err := otelzk.New()
+	if err != nil {
+		return err
+	}
+	_ = kerberos.WithServiceName // the Kerberos module resolves and builds
+	s, err := zkrecipes.Connect(ctx, strings.Split(os.Getenv("ZK_SERVERS"), ","), zkrecipes.WithObserver(obs))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	lease, err := zkrecipes.NewMutex(s, "/release-test/lock").Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("lock held, fencing token %d\n", lease.Token())
+	return lease.Release(ctx)
+}
+`
+
+// repoRoot is the top level of the repository this test runs in.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, ".", nil, "git", "rev-parse", "--show-toplevel"))
+}
+
+// cloneAt clones the repository into dir at what is checked out here, with the changes
+// to tracked files that are not committed yet (git stash create), and no release tags.
+func cloneAt(t *testing.T, dir string) string {
+	t.Helper()
+	root := repoRoot(t)
+	rev := strings.TrimSpace(run(t, root, nil, "git", "stash", "create"))
+	if rev == "" {
+		rev = strings.TrimSpace(run(t, root, nil, "git", "rev-parse", "HEAD"))
+	}
+	clone := filepath.Join(dir, "repo")
+	run(t, dir, nil, "git", "clone", "-q", "--no-hardlinks", root, clone)
+	run(t, clone, nil, "git", "checkout", "-q", "--detach", rev)
+	for _, tag := range strings.Fields(run(t, clone, nil, "git", "tag", "-l", "*"+version)) {
+		run(t, clone, nil, "git", "tag", "-d", tag)
+	}
+	return clone
+}
+
+var gitIdentity = []string{
+	"GIT_AUTHOR_NAME=release test", "GIT_AUTHOR_EMAIL=release-test@example.invalid",
+	"GIT_COMMITTER_NAME=release test", "GIT_COMMITTER_EMAIL=release-test@example.invalid",
+}
+
+// goEnv reads one value of the machine's go env.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, ".", nil, "go", "env", name))
+}
+
+// userEnv is the environment of a user whose GOPROXY serves the tagged modules first,
+// then what the machine's GOPROXY serves: no workspace, and the repository's modules
+// exempt from the checksum database, which has never seen them.
+func userEnv(t *testing.T, proxy, dir string) []string {
+	return []string{
+		"GOWORK=off",
+		"GOFLAGS=-mod=mod -modcacherw " + goEnv(t, "GOFLAGS"),
+		"GOPROXY=file://" + proxy + "," + goEnv(t, "GOPROXY"),
+		"GONOSUMDB=github.com/zkrecipes", "GOPRIVATE=", "GONOPROXY=",
+		"GOTOOLCHAIN=local",
+		"GOBIN=" + filepath.Join(dir, "bin"),
+	}
+}
+
+// forgetVersion removes the test's version of the repository's modules from the machine's
+// module cache, where the user's go command put them (writable: -modcacherw).
+func forgetVersion(t *testing.T) {
+	cache := goEnv(t, "GOMODCACHE")
+	for _, pattern := range []string{
+		filepath.Join(cache, prefix+"@"+version),
+		filepath.Join(cache, prefix, "*@"+version),
+		filepath.Join(cache, prefix, "*", "*@"+version),
+		filepath.Join(cache, "cache", "download", prefix, "@v", version+".*"),
+		filepath.Join(cache, "cache", "download", prefix, "*", "@v", version+".*"),
+		filepath.Join(cache, "cache", "download", prefix, "*", "*", "@v", version+".*"),
+	} {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			if err := os.RemoveAll(m); err != nil {
+				t.Errorf("removing %s from the module cache: %v", m, err)
+			}
+		}
+	}
+}
+
+// TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock is the release as a user meets
+// it, with the go command's module proxy protocol and no replace anywhere.
+func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
+	dir := t.TempDir()
+	t.Cleanup(func() { forgetVersion(t) })
+	clone := cloneAt(t, dir)
+
+	// The release: one commit, a tag per published module, nothing pushed.
+	run(t, clone, gitIdentity, "scripts/release.sh", version)
+	tags := strings.Fields(run(t, clone, nil, "git", "tag", "--points-at", "HEAD"))
+	for _, want := range []string{version, "otelzk/" + version, "kerberos/" + version, "cmd/zkr/" + version, "integration/" + version} {
+		if !slices.Contains(tags, want) {
+			t.Fatalf("release.sh tagged %v; %s is missing", tags, want)
+		}
+	}
+	for _, m := range []string{"otelzk", "kerberos", "cmd/zkr", "integration"} {
+		gomod, err := os.ReadFile(filepath.Join(clone, m, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(gomod, []byte("replace")) || !bytes.Contains(gomod, []byte(prefix+" "+version)) {
+			t.Fatalf("%s/go.mod at the tag must require %s %s and replace nothing:\n%s", m, prefix, version, gomod)
+		}
+	}
+
+	// The proxy, as proxy.golang.org would serve the tags: zips made by git archive.
+	proxy := filepath.Join(dir, "proxy")
+	modproxy := filepath.Join(dir, "modproxy")
+	run(t, filepath.Join(clone, "tools", "modproxy"), []string{"GOWORK=off"}, "go", "build", "-o", modproxy, ".")
+	run(t, clone, nil, modproxy, "-out", proxy, "-version", version, "-tagged", ".", "otelzk", "kerberos", "cmd/zkr", "integration")
+	env := userEnv(t, proxy, dir)
+
+	// Each published module at its tag builds on its own: its go.sum holds the hashes of
+	// what was tagged (-mod=readonly: a missing or different sum fails).
+	for _, m := range []string{"kerberos", "cmd/zkr", "otelzk"} {
+		run(t, filepath.Join(clone, m), append(env, "GOFLAGS=-mod=readonly -modcacherw"), "go", "list", "-deps", "-test", "./...")
+	}
+
+	// The user: an empty module, go get, go install, build, run.
+	user := filepath.Join(dir, "user")
+	if err := os.MkdirAll(user, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, user, env, "go", "mod", "init", "example.com/releaseuser")
+	run(t, user, env, "go", "get", prefix+"/otelzk@"+version)
+	run(t, user, env, "go", "get", prefix+"/kerberos@"+version)
+	run(t, user, env, "go", "install", prefix+"/cmd/zkr@"+version)
+	if err := os.WriteFile(filepath.Join(user, "main.go"), []byte(userProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, user, env, "go", "build", "-o", "lockuser", ".")
+	var mod struct {
+		Require []struct{ Path, Version string }
+		Replace []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(run(t, user, env, "go", "mod", "edit", "-json")), &mod); err != nil {
+		t.Fatal(err)
+	}
+	if len(mod.Replace) > 0 || !slices.Contains(mod.Require, struct{ Path, Version string }{prefix, version}) {
+		t.Fatalf("the user's go.mod should require %s %s, with no replace: %+v", prefix, version, mod)
+	}
+
+	c := zktest.Start(t)
+	servers := c.ConnectString()
+	out := run(t, user, []string{"ZK_SERVERS=" + servers}, filepath.Join(user, "lockuser"))
+	if !strings.HasPrefix(out, "lock held, fencing token ") {
+		t.Fatalf("the user's program printed %q, want the lock held", out)
+	}
+	ls := run(t, user, nil, filepath.Join(dir, "bin", "zkr"), "ls", "--servers", servers, "/")
+	if !slices.Contains(strings.Fields(ls), "release-test") {
+		t.Fatalf("the installed zkr's ls / printed %q: no release-test node, which the user's lock made", ls)
+	}
+}
+
+// run runs name in dir with env added to the test's environment, logs it with its time,
+// and returns its standard output; a failure ends the test with the command's output.
+func run(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	line := fmt.Sprintf("%s %s", filepath.Base(name), strings.Join(args, " "))
+	if err != nil {
+		t.Fatalf("%s (in %s): %v\nstdout:\n%s\nstderr:\n%s", line, dir, err, stdout.String(), stderr.String())
+	}
+	t.Logf("%6.1fs  %s", time.Since(t0).Seconds(), line)
+	return stdout.String()
+}
