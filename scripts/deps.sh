@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing zkrecipes needs, only what is missing:
 #   Debian packages (ZooKeeper server jars, Curator and kazoo for interop tests,
-#   Docker, a JDK, the MIT Kerberos KDC for the Kerberos tests) and staticcheck in
-#   the repo-local bin/, and ZooKeeper 3.9's jars in the repo-local .deps/ (from Debian 13).
+#   Docker, a JDK, the MIT Kerberos KDC for the Kerberos tests, jq) and staticcheck and
+#   apidiff in the repo-local bin/, and ZooKeeper 3.9's jars in the repo-local .deps/ (from Debian 13).
 # A machine that has everything makes no network call.
 set -euo pipefail
 
@@ -12,6 +12,8 @@ PKGS=(zookeeper libcurator-recipes-java libcurator-discovery-java python3-kazoo 
 # The Kerberos stage's KDC (zktest.StartKDC): krb5kdc and kdb5_util, kadmin.local, kinit.
 # The tests start their own KDC on 127.0.0.1 with its own configuration; the system's is unused.
 PKGS+=(krb5-kdc krb5-admin-server krb5-user)
+# scripts/release.sh and scripts/apicheck.sh read go.mod files as JSON (go mod edit -json).
+PKGS+=(jq)
 
 die() { echo "deps.sh: $*" >&2; exit 1; }
 
@@ -97,4 +99,14 @@ if [ -x "$SC" ] && "$SC" -version 2>/dev/null | grep -q "${STATICCHECK_VERSION#v
 else
 	echo "deps.sh: installing staticcheck ${STATICCHECK_VERSION} into bin/"
 	GOBIN="$ROOT/bin" go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}"
+fi
+
+# --- apidiff (golang.org/x/exp), pinned, in ./bin: scripts/apicheck.sh ---
+APIDIFF_VERSION="${APIDIFF_VERSION:-v0.0.0-20261113113407-e3970619a1a4}"
+AD="$ROOT/bin/apidiff"
+if [ -x "$AD" ] && go version -m "$AD" 2>/dev/null | awk '$1 == "mod" { print $3 }' | grep -qx -- "$APIDIFF_VERSION"; then
+	echo "deps.sh: apidiff ${APIDIFF_VERSION} present"
+else
+	echo "deps.sh: installing apidiff (golang.org/x/exp ${APIDIFF_VERSION}) into bin/"
+	GOBIN="$ROOT/bin" go install "golang.org/x/exp/cmd/apidiff@${APIDIFF_VERSION}"
 fi

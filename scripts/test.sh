@@ -56,6 +56,7 @@ stage integration scripts/integration.sh
 # module proxy; go get otelzk and kerberos, go install zkr, a lock on a real ZooKeeper
 # (integration/release). Then the exported API against the last tag (scripts/apicheck.sh).
 stage release bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -count=1 -timeout 8m ./release/'
+stage api scripts/apicheck.sh
 # The persistent watch and cache tests again against ZooKeeper 3.9 (Debian 13's jars,
 # fetched by deps.sh): the typed removal of persistent watches runs there only.
 stage zk39 scripts/test-zk39.sh -race

@@ -238,3 +238,57 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	t.Logf("%6.1fs  %s", time.Since(t0).Seconds(), line)
 	return stdout.String()
 }
+
+// TestAPICheck_FailsWhenAnExportedFunctionIsRemoved shows that scripts/apicheck.sh guards
+// the API: against a base that exported one more function it exits non-zero and names the
+// function; against a base that exported one fewer (an addition) it passes.
+func TestAPICheck_FailsWhenAnExportedFunctionIsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	clone := cloneAt(t, dir)
+	root := repoRoot(t)
+	apidiff := filepath.Join(root, "bin", "apidiff")
+	if _, err := os.Stat(apidiff); err != nil {
+		t.Fatalf("apidiff is missing (scripts/deps.sh installs it): %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, clone, nil, "cp", apidiff, filepath.Join(clone, "bin", "apidiff"))
+
+	// base: the tree with one more exported function; HEAD: the tree as it is.
+	probe := filepath.Join(clone, "apicheck_probe.go")
+	src := "package zkrecipes\n\n// APICheckProbe exists only in the base the check compares with.\nfunc APICheckProbe() {}\n"
+	if err := os.WriteFile(probe, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, clone, nil, "git", "add", "apicheck_probe.go")
+	run(t, clone, gitIdentity, "git", "commit", "-q", "-m", "base: one more exported function")
+	run(t, clone, nil, "git", "rm", "-q", "apicheck_probe.go")
+	run(t, clone, gitIdentity, "git", "commit", "-q", "-m", "the function removed")
+
+	env := []string{"APICHECK_MODULES=."}
+	out, err := runErr(clone, env, "scripts/apicheck.sh", "HEAD~1")
+	if err == nil {
+		t.Fatalf("apicheck.sh passed on a removed exported function:\n%s", out)
+	}
+	if !strings.Contains(out, "APICheckProbe: removed") {
+		t.Fatalf("apicheck.sh failed (%v) without naming the removed function:\n%s", err, out)
+	}
+
+	// The other way round the change is an addition: compatible.
+	run(t, clone, nil, "git", "checkout", "-q", "HEAD~1")
+	if out, err := runErr(clone, env, "scripts/apicheck.sh", "HEAD~1"); err != nil {
+		t.Fatalf("apicheck.sh failed on an added function: %v\n%s", err, out)
+	}
+}
+
+// runErr runs name in dir with env added and returns its combined output and error.
+func runErr(dir string, env []string, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
