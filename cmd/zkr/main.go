@@ -91,6 +91,7 @@ usage:
   zkr register NAME ADDR:PORT -- CMD ...    register an instance while CMD runs
   zkr watch PATH [-r]                       print the node (-r: the tree) and every change
   zkr config [--json]                       print the ensemble's members and configuration version
+  zkr version                               print zkr's version
 
 nodes, as zkCli.sh (data as it is on stdout; -v VERSION: only at that version):
   zkr ls PATH [-R]                          list the children (-R: the whole tree)
@@ -154,6 +155,8 @@ func run(args []string) int {
 		return cmdRm(args[1:])
 	case "config":
 		return cmdConfig(args[1:])
+	case "version":
+		return cmdVersion(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return 0

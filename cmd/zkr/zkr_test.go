@@ -98,3 +98,12 @@ func TestHelpPrintsTheUsageOnce(t *testing.T) {
 		t.Errorf("the usage is printed %d times:\n%s", n, out)
 	}
 }
+
+func TestVersion_TakesNoArguments(t *testing.T) {
+	if got := run([]string{"version"}); got != 0 {
+		t.Fatalf("zkr version exited %d, want 0", got)
+	}
+	if got := run([]string{"version", "extra"}); got != exitUsage {
+		t.Fatalf("zkr version extra exited %d, want %d (usage)", got, exitUsage)
+	}
+}

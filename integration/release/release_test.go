@@ -216,6 +216,9 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 	if !slices.Contains(strings.Fields(ls), "release-test") {
 		t.Fatalf("the installed zkr's ls / printed %q: no release-test node, which the user's lock made", ls)
 	}
+	if v := run(t, user, nil, filepath.Join(dir, "bin", "zkr"), "version"); !strings.HasPrefix(v, "zkr "+version+" (zkrecipes "+version+",") {
+		t.Fatalf("the installed zkr's version printed %q, want %s of zkr and of its library", v, version)
+	}
 }
 
 // run runs name in dir with env added to the test's environment, logs it with its time,
