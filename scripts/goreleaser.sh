@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# zkr's archives as a release makes them (.goreleaser.yaml), without publishing anything:
+# goreleaser release --snapshot --clean into dist/, then checks that there is an archive
+# for each of linux/darwin/windows on amd64/arm64, a checksum for each, and that the
+# linux/amd64 archive's zkr runs `zkr version` and `zkr help`. The SBOMs need syft on PATH;
+# without it they are skipped, and the output says so.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+GR="$ROOT/bin/goreleaser"
+[ -x "$GR" ] || GR="$(command -v goreleaser || true)"
+[ -n "$GR" ] || { echo "goreleaser.sh: goreleaser missing; run scripts/deps.sh" >&2; exit 1; }
+
+skip=()
+if command -v syft >/dev/null || [ -x "$ROOT/bin/syft" ]; then
+	PATH="$ROOT/bin:$PATH"
+else
+	echo "goreleaser.sh: syft is not installed: the SBOMs are skipped (--skip=sbom)"
+	skip=(--skip=sbom)
+fi
+"$GR" check
+"$GR" release --snapshot --clean "${skip[@]}"
+
+fail=0
+for os in linux darwin windows; do
+	for arch in amd64 arm64; do
+		ext=tar.gz
+		[ $os != windows ] || ext=zip
+		a="$(ls dist/zkr_*_${os}_${arch}.$ext 2>/dev/null | head -1)"
+		if [ -z "$a" ]; then
+			echo "goreleaser.sh: no archive for $os/$arch" >&2
+			fail=1
+		elif ! grep -q " ${a#dist/}\$" dist/checksums.txt; then
+			echo "goreleaser.sh: $a has no line in checksums.txt" >&2
+			fail=1
+		fi
+		if [ ${#skip[@]} -eq 0 ] && [ -n "$a" ] && [ ! -s "$a.sbom.json" ]; then
+			echo "goreleaser.sh: $a has no SBOM" >&2
+			fail=1
+		fi
+	done
+done
+(cd dist && sha256sum --quiet -c checksums.txt) || fail=1
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+tar -xzf dist/zkr_*_linux_amd64.tar.gz -C "$tmp"
+v="$("$tmp/zkr" version)"
+echo "goreleaser.sh: zkr version: $v"
+[[ "$v" == "zkr "*-snapshot* ]] || { echo "goreleaser.sh: zkr version does not name the snapshot version" >&2; fail=1; }
+"$tmp/zkr" help | grep -q '^usage:' || { echo "goreleaser.sh: zkr help printed no usage" >&2; fail=1; }
+[ $fail = 0 ] && echo "goreleaser.sh: 6 archives, checksums, zkr version and help: ok"
+exit $fail
