@@ -1,5 +1,5 @@
 # zkrecipes build entry points. `make test` is what CI runs (.ci/run).
-.PHONY: all deps lint test unit integration zk39 docker demo bench bench-ensemble release
+.PHONY: all deps lint test unit integration zk39 docker demo bench bench-ensemble release snapshot
 
 all: test
 
@@ -81,3 +81,9 @@ bench-ensemble:
 release:
 	@[ -n "$(VERSION)" ] || { echo "make release VERSION=vX.Y.Z [DRY_RUN=1]" >&2; exit 2; }
 	scripts/release.sh $(if $(DRY_RUN),--dry-run) $(VERSION)
+
+# zkr's release archives without publishing (.goreleaser.yaml): goreleaser release --snapshot
+# --clean into dist/, then the linux/amd64 zkr runs version and help. Installs GoReleaser into
+# bin/ first when it is missing (a long build: it is not part of deps or make test).
+snapshot:
+	scripts/goreleaser.sh
