@@ -57,6 +57,11 @@ stage integration scripts/integration.sh
 # (integration/release). Then the exported API against the last tag (scripts/apicheck.sh).
 stage release bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -count=1 -timeout 8m ./release/'
 stage api scripts/apicheck.sh
+# zkr's release archives (make snapshot), only when asked for with ZKR_SNAPSHOT=1: GoReleaser
+# itself is a build of over 8 minutes on a fresh machine, and the cross-compiles some more.
+if [ -n "${ZKR_SNAPSHOT:-}" ]; then
+	stage snapshot scripts/goreleaser.sh
+fi
 # The persistent watch and cache tests again against ZooKeeper 3.9 (Debian 13's jars,
 # fetched by deps.sh): the typed removal of persistent watches runs there only.
 stage zk39 scripts/test-zk39.sh -race
