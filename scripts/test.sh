@@ -58,7 +58,7 @@ stage integration scripts/integration.sh
 stage release bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -count=1 -timeout 8m ./release/'
 stage api scripts/apicheck.sh
 # zkr's release archives (make snapshot), only when asked for with ZKR_SNAPSHOT=1: GoReleaser
-# itself is a build of over 8 minutes on a fresh machine, and the cross-compiles some more.
+# itself is a build of about 13 minutes on a fresh machine, and the cross-compiles some more.
 if [ -n "${ZKR_SNAPSHOT:-}" ]; then
 	stage snapshot scripts/goreleaser.sh
 fi
