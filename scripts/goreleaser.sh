@@ -7,8 +7,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
-# GoReleaser, pinned, in ./bin. Not installed by deps.sh: built from source it took over
-# 8 minutes on a busy 2-core machine (a one-time cost per clone's bin/).
+# GoReleaser, pinned, in ./bin. Not installed by deps.sh: built from source it took about
+# 13 minutes (804 s) on a busy 2-core machine (a one-time cost per clone's bin/).
 GORELEASER_VERSION="${GORELEASER_VERSION:-v2.15.1}"
 GR="$ROOT/bin/goreleaser"
 if ! { [ -x "$GR" ] && "$GR" --version 2>/dev/null | grep -q "${GORELEASER_VERSION#v}"; }; then
