@@ -142,6 +142,33 @@ func forgetVersion(t *testing.T) {
 			}
 		}
 	}
+	// The go command also noted the version in each module's list of known versions.
+	for _, pattern := range []string{"@v", "*/@v", "*/*/@v"} {
+		lists, _ := filepath.Glob(filepath.Join(cache, "cache", "download", prefix, pattern, "list"))
+		for _, l := range lists {
+			data, err := os.ReadFile(l)
+			if err != nil {
+				continue
+			}
+			var keep []string
+			for _, v := range strings.Fields(string(data)) {
+				if v != version {
+					keep = append(keep, v)
+				}
+			}
+			if len(keep) == len(strings.Fields(string(data))) {
+				continue
+			}
+			if len(keep) == 0 {
+				err = os.Remove(l)
+			} else {
+				err = os.WriteFile(l, []byte(strings.Join(keep, "\n")+"\n"), 0o644)
+			}
+			if err != nil {
+				t.Errorf("removing %s from %s: %v", version, l, err)
+			}
+		}
+	}
 }
 
 // TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock is the release as a user meets
