@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zkr's archives as a release makes them (.goreleaser.yaml), without publishing anything:
 # goreleaser release --snapshot --clean into dist/, then checks that there is an archive
-# for each of linux/darwin on amd64/arm64 (not Windows yet: .goreleaser.yaml says why), a checksum for each, and that the
+# for each of linux/darwin/windows on amd64/arm64, a checksum for each, and that the
 # linux/amd64 archive's zkr runs `zkr version` and `zkr help`. The SBOMs need syft on PATH;
 # without it they are skipped, and the output says so.
 set -euo pipefail
@@ -27,9 +27,11 @@ fi
 "$GR" release --snapshot --clean "${skip[@]}"
 
 fail=0
-for os in linux darwin; do
+for os in linux darwin windows; do
+	ext=tar.gz
+	[ "$os" = windows ] && ext=zip
 	for arch in amd64 arm64; do
-		a="$(ls dist/zkr_*_${os}_${arch}.tar.gz 2>/dev/null | head -1)"
+		a="$(ls dist/zkr_*_${os}_${arch}.${ext} 2>/dev/null | head -1)"
 		if [ -z "$a" ]; then
 			echo "goreleaser.sh: no archive for $os/$arch" >&2
 			fail=1

@@ -26,4 +26,9 @@ for m in "${mods[@]}"; do
 	echo "lint.sh: vet + staticcheck in $m"
 	(cd "$m" && go vet ./... && "$SC" ./...) || rc=1
 done
+# zkr's release archives include darwin and windows (.goreleaser.yaml): it must build there.
+for os in darwin windows; do
+	echo "lint.sh: vet cmd/zkr for $os"
+	(cd cmd/zkr && GOOS=$os go vet ./...) || rc=1
+done
 exit $rc

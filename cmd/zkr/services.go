@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -187,16 +184,9 @@ func cmdRegister(args []string) int {
 // runRegistered runs argv in its own process group, forwarding the
 // signals from sigs, and returns its exit status.
 func runRegistered(argv []string, inst discovery.Instance, sigs <-chan os.Signal) int {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "ZKR_SERVICE_NAME="+inst.Name, "ZKR_INSTANCE_ID="+inst.ID)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "zkr: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return exitNotFound
-		}
-		return exitCannotExec
+	cmd, code := startCommand(argv, "ZKR_SERVICE_NAME="+inst.Name, "ZKR_INSTANCE_ID="+inst.ID)
+	if cmd == nil {
+		return code
 	}
 	done := make(chan struct{})
 	go func() {
@@ -208,9 +198,7 @@ func runRegistered(argv []string, inst discovery.Instance, sigs <-chan os.Signal
 		case <-done:
 			return exitStatus(cmd.ProcessState)
 		case s := <-sigs:
-			if sig, ok := s.(syscall.Signal); ok {
-				_ = syscall.Kill(-cmd.Process.Pid, sig)
-			}
+			signalGroup(cmd, s)
 		}
 	}
 }
