@@ -141,10 +141,10 @@ func badInputMoreTable() []badCall {
 			return WatchChildren(ctx, unused, "/a/"+strings.Repeat("x", len(huge)), func([]string, *NodeStat) error { return nil })
 		}, ErrInvalidPath},
 		{"Queue.Offer(1.1 MB)", func(ctx context.Context) error { return NewQueue(unused, "/a").Offer(ctx, huge) }, ErrDataTooLarge},
-		{"PersistentNode(mode -1).Start", func(context.Context) error {
-			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(-1))).Start()
+		{"PersistentNode(mode -1).Start", func(ctx context.Context) error {
+			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(-1))).Start(ctx)
 		}, ErrInvalidArgument},
-		{"PersistentNode(nil option).Start", func(context.Context) error { return NewPersistentNode(unused, "/a", nil, nil).Start() }, ErrInvalidArgument},
+		{"PersistentNode(nil option).Start", func(ctx context.Context) error { return NewPersistentNode(unused, "/a", nil, nil).Start(ctx) }, ErrInvalidArgument},
 		{"GroupMember(id with control char).Start", func(ctx context.Context) error {
 			return NewGroupMember(unused, "/a", "m\x01", nil).Start(ctx)
 		}, ErrInvalidArgument},
@@ -196,12 +196,12 @@ func TestInvalidRecipesCloseAndReadWithoutPanic(t *testing.T) {
 		call func() error
 	}{ // in this order
 		{"NodeCache.Get", func() error { nc.Get(); nc.Events(); return nc.Err() }},
-		{"NodeCache.Close", nc.Close},
-		{"NodeCache.Close again", nc.Close},
+		{"NodeCache.Close", func() error { return nc.Close(ctx) }},
+		{"NodeCache.Close again", func() error { return nc.Close(ctx) }},
 		{"NodeCache.Start after Close", func() error { return nc.Start(ctx) }},
 		{"TreeCache.Get", func() error { tc.Get("/x"); tc.Children("rel"); tc.Snapshot(); tc.Len(); return nil }},
-		{"TreeCache.Close", tc.Close},
-		{"TreeCache.Close again", tc.Close},
+		{"TreeCache.Close", func() error { return tc.Close(ctx) }},
+		{"TreeCache.Close again", func() error { return tc.Close(ctx) }},
 		{"PersistentNode.Status", func() error { pn.Status(); pn.Data(); return nil }},
 		{"PersistentNode.Close", func() error { return pn.Close(ctx) }},
 		{"PersistentNode.Close again", func() error { return pn.Close(ctx) }},

@@ -3,7 +3,7 @@ package zkrecipes
 import (
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"strings"
 	"sync"
 )
@@ -63,19 +63,21 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 	return g
 }
 
-// Start joins the group (in the background: see WaitInPlace) and loads
-// its members. It returns once they are loaded and the first attempt to
-// make this member's node has ended, or fails with ctx's error,
-// ErrNodeStarted when called twice, ErrClosed (also matching
-// ErrNodeStarted) after or during Close, ErrClosed after the Session's
-// Close, ErrInvalidPath, ErrInvalidArgument, ErrNilSession or
-// ErrDataTooLarge; and with ErrNotAuthorized (also matching zk.ErrNoAuth)
-// or ErrInvalidACL when ZooKeeper refused that attempt for the Session's
-// credentials or ACL, which no retry can mend. A refusal after Start (the
-// group's ACL changed) is reported by Status, as PersistentNode's. It returns when ctx ends, even while cut off from the
-// server. After a failure the member leaves: its node, if made, is
-// deleted in the background (as by Close; a Close meanwhile waits for
-// that delete, within its own ctx).
+// Start joins the group and loads its members, and waits within ctx
+// until both are done: this member's node is first in place and the
+// members are loaded. ctx bounds only that wait, never the member's life,
+// which lasts until Close or the Session's Close. It fails with ctx's
+// error (even while cut off from the server), ErrNodeStarted when called
+// twice, ErrClosed (also matching ErrNodeStarted) after or during Close,
+// ErrClosed after the Session's Close, ErrInvalidPath,
+// ErrInvalidArgument, ErrNilSession or ErrDataTooLarge; and with
+// ErrNotAuthorized (also matching zk.ErrNoAuth) or ErrInvalidACL when
+// ZooKeeper refused the node for the Session's credentials or ACL, which
+// no retry can mend. A refusal after Start (the group's ACL changed) is
+// reported by Status, as PersistentNode's. A Start that fails has stopped
+// what it began: the member leaves, its node, if made, is deleted in the
+// background (a Close meanwhile waits for that delete within its own ctx,
+// and returns nil).
 func (g *GroupMember) Start(ctx context.Context) error {
 	if g.err != nil {
 		return g.err
@@ -96,7 +98,7 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), WithCacheKind(KindGroupMember), WithCacheCompression(false))
 	g.view = view
 	g.mu.Unlock()
-	err := g.node.Start()
+	err := g.node.launch()
 	if err == nil {
 		err = view.Start(ctx)
 	}
@@ -104,14 +106,14 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		err = g.load(ctx, view)
 	}
 	if err == nil {
-		err = g.joined(ctx)
+		err = g.node.WaitInPlace(ctx)
 	}
 	if err == nil && !g.s.spawn(func() { g.follow(view) }) {
 		err = ErrClosed
 	}
 	if err != nil {
 		g.mu.Lock()
-		if g.closed && !errors.Is(err, ErrClosed) { // Close came during Start
+		if g.closed && !g.s.isClosed() { // Close came during Start
 			err = &startAfterClose{once: ErrNodeStarted}
 		}
 		g.closed = true
@@ -122,30 +124,16 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	return nil
 }
 
-// joined waits for the first attempt to make the member's node, and
-// returns its error if ZooKeeper refused it.
-func (g *GroupMember) joined(ctx context.Context) error {
-	select {
-	case <-g.node.tried:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if st, _ := g.node.Status(); refused(st.Err) {
-		return st.Err
-	}
-	return nil
-}
-
 // leave undoes a Start that failed. Its requests may wait for as long as
 // the connection is cut off (go-zookeeper cannot cancel one): it runs in
 // the background, on a goroutine the Session's Close waits for, with a
 // context that ends with the Session, so that Start returns as soon as
 // ctx ends. A Close meanwhile waits for it (PersistentNode.Close does).
 func (g *GroupMember) leave(view *TreeCache) {
+	g.node.abandon()
 	cleanup := func(ctx context.Context) {
-		_ = view.Close()
+		_ = view.Close(ctx)
 		close(g.done)
-		_ = g.node.Close(ctx)
 	}
 	if !g.s.goBackground(0, cleanup) {
 		cleanup(context.Background()) // the Session is closed: nothing waits on the server
@@ -210,20 +198,30 @@ func (g *GroupMember) Err() error {
 }
 
 // Close leaves the group: it stops the view (removing its watch from the
-// server as TreeCache's Close does), waits for its goroutines, and
-// deletes this member's node (see PersistentNode.Close for what it
-// returns). Members keeps returning the last view. Close is idempotent.
+// server as TreeCache's Close does), waits within ctx for its goroutines,
+// and deletes this member's node (see PersistentNode.Close for what it
+// returns; ErrReleaseDeferred when ctx ends before the view has stopped).
+// Members keeps returning the last view. Close is idempotent and safe to
+// call concurrently; after a Start that failed, it waits for that Start's
+// clean-up and returns nil.
 func (g *GroupMember) Close(ctx context.Context) error {
 	if g.err != nil {
 		return nil
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
 	}
 	g.mu.Lock()
 	g.closed = true
 	started, view := g.started, g.view
 	g.mu.Unlock()
 	if started {
-		_ = view.Close()
-		<-g.done
+		_ = view.Close(ctx)
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, joinPath(g.path, g.id), ctx.Err())
+		}
 	}
 	return g.node.Close(ctx)
 }

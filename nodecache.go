@@ -217,18 +217,20 @@ func (c *NodeCache) Events() <-chan CacheEvent { return c.events }
 // the read's error (such as one matching zk.ErrNoAuth).
 func (c *NodeCache) Err() error { return c.stopped() }
 
-// Close stops the cache and waits for its goroutines; the Events channel
-// is closed. Get keeps returning the last copy. Close is idempotent. On a
-// persistent watch it removes the watch from the server as TreeCache's
-// Close does (waiting at most half a second; a removal not confirmed then
-// goes on in the Session's background). On one-shot watches it does no
+// Close stops the cache and waits within ctx for its goroutines (and the
+// removal of its watch); the Events channel is closed. It returns nil once
+// they have ended, or ctx's error, naming the path, when ctx ends first
+// (they then end on their own). Get keeps returning the last copy. Close
+// is idempotent and safe to call concurrently. On a persistent watch it
+// removes the watch from the server as TreeCache's Close does (waiting at
+// most half a second; a removal not confirmed then goes on in the
+// Session's background). On one-shot watches it does no
 // I/O, and the cache's last watch stays on the server until the node
 // changes (or, for a node that does not exist, is created) or the
 // ZooKeeper session ends: go-zookeeper cannot remove it; its notification
 // is then dropped by the client.
-func (c *NodeCache) Close() error {
-	c.close()
-	return nil
+func (c *NodeCache) Close(ctx context.Context) error {
+	return c.closeWithin(ctx, c.path)
 }
 
 // onNode takes a read newer than the last: it becomes the copy, and an

@@ -227,7 +227,7 @@ var dataRecipes = map[string]recipeWithData{
 func persistentNode(s *Session, n int, opts ...PersistentNodeOption) built {
 	pn := NewPersistentNode(s, "/nodes/a", make([]byte, n), opts...)
 	return built{pn.err, map[string]func(context.Context) error{
-		"Start":       func(context.Context) error { return pn.Start() },
+		"Start":       func(context.Context) error { return pn.Start(context.Background()) },
 		"WaitInPlace": func(ctx context.Context) error { return pn.WaitInPlace(ctx) },
 		"SetData":     func(ctx context.Context) error { return pn.SetData(ctx, make([]byte, n)) },
 	}}

@@ -279,9 +279,12 @@ func (c *TreeCache) Events() <-chan CacheEvent { return c.events }
 // read's error (such as one matching zk.ErrNoAuth).
 func (c *TreeCache) Err() error { return c.stopped() }
 
-// Close stops the cache and waits for its goroutines; the Events channel
-// is closed. Get, Children and Snapshot keep returning the last copy.
-// Close is idempotent. On a persistent watch it removes the watch from the
+// Close stops the cache and waits within ctx for its goroutines (and the
+// removal of its watch); the Events channel is closed. It returns nil once
+// they have ended, or ctx's error, naming the path, when ctx ends first
+// (they then end on their own). Get, Children and Snapshot keep returning
+// the last copy. Close is idempotent and safe to call concurrently. On a
+// persistent watch it removes the watch from the
 // server, waiting at most half a second for the server to confirm it; a
 // removal not confirmed by then (the connection is cut off) goes on in the
 // Session's background, which the Session's Close waits for, until the
@@ -293,9 +296,8 @@ func (c *TreeCache) Err() error { return c.stopped() }
 // watches Close does no I/O (see TreeCache). A read the cache
 // sent before may still be answered afterwards (a request cannot be called
 // back), but no reply makes it send another.
-func (c *TreeCache) Close() error {
-	c.close()
-	return nil
+func (c *TreeCache) Close(ctx context.Context) error {
+	return c.closeWithin(ctx, c.path)
 }
 
 func (n *treeNode) cached(path string) *CachedNode {

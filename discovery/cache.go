@@ -3,6 +3,7 @@ package discovery
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -87,7 +88,7 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 		closedMeanwhile := c.closed
 		c.closed = true
 		c.mu.Unlock()
-		_ = tc.Close()
+		_ = tc.Close(ctx)
 		close(c.done)
 		if closedMeanwhile {
 			return ErrClosed // Close came during Start
@@ -220,19 +221,30 @@ func (c *ServiceCache) Err() error {
 	return c.err
 }
 
-// Close stops the cache and waits for its goroutines. Instances keeps
-// returning the last copy. Close is idempotent. It removes the cache's
-// watch from the server as zkrecipes.TreeCache's Close does (and, like
-// it, leaves the last one-shot watches there where the cache falls back
-// to them).
-func (c *ServiceCache) Close() error {
+// Close stops the cache and waits within ctx for its goroutines (ctx's
+// error, naming the service, when ctx ends first; they then end on their
+// own). Instances keeps returning the last copy. Close is idempotent and
+// safe to call concurrently. It removes the cache's watch from the server
+// as zkrecipes.TreeCache's Close does (and, like it, leaves the last
+// one-shot watches there where the cache falls back to them).
+func (c *ServiceCache) Close(ctx context.Context) error {
+	if ctx == nil {
+		return errNilCtx
+	}
 	c.mu.Lock()
 	c.closed = true
 	started, tc := c.started, c.tc
 	c.mu.Unlock()
-	if started {
-		_ = tc.Close()
-		<-c.done
+	if !started {
+		return nil
 	}
-	return nil
+	if err := tc.Close(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("zkrecipes: discovery: cache of %s: close did not see it end: %w", c.name, ctx.Err())
+	}
 }

@@ -216,5 +216,5 @@ func (p *Provider) purgeLocked() {
 // service's instances (see ServiceCache.Changed).
 func (p *Provider) Changed() <-chan struct{} { return p.cache.Changed() }
 
-// Close stops the Provider's cache. It is idempotent.
-func (p *Provider) Close() error { return p.cache.Close() }
+// Close stops the Provider's cache, as ServiceCache.Close does.
+func (p *Provider) Close(ctx context.Context) error { return p.cache.Close(ctx) }

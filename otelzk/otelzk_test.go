@@ -491,7 +491,7 @@ func TestTreeCacheResyncAfterReconnectIsCounted(t *testing.T) {
 		}
 	}
 	cache := zr.NewTreeCache(r.Session, root)
-	defer func() { _ = cache.Close() }()
+	defer func() { _ = cache.Close(context.Background()) }()
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	go func() {
 		for range cache.Events() {
@@ -522,7 +522,7 @@ func TestDiscoveryInstancesSeenAreRecorded(t *testing.T) {
 		require.NoError(t, d.Register(ctxT(t, 10*time.Second), discovery.Instance{Name: "greeter", ID: fmt.Sprint("g", i), Address: "127.0.0.1", Port: 8000 + i}))
 	}
 	sc := d.NewCache("greeter")
-	defer func() { _ = sc.Close() }()
+	defer func() { _ = sc.Close(context.Background()) }()
 	require.NoError(t, sc.Start(ctxT(t, 10*time.Second)))
 	svc := otelzk.AttrService.String("greeter")
 	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.discovery.instances", svc) == 2 }, 10*time.Second, 5*time.Millisecond)

@@ -168,7 +168,7 @@ func main() {
 	}
 	await("flag removed", func(c *Config) bool { _, ok := c.Values["features/beta"]; return !ok })
 
-	if err := cache.Close(); err != nil {
+	if err := cache.Close(ctx); err != nil {
 		log.Fatal(err)
 	}
 	<-done

@@ -56,7 +56,7 @@ func main() {
 	}
 	defer s.Close()
 	provider := discovery.New(s, base).NewProvider("greeter")
-	defer provider.Close()
+	defer provider.Close(context.Background())
 	if err := provider.Start(ctx); err != nil {
 		log.Fatal(err)
 	}

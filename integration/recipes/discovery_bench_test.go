@@ -31,7 +31,7 @@ func TestDiscoveryBench_RegistrationToCacheBesideCurator(t *testing.T) {
 	defer d.Close(context.Background())
 	ctx := ctxT(t, 5*time.Minute)
 	cache := discovery.New(watcher.Session, base).NewCache("api")
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctx))
 	cur.ask(t, "OK", "follow", "api")
 

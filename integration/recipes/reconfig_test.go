@@ -172,7 +172,7 @@ func TestReconfig_RefusalsAreTypedAndTheConfigIsReadOnly(t *testing.T) {
 	require.Equal(t, cfg, parsed)
 	nc := zr.NewNodeCache(cl.Session, zr.ConfigPath)
 	require.NoError(t, nc.Start(ctx))
-	defer nc.Close()
+	defer nc.Close(context.Background())
 	n, ok := nc.Get()
 	require.True(t, ok)
 	require.Equal(t, data, n.Data)

@@ -1207,7 +1207,7 @@ func keeperOps() []sweepOp {
 			start: func(ctx context.Context, e *sweepEnv) error {
 				n := zr.NewPersistentNode(e.s, e.path+"/n", []byte("v1"), zr.WithCreateMode(mode))
 				e.set("k", n)
-				if err := n.Start(); err != nil {
+				if err := n.Start(ctx); err != nil {
 					return err
 				}
 				return n.WaitInPlace(ctx)

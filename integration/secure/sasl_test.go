@@ -34,7 +34,7 @@ func exerciseRecipes(t *testing.T, s *zr.Session, dir string) {
 	v := zr.NewSharedValue(s, dir+"/value", []byte("seed"))
 	cache := zr.NewNodeCache(s, dir+"/value")
 	require.NoError(t, cache.Start(ctx))
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	_, err = v.Set(ctx, []byte("v1"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
