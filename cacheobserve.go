@@ -10,11 +10,12 @@ func WithCacheName(name string) TreeCacheOption {
 	return func(c *treeConfig) { c.name = name }
 }
 
-// WithCacheKind sets the kind a TreeCache reports to the Session's
-// Observer (RecipeInfo.Kind), for a recipe built on a TreeCache: package
-// discovery's ServiceCache reports KindDiscovery. An empty kind is
+// withCacheKind sets the kind a TreeCache reports to the Session's
+// Observer (RecipeInfo.Kind), for a recipe built on a TreeCache:
+// GroupMember's view reports KindGroupMember, package discovery's
+// ServiceCache KindDiscovery (through internal/hooks). An empty kind is
 // refused (ErrInvalidArgument, from Start). Default: KindTreeCache.
-func WithCacheKind(kind string) TreeCacheOption {
+func withCacheKind(kind string) TreeCacheOption {
 	return func(c *treeConfig) {
 		if kind == "" && c.err == nil {
 			c.err = invalidArg("empty cache kind")

@@ -95,7 +95,7 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		return ErrNodeStarted
 	}
 	g.started = true
-	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), WithCacheKind(KindGroupMember), WithCacheCompression(false))
+	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), withCacheKind(KindGroupMember), WithCacheCompression(false))
 	g.view = view
 	g.mu.Unlock()
 	err := g.node.launch()

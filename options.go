@@ -24,7 +24,8 @@ type sessionConfig struct {
 	policy    LossPolicy
 	log       *slog.Logger
 	tracer    Tracer
-	obs       Observer            // WithObserver (observe.go)
+	obs       Observer            // what the Session reports to: WithObserver's, wrapped for a Tracer (trace.go)
+	userObs   Observer            // WithObserver's, as given
 	names     func(string) string // WithPathNames (observe.go)
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	resolver  Resolver // WithResolver (servers.go)
@@ -171,7 +172,13 @@ func WithLogger(l *slog.Logger) SessionOption {
 }
 
 // WithTracer sets a hook that sees every ZooKeeper operation the recipes
-// issue. Default: none.
+// issue, with its absolute path. It is an adapter on the Session's one
+// hook, the Observer: the Tracer sees what Observer.OpDone sees, beside
+// the Observer set with WithObserver, if any. Default: none.
+//
+// Deprecated: use WithObserver, whose OpDone sees the same requests with
+// the caller's ctx (its OpEvent.Path is relative to the namespace; the
+// Session's WithNamespace makes it absolute).
 func WithTracer(t Tracer) SessionOption {
 	return func(c *sessionConfig) {
 		if t == nil {

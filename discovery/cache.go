@@ -75,7 +75,7 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.started = true
-	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1), zr.WithCacheKind(zr.KindDiscovery),
+	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1), cacheKind(),
 		zr.WithCacheCompression(false)) // the data is decompressed by unmarshal, plain JSON too
 	c.tc = tc
 	c.mu.Unlock()
@@ -185,8 +185,8 @@ func (c *ServiceCache) publishLocked() {
 		out = append(out, n.inst)
 	}
 	sortInstances(out)
-	if o := c.d.s.Observer(); o != nil {
-		o.InstancesSeen(zr.InstancesEvent{Recipe: c.d.s.RecipeInfo(zr.KindDiscovery, "", c.dir), Service: c.name, Instances: len(out)})
+	if o := instancesObserver(c.d.s); o != nil { // observe.go
+		o.InstancesSeen(InstancesEvent{Recipe: recipeInfo(c.d.s, c.dir), Service: c.name, Instances: len(out)})
 	}
 	c.snap.Store(&out)
 	close(c.changed)

@@ -37,6 +37,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -157,6 +158,7 @@ type setKey struct {
 type opKey struct{ op, name, errType string }
 
 var _ zr.Observer = (*Observer)(nil)
+var _ discovery.InstancesObserver = (*Observer)(nil)
 
 // New returns an Observer on the providers its options name. It fails only
 // if an instrument cannot be created.
@@ -461,8 +463,9 @@ func (o *Observer) CacheBacklog(ev zr.CacheBacklogEvent) {
 	o.backlog.Record(context.Background(), int64(ev.Backlog), metric.WithAttributes(o.recipeAttrs(ev.Recipe)...))
 }
 
-// InstancesSeen records the instances a discovery cache sees.
-func (o *Observer) InstancesSeen(ev zr.InstancesEvent) {
+// InstancesSeen records the instances a discovery cache sees (it makes
+// Observer a discovery.InstancesObserver).
+func (o *Observer) InstancesSeen(ev discovery.InstancesEvent) {
 	o.instances.Record(context.Background(), int64(ev.Instances),
 		metric.WithAttributes(o.recipeAttrs(ev.Recipe, AttrService.String(ev.Service))...))
 }
