@@ -205,7 +205,7 @@ func TestInvalidRecipesCloseAndReadWithoutPanic(t *testing.T) {
 		{"PersistentNode.Status", func() error { pn.Status(); pn.Data(); return nil }},
 		{"PersistentNode.Close", func() error { return pn.Close(ctx) }},
 		{"PersistentNode.Close again", func() error { return pn.Close(ctx) }},
-		{"GroupMember.Members", func() error { gm.Members(); gm.Status(); gm.Changed(); return gm.Err() }},
+		{"GroupMember.Members", func() error { gm.Members(); gm.Status(); return gm.Err() }},
 		{"GroupMember.Close", func() error { return gm.Close(ctx) }},
 		{"GroupMember.Close again", func() error { return gm.Close(ctx) }},
 	}

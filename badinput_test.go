@@ -78,7 +78,7 @@ var badRecipes = []recipeUnderTest{
 			"Resign":       func(ctx context.Context) error { return e.Resign(ctx) },
 			"Leader":       func(ctx context.Context) error { _, err := e.Leader(ctx); return err },
 			"Participants": func(ctx context.Context) error { _, err := e.Participants(ctx); return err },
-			"Observe":      func(ctx context.Context) error { _, err := e.Observe(ctx); return err },
+			"Subscribe":    func(ctx context.Context) error { _, err := e.Subscribe(ctx); return err },
 			"Proclaim":     func(ctx context.Context) error { return e.Proclaim(ctx, nil, nil) },
 			"Run": func(ctx context.Context) error {
 				return e.Run(ctx, func(context.Context, *Lease) error { return nil })

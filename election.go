@@ -28,7 +28,7 @@ import (
 // (LoseOnLost), confirms it again after every RECONNECTED.
 //
 // An Election is one participant: Campaign calls on it are serialised, and
-// Campaign while it leads returns the current Lease. Observe, Leader and
+// Campaign while it leads returns the current Lease. Subscribe, Leader and
 // Participants may be called by any process, campaigning or not.
 //
 // NewElection does no I/O. An Election is safe for concurrent use.
@@ -86,7 +86,7 @@ type electionConfig struct {
 }
 
 // WithParticipantID sets the participant id stored in the participant's
-// node (as UTF-8), which Leader, Observe and Participants report and which
+// node (as UTF-8), which Leader, Subscribe and Participants report and which
 // Curator's getId/getLeader read. An id that makes the node's create
 // request larger than the Session's limit (WithMaxRequestSize: a little
 // under 1 MiB by default) makes every method of the Election fail with
@@ -325,7 +325,7 @@ func declare(h *hold) error {
 // may have been deleted or the session replaced meanwhile. It returns a
 // function that stops it early.
 func (e *Election) guard(l *Lease) func() {
-	states, cancel := e.s.Subscribe()
+	states, cancel := e.s.subscribe()
 	stop := make(chan struct{})
 	var once sync.Once
 	e.s.opsMu.RLock()

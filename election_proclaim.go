@@ -8,7 +8,7 @@ import (
 )
 
 // Proclaim publishes data (nil: 0 bytes) as the leader's: it replaces the data of the
-// leader's node, which Leader, Participants and Observe report as the
+// leader's node, which Leader, Participants and Subscribe report as the
 // leader's Data and which a Curator LeaderLatch or LeaderSelector reports
 // as the leader's participant id (Participant.getId). lease must be the
 // Lease of this Election's current leadership, as Campaign or Run gave it.

@@ -47,7 +47,7 @@ func TestZKElectionProclaimIsSeenByObserversAndTheNextLeaderStillTakesOver(t *te
 			require.NoError(t, err)
 			octx, stop := context.WithCancel(ctx)
 			defer stop()
-			ch, err := watcher.Observe(octx)
+			ch, err := watcher.Subscribe(octx)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"one"}, nextLeaderData(t, ctx, ch, "one"))
 

@@ -44,8 +44,8 @@ func ExampleGroupMember() {
 	}
 	defer m.Close(context.Background())
 	for {
-		changed := m.Changed()
-		log.Printf("members: %d", len(m.Members()))
+		members, changed := m.Members()
+		log.Printf("members: %d", len(members))
 		<-changed
 	}
 }

@@ -13,7 +13,7 @@ import (
 // PersistentNode: made again after a session expiry or a deletion), and
 // follows the group's members and their data.
 //
-// Members reads the local view; Changed tells when it changes. The view
+// Members reads the local view, with a channel closed when it changes. The view
 // may be stale while the connection is down and converges once it is
 // back. The view runs on a TreeCache of the group's node and its
 // children: no goroutine per member; on ZooKeeper 3.6 or later it costs
@@ -168,20 +168,24 @@ func (g *GroupMember) SetData(ctx context.Context, data []byte) error {
 }
 
 // Members returns the group's members as last read, by id, with their
-// data (this member's own included once its node is read back). The
-// data is shared: do not modify it.
-func (g *GroupMember) Members() map[string][]byte {
+// data (this member's own included once its node is read back), and a
+// channel that is closed at their next change: read Members again then.
+// The map is the caller's; the data is shared: do not modify it.
+func (g *GroupMember) Members() (map[string][]byte, <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make(map[string][]byte, len(g.members))
 	for id, data := range g.members {
 		out[id] = data
 	}
-	return out
+	return out, g.changed
 }
 
 // Changed returns a channel that is closed at the next change of
 // Members.
+//
+// Deprecated: use Members, which returns the members and that channel
+// together (one read, no change missed between the two).
 func (g *GroupMember) Changed() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -173,7 +173,7 @@ func (c *NodeCache) Start(ctx context.Context) error {
 // good: on one persistent watch where the Session and the server can set
 // one (nodecache_persistent.go), else on one-shot watches.
 func (c *NodeCache) run(ctx context.Context) {
-	states, unsub := c.s.Subscribe()
+	states, unsub := c.s.subscribe()
 	w, err := openCacheWatch(ctx, c.s, c.path, false)
 	if err == nil {
 		err = c.followPersistent(ctx, w, states)

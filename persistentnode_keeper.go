@@ -17,7 +17,7 @@ import (
 // keep is the keeper's loop: put the node in place, watch it, and look
 // again when the watch fires, the connection comes back, or SetData asks.
 func (n *PersistentNode) keep(ctx context.Context) {
-	states, cancel := n.s.Subscribe()
+	states, cancel := n.s.subscribe()
 	defer cancel()
 	// Nobody keeps the node any more; a failure of the Session's security
 	// that ended the keeper is said.

@@ -217,7 +217,7 @@ func (c *TreeCache) Start(ctx context.Context) error {
 	// States are taken before the first read, so that no change after it
 	// goes unnoticed; the watch (persistent, or the notification route
 	// of the one-shot watches) is set by run, before its first read.
-	states, unsub := c.s.Subscribe()
+	states, unsub := c.s.subscribe()
 	return c.launch(ctx, run, c.s, func(ctx context.Context) { c.run(ctx, states) }, c.dispatch, unsub)
 }
 

@@ -602,7 +602,8 @@ func TestFlapsDampedAreCounted(t *testing.T) {
 	c := server(t)
 	proxy := zktest.NewProxy(t, c.Servers()[0])
 	r := newRig(t, c, []string{proxy.Addr()}, zr.WithFlapDamping(zr.RetryNTimes(20, 8*time.Second)))
-	states, cancel := r.Subscribe()
+	subCtx, cancel := context.WithCancel(context.Background())
+	states, _ := r.Subscribe(subCtx)
 	defer cancel()
 	next := func(want zr.ConnState) {
 		t.Helper()

@@ -83,7 +83,8 @@ func TestBadInput_ClosedSessionRefusesEveryCallAndCreatesNothing(t *testing.T) {
 	require.NoError(t, cl.Close())
 	assert.NoError(t, cl.Close(), "Close is idempotent")
 	assert.ErrorIs(t, cl.Err(), zr.ErrClosed)
-	ch, cancel := cl.Subscribe()
+	subCtx, cancel := context.WithCancel(context.Background())
+	ch, _ := cl.Subscribe(subCtx)
 	_, open := <-ch
 	assert.False(t, open, "Subscribe on a closed session returns a closed channel")
 	cancel()
@@ -105,7 +106,7 @@ func TestBadInput_ClosedSessionRefusesEveryCallAndCreatesNothing(t *testing.T) {
 	assert.ErrorIs(t, err, zr.ErrClosed)
 	_, err = zr.NewElection(cl.Session, "/x").Leader(ctx)
 	assert.ErrorIs(t, err, zr.ErrClosed)
-	_, err = zr.NewElection(cl.Session, "/x").Observe(ctx)
+	_, err = zr.NewElection(cl.Session, "/x").Subscribe(ctx)
 	assert.ErrorIs(t, err, zr.ErrClosed)
 	_, err = zr.NewSemaphore(cl.Session, "/x", 2).Participants(ctx)
 	assert.ErrorIs(t, err, zr.ErrClosed)
@@ -421,9 +422,14 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 		}), discovery.ErrClosed)
 	})
 	t.Run("Subscribe", func(t *testing.T) {
-		_, cancel := s.Subscribe()
+		subCtx, cancel := context.WithCancel(context.Background())
+		_, err := s.Subscribe(subCtx)
+		require.NoError(t, err)
 		cancel()
 		cancel() // idempotent, no panic
+		var nilCtx context.Context
+		_, err = s.Subscribe(nilCtx)
+		assert.ErrorIs(t, err, zr.ErrInvalidArgument)
 	})
 	assert.Empty(t, leftBehind(t, conn, base))
 }
@@ -471,9 +477,9 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 			return e.Proclaim(ctx, l, []byte("x"))
 		}), zr.ErrInvalidArgument)
 	})
-	t.Run("Observe until ctx ends", func(t *testing.T) {
+	t.Run("Subscribe until ctx ends", func(t *testing.T) {
 		octx, cancel := context.WithCancel(ctx)
-		ch, err := zr.NewElection(s, base+"/obs").Observe(octx)
+		ch, err := zr.NewElection(s, base+"/obs").Subscribe(octx)
 		require.NoError(t, err)
 		<-ch
 		cancel()

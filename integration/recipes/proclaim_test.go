@@ -65,7 +65,7 @@ func TestElection_ObserverReconnectingSeesAValueProclaimedWhileItWasCutOff(t *te
 	e := zr.NewElection(connect(t, c, nil).Session, path, zr.WithParticipantID("v1"), zr.WithProclaim())
 	l, err := e.Campaign(ctx)
 	require.NoError(t, err)
-	ch, err := watcher.Observe(ctx)
+	ch, err := watcher.Subscribe(ctx)
 	require.NoError(t, err)
 	next := func() string {
 		select {

@@ -295,7 +295,8 @@ func runSweepCell(srv *zktest.Cluster, obs *zk.Conn, peer *zr.Session, root stri
 	defer func() { _ = s.Close() }()
 	// A session that expires (a reconnection slower than the session
 	// timeout: the machine, not the library) voids the cell.
-	changes, unsubscribe := s.Subscribe()
+	subCtx, unsubscribe := context.WithCancel(context.Background())
+	changes, _ := s.Subscribe(subCtx)
 	defer unsubscribe()
 	var lostState atomic.Bool
 	go func() {

@@ -24,7 +24,7 @@ func TestSession_ConnectAndCloseLeaveNoGoroutine(t *testing.T) {
 	assert.Equal(t, zr.StateConnected, s.State())
 	assert.NotZero(t, s.SessionID())
 	assert.NoError(t, s.Err())
-	changes, _ := s.Subscribe()
+	changes, _ := s.Subscribe(context.Background())
 	l, err := zr.NewMutex(s, testPath(t)).Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())

@@ -147,7 +147,8 @@ func TestConnectWithoutSASLToEnforcingServerFailsWithErrSASLRequired(t *testing.
 func TestIdleSessionWithoutSASLIsLostWithErrSASLRequired(t *testing.T) {
 	srv := enforced.get(t)
 	s := connect(t, srv.Addr, zr.WithSessionTimeout(3*time.Second), zr.WithEnsembleTracking(false))
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 	c := waitState(t, states, refuseBound, zr.StateLost, zr.StateReconnected)
 	require.Equal(t, zr.StateLost, c.State)
