@@ -125,10 +125,10 @@ func badInputMoreTable() []badCall {
 		{"Connect(1.1 MB ACL id)", connectWith(WithACL([]ACL{DigestACL(strings.Repeat("x", len(huge)), "p", PermAll)})), ErrInvalidArgument},
 		{"Connect(1.1 MB digest password)", connectWith(WithDigestAuth("u", strings.Repeat("x", len(huge)))), ErrInvalidArgument},
 		{"Election.Proclaim(nil lease)", func(ctx context.Context) error {
-			return NewElection(unused, "/a", WithProclaim()).Proclaim(ctx, nil, []byte("x"))
+			return NewElection(unused, "/a", WithProclaim(true)).Proclaim(ctx, nil, []byte("x"))
 		}, ErrInvalidArgument},
 		{"Election.Proclaim(zero lease)", func(ctx context.Context) error {
-			return NewElection(unused, "/a", WithProclaim()).Proclaim(ctx, &Lease{}, []byte("x"))
+			return NewElection(unused, "/a", WithProclaim(true)).Proclaim(ctx, &Lease{}, []byte("x"))
 		}, ErrInvalidArgument},
 		{"Barrier(1.1 MB data).Set", func(ctx context.Context) error { return NewBarrier(unused, "/a", WithBarrierData(huge)).Set(ctx) }, ErrDataTooLarge},
 		{"Barrier(nil option, bad path).Set", func(ctx context.Context) error { return NewBarrier(unused, "a", nil).Set(ctx) }, ErrInvalidArgument},

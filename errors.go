@@ -306,7 +306,7 @@ var (
 // names the operation and the path, relative to the namespace.
 var (
 	// ErrNoNode means the node does not exist (for a Create: its parent
-	// does not; pass WithParents to create missing parents).
+	// does not; pass WithParents(true) to create missing parents).
 	ErrNoNode = errors.New("zkrecipes: node does not exist")
 
 	// ErrNodeExists is returned by a Create whose node exists already.
@@ -318,8 +318,8 @@ var (
 	ErrBadVersion = errors.New("zkrecipes: node version is not the one given; read the node again")
 
 	// ErrNotEmpty is returned by a Delete of a node that has children:
-	// delete them first, or pass WithDeleteChildren to Delete.
-	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithDeleteChildren to Delete")
+	// delete them first, or pass WithDeleteChildren(true) to Delete.
+	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithDeleteChildren(true) to Delete")
 
 	// ErrNoChildrenForEphemerals is returned by a Create under an
 	// ephemeral node: an ephemeral node cannot have children.

@@ -28,6 +28,7 @@ type GroupMember struct {
 	path string
 	id   string
 	node *PersistentNode
+	cfg  groupMemberConfig
 	err  error
 
 	mu      sync.Mutex
@@ -40,16 +41,33 @@ type GroupMember struct {
 	stopErr error
 }
 
+// GroupMemberOption configures NewGroupMember: WithName, the name the
+// Session's Observer reports for the member's view of the group.
+type GroupMemberOption interface{ applyGroupMember(*groupMemberConfig) }
+
+type groupMemberConfig struct {
+	name string // WithName (observe.go)
+}
+
 // NewGroupMember returns the member id of the group at path (relative to
-// the Session's namespace), holding data. With nil data the member holds
+// the Session's namespace), holding data. The group's path, the member's
+// id and its data are positional: every member has them (options are what
+// a recipe may go without). With nil data the member holds
 // this host's address as text, as a Curator GroupMember made without a
 // payload does (pass []byte{} for 0 bytes). Bad arguments, and data too
 // large for the Session's request size limit (ErrDataTooLarge), are
 // reported by Start.
-func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
+func NewGroupMember(s *Session, path, id string, data []byte, opts ...GroupMemberOption) *GroupMember {
 	g := &GroupMember{s: s, path: path, id: id, members: map[string][]byte{},
 		changed: make(chan struct{}), done: make(chan struct{})}
 	g.err = checkRecipe(s, path)
+	for _, o := range opts {
+		if o == nil {
+			g.err = firstErr(g.err, invalidArg("nil GroupMemberOption"))
+			continue
+		}
+		o.applyGroupMember(&g.cfg)
+	}
 	if g.err == nil && (id == "" || validatePath(path+"/"+id) != nil || baseName(path+"/"+id) != id) {
 		g.err = invalidArg("member id %q is not a node name", id)
 	}
@@ -95,7 +113,7 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		return ErrNodeStarted
 	}
 	g.started = true
-	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), withCacheKind(KindGroupMember), WithCacheCompression(false))
+	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), withCacheKind(KindGroupMember), WithCacheCompression(false), WithName(g.cfg.name))
 	g.view = view
 	g.mu.Unlock()
 	err := g.node.launch()

@@ -62,6 +62,7 @@ type NodeCache struct {
 	pend     []cacheItem
 	backlog  backlogMark // the backlog last reported (observe.go)
 	compress bool        // WithCacheCompression, else the Session's WithCompression
+	name     string      // WithName: what it reports to the Session's Observer
 }
 
 // CachedNode is a node as a cache holds it. Data is shared with the
@@ -131,14 +132,14 @@ type cacheItem struct {
 }
 
 // NewNodeCache returns a cache of the node at path (relative to the
-// Session's namespace), which need not exist. It takes one of the cache
-// options, WithCacheCompression; the others (WithMaxDepth...) are
-// refused. It does no I/O; an invalid path or option, or a nil session
+// Session's namespace), which need not exist. It takes two of the cache
+// options, WithCacheCompression and WithName; the others (WithMaxDepth...)
+// are refused. It does no I/O; an invalid path or option, or a nil session
 // is reported by Start.
 func NewNodeCache(s *Session, path string, opts ...TreeCacheOption) *NodeCache {
 	c := &NodeCache{s: s, path: path, err: checkWatched(s, path),
 		cacheRun: newCacheRun(), wake: make(chan struct{}, 1)}
-	c.compress, c.err = nodeCacheOptions(s, c.err, opts)
+	c.compress, c.name, c.err = nodeCacheOptions(s, c.err, opts)
 	if c.err == nil {
 		c.abs = s.abs(path)
 	}

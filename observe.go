@@ -122,7 +122,7 @@ const (
 type RecipeInfo struct {
 	Kind string // one of the Kind constants
 	// Name is the recipe's low-cardinality name for metrics: the one given
-	// with WithLockName or WithElectionName, else what the Session's
+	// with WithName, else what the Session's
 	// WithPathNames function returns for Path, else "".
 	Name string
 	// Path is the recipe's path, relative to the Session's namespace. It
@@ -243,7 +243,7 @@ func WithObserver(o Observer) SessionOption {
 // to a few names ("/locks/order-1234" to "order-lock", say). It runs once
 // per acquisition, cache sync or request while an Observer is set, must
 // be safe for concurrent use and must not block. A recipe's own name
-// (WithLockName, WithElectionName) takes precedence. Default: none (Name
+// (WithName) takes precedence. Default: none (Name
 // is "").
 func WithPathNames(f func(path string) string) SessionOption {
 	return func(c *sessionConfig) {
@@ -255,19 +255,44 @@ func WithPathNames(f func(path string) string) SessionOption {
 	}
 }
 
-// WithLockName sets the name an Observer reports for this lock or
-// semaphore (RecipeInfo.Name), instead of the one the Session's
-// WithPathNames function gives. Keep it low-cardinality. Default: none.
-func WithLockName(name string) LockOption {
-	return func(c *lockConfig) { c.name = name }
+// Option is an option that every named recipe takes: a LockOption (Mutex,
+// RWMutex, SemaphoreMutex, Semaphore), an ElectionOption, a
+// TreeCacheOption (TreeCache, NodeCache) and a GroupMemberOption. WithName
+// is the one. Recipe options are interfaces, as franz-go's kgo.Opt is, so
+// that one option value serves every recipe it applies to.
+type Option interface {
+	LockOption
+	ElectionOption
+	TreeCacheOption
+	GroupMemberOption
 }
 
-// WithElectionName sets the name an Observer reports for this election
-// (RecipeInfo.Name), instead of the one the Session's WithPathNames
-// function gives. Keep it low-cardinality. Default: none.
-func WithElectionName(name string) ElectionOption {
-	return func(c *electionConfig) { c.name = name }
-}
+// WithName sets the name the Session's Observer reports for this recipe
+// (RecipeInfo.Name: in its acquisitions, leases, cache syncs and
+// backlogs), instead of the one the Session's WithPathNames function
+// gives. It applies to every recipe an Observer sees by name: the locks
+// and semaphores, elections, TreeCache, NodeCache and GroupMember (its
+// view of the group). Keep it low-cardinality: it is meant for metric
+// attributes. Default: none.
+func WithName(name string) Option { return nameOpt(name) }
+
+type nameOpt string
+
+func (n nameOpt) applyLock(c *lockConfig)               { c.name = string(n) }
+func (n nameOpt) applySemaphore(c *semConfig)           { c.lock.name = string(n) }
+func (n nameOpt) applyElection(c *electionConfig)       { c.name = string(n) }
+func (n nameOpt) applyCache(c *treeConfig)              { c.name = string(n) }
+func (n nameOpt) applyGroupMember(c *groupMemberConfig) { c.name = string(n) }
+
+// WithLockName is WithName for a lock or semaphore.
+//
+// Deprecated: use WithName, which every named recipe takes.
+func WithLockName(name string) LockOption { return WithName(name) }
+
+// WithElectionName is WithName for an election.
+//
+// Deprecated: use WithName, which every named recipe takes.
+func WithElectionName(name string) ElectionOption { return WithName(name) }
 
 // recipeInfo returns the RecipeInfo of a recipe of the given kind on path
 // (relative to the namespace), named name or else by the Session's

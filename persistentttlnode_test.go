@@ -56,12 +56,12 @@ func TestTTLRefusal_TypesTheServersUnimplementedAnswer(t *testing.T) {
 	}
 }
 
-func TestNodeCache_TakesOnlyTheCompressionOption(t *testing.T) {
+func TestNodeCache_TakesOnlyTheCompressionAndNameOptions(t *testing.T) {
 	unused := &Session{}
 	ctx := context.Background()
 	for name, o := range map[string]TreeCacheOption{
 		"WithMaxDepth": WithMaxDepth(1), "WithPathFilter": WithPathFilter(func(string) bool { return true }),
-		"WithCacheName": WithCacheName("x"), "nil": nil,
+		"nil": nil,
 	} {
 		if err := NewNodeCache(unused, "/a", o).Start(ctx); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("NodeCache(%s).Start = %v, want ErrInvalidArgument", name, err)
@@ -69,6 +69,9 @@ func TestNodeCache_TakesOnlyTheCompressionOption(t *testing.T) {
 	}
 	if c := NewNodeCache(unused, "/a", WithCacheCompression(true)); c.err != nil || !c.compress {
 		t.Fatalf("WithCacheCompression(true): err %v, compress %v", c.err, c.compress)
+	}
+	if c := NewNodeCache(unused, "/a", WithName("cfg")); c.err != nil || c.name != "cfg" {
+		t.Fatalf("WithName: err %v, name %q", c.err, c.name)
 	}
 }
 

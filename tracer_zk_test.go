@@ -44,7 +44,7 @@ func TestZKWithTracerAdapterStillSeesAbsolutePathsBesideAnObserver(t *testing.T)
 	})
 	obs := &pathRecorder{}
 	ctx, s := zkSession(t, 30*time.Second, WithNamespace(ns), WithTracer(tracer), WithObserver(obs))
-	_, err := s.Create(ctx, "/x", []byte("d"), WithParents())
+	_, err := s.Create(ctx, "/x", []byte("d"), WithParents(true))
 	require.NoError(t, err)
 	_, _, err = s.Get(ctx, "/x")
 	require.NoError(t, err)

@@ -133,8 +133,14 @@ const (
 	armKids
 )
 
-// TreeCacheOption configures NewTreeCache.
-type TreeCacheOption func(*treeConfig)
+// TreeCacheOption configures NewTreeCache (and NewNodeCache, which takes
+// WithCacheCompression and WithName). WithName is one too.
+type TreeCacheOption interface{ applyCache(*treeConfig) }
+
+// cacheOpt is a TreeCacheOption that only the caches take.
+type cacheOpt func(*treeConfig)
+
+func (o cacheOpt) applyCache(c *treeConfig) { o(c) }
 
 type treeConfig struct {
 	maxDepth int                    // < 0: no limit
@@ -150,12 +156,12 @@ type treeConfig struct {
 // Nodes at the limit are not listed, so a change to their children is not
 // reported. Default: no limit.
 func WithMaxDepth(depth int) TreeCacheOption {
-	return func(c *treeConfig) {
+	return cacheOpt(func(c *treeConfig) {
 		if depth < 0 && c.err == nil {
 			c.err = invalidArg("max depth %d must not be negative", depth)
 		}
 		c.maxDepth = depth
-	}
+	})
 }
 
 // WithPathFilter caches only the nodes below the root for which keep
@@ -163,12 +169,12 @@ func WithMaxDepth(depth int) TreeCacheOption {
 // out is not read, nor are its descendants. keep runs on the cache's
 // goroutine and must not block. Default: every node.
 func WithPathFilter(keep func(path string) bool) TreeCacheOption {
-	return func(c *treeConfig) {
+	return cacheOpt(func(c *treeConfig) {
 		if keep == nil && c.err == nil {
 			c.err = invalidArg("nil path filter")
 		}
 		c.keep = keep
-	}
+	})
 }
 
 // NewTreeCache returns a cache of the node at path (relative to the
@@ -184,7 +190,7 @@ func NewTreeCache(s *Session, path string, opts ...TreeCacheOption) *TreeCache {
 			c.err = firstErr(c.err, invalidArg("nil TreeCacheOption"))
 			continue
 		}
-		o(&c.cfg)
+		o.applyCache(&c.cfg)
 	}
 	c.err = firstErr(c.err, c.cfg.err)
 	if c.err == nil {

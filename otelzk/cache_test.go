@@ -85,7 +85,7 @@ func TestCacheBacklogIsReportedWhileTheReaderLags(t *testing.T) {
 	conn := c.Observer(t)
 	root := testPath(t)
 	mkdirs(t, conn, "/otel", root)
-	cache := zr.NewTreeCache(r.Session, root, zr.WithCacheName("config"))
+	cache := zr.NewTreeCache(r.Session, root, zr.WithName("config"))
 	defer func() { _ = cache.Close(context.Background()) }()
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	name := otelzk.AttrRecipeName.String("config")

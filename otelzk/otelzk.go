@@ -12,8 +12,7 @@
 // not even the message of an error recorded on a span (exception.message,
 // where every path is replaced by "<path>"): lock paths are unbounded (a
 // lock per entity) and may name the entity. Name recipes instead, with
-// zkrecipes.WithLockName, zkrecipes.WithElectionName or the Session's
-// zkrecipes.WithPathNames; their name is the zookeeper.recipe.name
+// zkrecipes.WithName or the Session's zkrecipes.WithPathNames; their name is the zookeeper.recipe.name
 // attribute. docs/observability.md lists every metric, span and attribute.
 //
 // Spans: an acquisition is a span under the caller's (its ctx), the

@@ -287,7 +287,7 @@ func newerRecipeCalls(s *zr.Session, path string) map[string]func(ctx context.Co
 		},
 		"Semaphore.Available": func(ctx context.Context) error { _, err := zr.NewSemaphore(s, path, 2).Available(ctx); return err },
 		"Mutex(revocable, lease time).Acquire": func(ctx context.Context) error {
-			_, err := zr.NewMutex(s, path, zr.WithRevocable(), zr.WithLeaseTime(time.Minute)).Acquire(ctx)
+			_, err := zr.NewMutex(s, path, zr.WithRevocable(true), zr.WithLeaseTime(time.Minute)).Acquire(ctx)
 			return err
 		},
 		"discovery.Register": func(ctx context.Context) error {
@@ -447,8 +447,8 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 	ctx := ctxT(t, time.Minute)
 
 	t.Run("Election.Proclaim", func(t *testing.T) {
-		e := zr.NewElection(s, base+"/e", zr.WithProclaim())
-		other := zr.NewElection(s, base+"/e2", zr.WithProclaim())
+		e := zr.NewElection(s, base+"/e", zr.WithProclaim(true))
+		other := zr.NewElection(s, base+"/e2", zr.WithProclaim(true))
 		lease, err := e.Campaign(ctx)
 		require.NoError(t, err)
 		mine, err := zr.NewMutex(s, base+"/m").Acquire(ctx)
@@ -513,7 +513,7 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 		assert.Empty(t, item)
 	})
 	t.Run("Revoke", func(t *testing.T) {
-		m := zr.NewMutex(s, base+"/lock", zr.WithRevocable())
+		m := zr.NewMutex(s, base+"/lock", zr.WithRevocable(true))
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		assert.NoError(t, call("Revoke(a node that is gone)", func(ctx context.Context) error {
@@ -657,7 +657,7 @@ func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 		}},
 		{"Election.Proclaim(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
 			return func(ctx context.Context) error {
-				e := zr.NewElection(s, path+"-election", zr.WithProclaim()) // path stays empty
+				e := zr.NewElection(s, path+"-election", zr.WithProclaim(true)) // path stays empty
 				l, err := e.Campaign(ctx)
 				if err != nil {
 					return fmt.Errorf("campaign: %w", err)

@@ -534,7 +534,7 @@ func sweepOps() []sweepOp {
 		return leases(l), err
 	}
 	campaign := func(ctx context.Context, e *sweepEnv) ([]*zr.Lease, error) {
-		el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim())
+		el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim(true))
 		e.set("election", el)
 		l, err := el.Campaign(ctx)
 		return leases(l), err
@@ -1388,7 +1388,7 @@ func proclaimOp() sweepOp {
 	return sweepOp{
 		name: "Election.Proclaim",
 		setup: func(ctx context.Context, e *sweepEnv) error {
-			el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim())
+			el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim(true))
 			l, err := el.Campaign(ctx)
 			e.set("election", el)
 			e.leases = leases(l)

@@ -276,11 +276,11 @@ func TestTTL_AServerWithoutExtendedTypesRefusesWithErrTTLUnsupported(t *testing.
 	require.NoError(t, pn.Close(ctx))
 
 	// The node API's Create says the same.
-	_, err = s.Create(ctx, "/ttl/made", nil, zr.WithMode(zr.ModePersistentWithTTL), zr.WithTTL(time.Minute), zr.WithParents())
+	_, err = s.Create(ctx, "/ttl/made", nil, zr.WithMode(zr.ModePersistentWithTTL), zr.WithTTL(time.Minute), zr.WithParents(true))
 	require.ErrorIs(t, err, zr.ErrTTLUnsupported)
 
 	// The connection serves on: the refusal is an answer, not a drop.
-	_, err = s.Create(ctx, "/ttl/plain", nil, zr.WithParents())
+	_, err = s.Create(ctx, "/ttl/plain", nil, zr.WithParents(true))
 	require.NoError(t, err)
 	kids, _, err := s.Children(ctx, "/ttl")
 	require.NoError(t, err)
