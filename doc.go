@@ -12,7 +12,7 @@
 //   - Several locks, all or none: MultiLock.
 //   - One leader among replicas: Election. Run for a singleton worker that
 //     works while it leads; Campaign to hold the leadership yourself;
-//     Observe to follow who leads without standing.
+//     Subscribe to follow who leads without standing.
 //   - A hold that ends after a set time, or that others may ask back:
 //     WithLeaseTime; WithRevocable and Revoke.
 //   - A number or a small value shared by processes, changed without lost

@@ -53,7 +53,10 @@ import (
 // (the Session's states, an Election's leader changes). A state whose
 // latest value is what matters is Status-shaped: a call that returns the
 // value now and a channel closed at its next change (PersistentNode.Status,
-// GroupMember.Members); read it again when the channel closes.
+// GroupMember.Members); read it again when the channel closes. Neither is
+// a read loop: WatchData, WatchChildren and SharedValue's and
+// SharedCount's Watch read on the caller's goroutine, calling fn with each
+// value, until ctx ends; they run nothing in the background.
 type Session struct {
 	conn     *zk.Conn
 	ownsConn bool
