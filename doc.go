@@ -12,7 +12,11 @@
 //   - Several locks, all or none: MultiLock.
 //   - One leader among replicas: Election. Run for a singleton worker that
 //     works while it leads; Campaign to hold the leadership yourself;
-//     Subscribe to follow who leads without standing.
+//     Subscribe to follow who leads without standing; Proclaim to publish
+//     the leader's data.
+//   - A write to ZooKeeper that must only land while a lock is held:
+//     Lease.Check in Session.Multi; a write elsewhere: pass Lease.Token to
+//     the store and let it refuse lower tokens.
 //   - A hold that ends after a set time, or that others may ask back:
 //     WithLeaseTime; WithRevocable and Revoke.
 //   - A number or a small value shared by processes, changed without lost
@@ -23,9 +27,13 @@
 //   - A local copy of a node or a subtree, with its changes as events:
 //     NodeCache, TreeCache; a function called on each change: WatchData,
 //     WatchChildren; every event of a subtree: PersistentWatch.
-//   - A node that stays while the process lives: PersistentNode; a group's
-//     members: GroupMember; registering and finding services: the
-//     discovery package.
+//   - A node that stays while the process lives: PersistentNode (with a
+//     TTL: PersistentTtlNode); a group's members: GroupMember; registering
+//     and finding services: the discovery package.
+//   - Nodes of your own, read and written as Curator's framework does:
+//     Session.Create, Get, Set, Delete, Multi (below).
+//   - Metrics and traces: WithObserver (the otelzk module adapts it to
+//     OpenTelemetry).
 //
 // A Session owns one connection to the ensemble and serves every recipe of
 // a process; every acquisition returns a *Lease. While nothing fails, at
@@ -55,8 +63,10 @@
 // (Multi), all under the namespace and retried where that is safe; see
 // docs/nodes.md.
 //
+// docs/README.md says which page answers which question:
 // docs/reliability.md states what holds under which faults, docs/design.md
 // how the recipes work, docs/compatibility.md what interoperates with
-// Curator and kazoo. Every recipe family has a runnable example in this
-// package; whole programs are under examples/.
+// Curator and kazoo. Every recipe family has an example in this package;
+// those that need a ZooKeeper server (ZK_SERVERS) are compiled by go test,
+// not run. Whole programs are under examples/.
 package zkrecipes

@@ -151,14 +151,16 @@ var (
 	// DistributedAtomicLong format) or nothing.
 	ErrBadAtomicLong = errors.New("zkrecipes: node does not hold an 8-byte big-endian long (Curator's DistributedAtomicLong format)")
 
-	// ErrOutcomeUnknown is returned by an AtomicCounter change, a
-	// SharedValue or SharedCount write, or an Election.Proclaim whose term
-	// ended after its write was sent, that may or may not have been
-	// applied: its reply was lost with the connection, or ctx ended while
-	// it was on its way (and, for a counter, what the node held afterwards
-	// could not tell). The error also matches its cause
-	// (zk.ErrConnectionClosed, ctx's error, ErrClosed). Read the value
-	// before trying again: a change retried blindly may be made twice.
+	// ErrOutcomeUnknown is returned by a write that may or may not have
+	// been applied: its reply was lost with the connection, or ctx ended
+	// while it was on its way, and no read could tell. The writes that
+	// return it: an AtomicCounter change, a SharedValue or SharedCount
+	// write, an Election.Proclaim whose term ended after its write was
+	// sent, the Session's Create (unprotected), Set, Delete, Multi,
+	// Reconfig and IncrementalReconfig, and a WorkItem's Ack and Release.
+	// The error also matches its cause (zk.ErrConnectionClosed, ctx's
+	// error, ErrClosed). Read the value before trying again: a change
+	// retried blindly may be made twice.
 	ErrOutcomeUnknown = errors.New("zkrecipes: outcome unknown: the write may or may not have been applied; read the value before retrying")
 
 	// ErrValueDeleted is returned by SharedValue.Watch and SharedCount.Watch
@@ -352,4 +354,17 @@ var (
 	// NewSession or with WithWireLayer(false), before anything is sent.
 	// Use a Session made by Connect with the wire layer on.
 	ErrNeedsWireLayer = errors.New("zkrecipes: request needs a session made by Connect with the wire layer on")
+
+	// ErrBadWorkItem is returned, with the locked item, by a WorkQueue's
+	// Take whose item's data is not in Curator's item encoding (written by
+	// something other than a WorkQueue or a Curator DistributedQueue). Ack
+	// the item to drop it, as Curator's consumer does.
+	ErrBadWorkItem = errors.New("zkrecipes: queue item not in curator's item encoding")
+
+	// ErrItemLost is returned by a WorkItem's Ack and Release, and by a
+	// transaction holding its Check, once another WorkQueue consumer has
+	// taken the item since (its lock was lost), or the item was acked,
+	// released or deleted: this consumer no longer has it. The error also
+	// matches the server's answer (ErrNoNode or ErrBadVersion).
+	ErrItemLost = errors.New("zkrecipes: work item lost: another consumer took it since, or it is gone")
 )

@@ -61,7 +61,7 @@ type FlapEvent struct {
 	Since time.Duration
 }
 
-// damper is the circuit of WithFlapDamping (mechanism: docs/design.md,
+// damper is the circuit of WithFlapDamping (mechanism: docs/design-session.md,
 // "Flap damping"). The Session tells it every state change, under s.mu;
 // it never takes s.mu, so its timer may run while s.mu is held elsewhere.
 type damper struct {

@@ -48,7 +48,7 @@ package zkrecipes
 // never set data on a queued lock node. Turn the fast handoff off
 // (WithFastHandoff(false)) where that cannot be promised. (Telling the two
 // notifications of one transaction from two transactions without a timer
-// would close this for good: see docs/performance-history.md.)
+// would close this for good: see docs/design-locks.md, "The marked release".)
 
 import (
 	"context"

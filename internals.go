@@ -361,7 +361,7 @@ func (sw *selfWatch) checkOwner(node ownNode) error {
 // Semaphore leases take it in the fresh case too: the earlier and later
 // leases are those created before and after it.
 //
-// docs/design.md ("Fencing tokens: czxid, or the listing's pzxid") explains it.
+// docs/design-locks.md ("Fencing tokens") explains it.
 func listingToken(parent *zk.Stat) int64 { return parent.Pzxid }
 
 // readSelf reads the own node and sets its deletion watch, retrying

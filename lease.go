@@ -386,5 +386,5 @@ func (h *hold) release(ctx context.Context) error {
 
 // selfWatchGrace is how long a hold granted without a watch on its node
 // goes before it sets one: a shorter hold costs no request
-// (docs/design.md, "Watching one's own node late").
+// (docs/design-locks.md, "Watching one's own node late").
 var selfWatchGrace = 10 * time.Millisecond // a var for tests only

@@ -17,7 +17,7 @@ import (
 // its Acquire waits for this one's release (in the holding goroutine, for
 // ever). Share one Mutex value to re-enter. The nodes
 // are Curator's (P/_c_<uuid>-lock-<seq>, see docs/compatibility.md); how
-// the queue works is in docs/design.md.
+// the queue works is in docs/design-locks.md.
 //
 // Nodes named by kazoo's Lock (<hex>__lock__<seq>) are treated as
 // contenders too, so kazoo clients cannot be overtaken; kazoo in turn

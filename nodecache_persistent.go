@@ -8,7 +8,7 @@ import (
 )
 
 // followPersistent keeps a NodeCache's copy on one persistent watch of
-// the node (docs/design.md, "Caches"): the watch is set first, then the
+// the node (docs/design-caches.md): the watch is set first, then the
 // node read, without a watch; every notification of a creation, data
 // change or deletion costs one read (those that wait together, one), and
 // no watch is set again. After every WatchReset (the watch set again on a

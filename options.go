@@ -211,7 +211,7 @@ func WithDialer(dial func(network, address string, timeout time.Duration) (net.C
 
 // WithMaxRequestSize sets the largest request, in bytes, that may write a
 // node: a create, setData or multi (its data, full paths, ACL and headers;
-// see docs/design.md). A write that would exceed it fails with
+// see docs/design-session.md). A write that would exceed it fails with
 // ErrDataTooLarge before anything is sent, and so does every method of a
 // recipe whose node data would; a server would instead close the
 // connection, putting every lease of the Session in doubt. A recipe path
@@ -423,4 +423,96 @@ func buildNodeConfig(op string, opts []NodeOption, takes ...string) (nodeConfig,
 		}
 	}
 	return c, c.err
+}
+
+// WorkQueueOption configures a WorkQueue (NewWorkQueue).
+type WorkQueueOption func(*workQueueConfig)
+
+type workQueueConfig struct {
+	lockPath string // "" until given
+	maxItems int    // 0: unbounded
+	delays   bool   // WithDelayOrder
+	err      error
+}
+
+// WithLockPath sets the path under which a WorkQueue locks the items it
+// takes: one ephemeral node per item, named as the item. Curator's
+// DistributedQueue consumers that share the queue must be built with the
+// same path (QueueBuilder.lockPath). The default is the queue's path with
+// "-locks" appended ("/jobs" locks under "/jobs-locks"). It must not be
+// the queue's path nor lie under it.
+func WithLockPath(path string) WorkQueueOption {
+	return func(c *workQueueConfig) {
+		if err := validatePath(path); err != nil {
+			c.err = err
+			return
+		}
+		c.lockPath = path
+	}
+}
+
+// WithMaxItems bounds the queue: Put and PutMulti wait, until ctx ends,
+// while the queue's path has n children or more (Curator's
+// QueueBuilder.maxItems). The bound is soft, as Curator's: producers that
+// see room at the same time may all put. The default is no bound; n must
+// be positive.
+func WithMaxItems(n int) WorkQueueOption {
+	return func(c *workQueueConfig) {
+		if n <= 0 {
+			c.err = invalidArg("WithMaxItems(%d): the bound must be positive", n)
+			return
+		}
+		c.maxItems = n
+	}
+}
+
+// WithDelayOrder makes a WorkQueue's consumers honour the delays of items
+// put WithDelayUntil, as Curator's DistributedDelayQueue does: Take takes
+// the items that are due, earliest due first, and waits for the first
+// item that is not. An item with no delay in its name is due at once.
+// The default is Curator's DistributedQueue order: items by name, delays
+// ignored.
+func WithDelayOrder() WorkQueueOption {
+	return func(c *workQueueConfig) { c.delays = true }
+}
+
+// PutOption configures one Put or PutMulti of a WorkQueue.
+type PutOption func(*putConfig)
+
+type putConfig struct {
+	infix string // the item node's name between "queue-" and the sequence
+	given string // the option that set it
+	err   error
+}
+
+func (c *putConfig) set(name, infix string) {
+	if c.given != "" {
+		c.err = invalidArg("%s and %s: an item has a priority or a delay, not both", c.given, name)
+		return
+	}
+	c.given, c.infix = name, infix
+}
+
+// WithPriority puts the item with priority p, in the node name of Curator's
+// DistributedPriorityQueue: consumers take items of lower p first (items
+// of equal p in the order put). Priorities order only items that have
+// one: an item put without one sorts among those of negative priority.
+func WithPriority(p int32) PutOption {
+	return func(c *putConfig) { c.set("WithPriority", workItemPriority(p)) }
+}
+
+// WithDelayUntil puts the item due at t (to the millisecond), in the node
+// name of Curator's DistributedDelayQueue: consumers built WithDelayOrder,
+// and Curator's DistributedDelayQueue consumers, take it no sooner than t
+// by their own clock. Other consumers take it at once. t must be after
+// 1970-01-01 UTC.
+func WithDelayUntil(t time.Time) PutOption {
+	return func(c *putConfig) {
+		ms := t.UnixMilli()
+		if ms <= 0 {
+			c.err = invalidArg("WithDelayUntil(%v): a time after 1970 only", t)
+			return
+		}
+		c.set("WithDelayUntil", workItemDelay(ms))
+	}
 }

@@ -33,7 +33,7 @@ const (
 // that wait could never end (Curator waits forever). Curator 5.4 peers stay
 // safe beside a downgraded read lock. The nodes are Curator's
 // (P/_c_<uuid>-__WRIT__<seq>, P/_c_<uuid>-__READ__<seq>); the mechanism is
-// in docs/design.md.
+// in docs/design-locks.md.
 //
 // NewRWMutex does no I/O. An RWMutex is safe for concurrent use.
 type RWMutex struct {

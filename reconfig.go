@@ -45,8 +45,11 @@ func (s *Session) Config(ctx context.Context) (*EnsembleConfig, error) {
 // any request, with ErrInvalidArgument for an empty members, and with
 // ZooKeeper's error when the new configuration cannot be committed (no
 // quorum of it up to date, another reconfiguration under way). It is not
-// retried: ctx ending first leaves it unknown whether it was applied; read
-// Config to find out.
+// retried: when its reply is lost with the connection (a change of leader,
+// which a reconfiguration can bring about, drops every client),
+// or ctx ends while it is on its way, it may or may not have been applied,
+// and it returns an error matching ErrOutcomeUnknown and its cause
+// (zk.ErrConnectionClosed, ctx's error); read Config to find out.
 func (s *Session) Reconfig(ctx context.Context, members []string, version int64) (int64, error) {
 	if s == nil {
 		return 0, ErrNilSession
@@ -76,16 +79,23 @@ func (s *Session) IncrementalReconfig(ctx context.Context, joining, leaving []st
 // ZooKeeper returns is the configuration node's, whose Mzxid is the new
 // configuration's version.
 func (s *Session) reconfig(ctx context.Context, req func() (*zk.Stat, error)) (int64, error) {
+	if ctx != nil && ctx.Err() != nil {
+		return 0, ctx.Err() // not sent
+	}
 	st, err := call(ctx, s, "reconfig", ConfigPath, req, nil)
 	switch {
 	case err == nil:
 		return st.Mzxid, nil
+	case err == ErrClosed: // closed before it was sent
+		return 0, err
 	case errors.Is(err, zk.ErrReconfigDisabled):
 		return 0, fmt.Errorf("%w (%w)", ErrReconfigDisabled, zk.ErrReconfigDisabled)
 	case errors.Is(err, zk.ErrNoAuth):
 		return 0, fmt.Errorf("%w (%w)", ErrReconfigNotAuthorized, zk.ErrNoAuth)
 	case errors.Is(err, zk.ErrBadVersion):
 		return 0, fmt.Errorf("%w (%w)", ErrConfigChanged, zk.ErrBadVersion)
+	case replyLost(ctx, err):
+		return 0, fmt.Errorf("%w: reconfig: no reply: %w", ErrOutcomeUnknown, err)
 	}
 	return 0, s.opError("reconfig", ConfigPath, err)
 }

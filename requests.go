@@ -99,6 +99,12 @@ func checked[T any](s *Session, op, path string, fn func() (T, error)) (T, error
 		v, err = fn()
 	}
 	err = s.refusal(op, path, s.saslRequired(connLost(err)))
+	if err != nil && s.fatal != nil && s.fatal.fired() && errors.Is(err, zk.ErrConnectionClosed) {
+		// The Session ended on a failure no redial can mend (a server
+		// that requires SASL, say) and the connection's close cut this
+		// request short, perhaps before its own reply said so: say why.
+		err = fmt.Errorf("%w (%s %s: %v)", s.fatal.err, op, path, err)
+	}
 	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
 		// Close cut the request short: the Session is closed, not cut off,
 		// and no retry loop may wait for a reconnection; but a write may

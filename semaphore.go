@@ -19,7 +19,7 @@ import (
 // Waiters are served in the order they arrive, and a returned lease wakes
 // only the first of them. A lease is held until it is released or lost (see
 // Lease). The layout is Curator's (P/locks, a mutex; P/leases, the leases);
-// the mechanism is in docs/design.md.
+// the mechanism is in docs/design-locks.md.
 //
 // The maximum is fixed, or read from a shared count node (WithSharedCount)
 // that any client may change at runtime, in the format of Curator's

@@ -298,7 +298,7 @@ func (c *TreeCache) Err() error { return c.stopped() }
 // Once the removal is confirmed, the Session holds on the server the
 // watches it held before Start, on ZooKeeper 3.6 to 3.8 too, where the
 // removal takes every watch of the Session on the root and sets its own
-// one-shot watches there again (docs/design.md, "Caches"). On one-shot
+// one-shot watches there again (docs/design-caches.md). On one-shot
 // watches Close does no I/O (see TreeCache). A read the cache
 // sent before may still be answered afterwards (a request cannot be called
 // back), but no reply makes it send another.

@@ -10,7 +10,7 @@ import (
 )
 
 // How a TreeCache keeps its copy on one persistent recursive watch
-// (docs/design.md, "Caches"), as Curator's CuratorCache does: the watch
+// (docs/design-caches.md), as Curator's CuratorCache does: the watch
 // is set first, then the tree is loaded: every node's data read, and only
 // the nodes whose Stat counts children listed, up to maxTreeReads reads at
 // once, none with a watch. After that a change costs only the reads it

@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// How a TreeCache keeps its copy (docs/design.md, "Caches"): one goroutine
+// How a TreeCache keeps its copy (docs/design-caches.md): one goroutine
 // (run) reads, in order, what each notification names; the Session routes
 // the notifications of the subtree to it (notify.go), so no goroutine
 // waits on a watch. Reads done one after another in one ZooKeeper session

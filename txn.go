@@ -47,6 +47,7 @@ type Op struct {
 	data  []byte
 	cfg   nodeConfig
 	lease bool
+	item  bool   // a WorkItem.Check
 	uuid  string // a protected create's
 	err   error
 }
@@ -267,6 +268,9 @@ func (s *Session) failedResults(ops []Op, res []zk.MultiResponse, err error) ([]
 		e = s.nodeErr(o.kind.String(), o.abs, s.refusal(o.kind.String(), o.abs, e))
 		if o.lease && errors.Is(e, ErrNoNode) {
 			e = fmt.Errorf("%w: the lease's node is gone: %w", ErrLockLost, e)
+		}
+		if o.item && (errors.Is(e, ErrNoNode) || errors.Is(e, ErrBadVersion)) {
+			e = fmt.Errorf("%w: %w", ErrItemLost, e)
 		}
 		out[i].Err = e
 		first = fmt.Errorf("zkrecipes: multi: op %d: %w", i, e)

@@ -8,7 +8,7 @@ import (
 
 // Request workers: a Session runs every request that must not block its
 // caller on a goroutine it counts, kept for the next task once done (a new
-// goroutine's stack growth was as costly as the recipe; docs/design.md).
+// goroutine's stack growth was as costly as the recipe; docs/design-session.md).
 // Tasks are the Session's own code, never a user's callback: a worker's
 // goroutine id, which reentrancy is keyed on, carries over between tasks.
 

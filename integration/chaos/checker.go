@@ -206,3 +206,48 @@ func (r Report) MaxRecovery() Recovery {
 	}
 	return m
 }
+
+// CheckWriteOrder checks the writes a resource serialises itself, such as
+// a ZooKeeper node written by a Multi of Lease.Check and SetOp: their
+// WRITE lines read "accepted <seq>", seq the resource's own order of the
+// write (the node's new Mzxid). Taken in that order, no accepted write may
+// carry a token below one accepted before it: a former holder's write
+// never lands after a later holder's. It returns the number of accepted
+// writes it ordered, those accepted without a seq (a reply lost, the
+// write found applied), and one line per write out of token order.
+func CheckWriteOrder(events []Event) (ordered, unordered int, violations []string) {
+	type write struct {
+		seq int64
+		ev  Event
+	}
+	var ws []write
+	for _, ev := range events {
+		f := strings.Fields(ev.Rest)
+		if ev.Kind != Write || len(f) == 0 || f[0] != "accepted" {
+			continue
+		}
+		var seq int64
+		if len(f) < 2 {
+			unordered++
+			continue
+		}
+		if _, err := fmt.Sscan(f[1], &seq); err != nil {
+			unordered++
+			continue
+		}
+		ws = append(ws, write{seq, ev})
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].seq < ws[j].seq })
+	top := -1
+	for i, w := range ws {
+		if top >= 0 && w.ev.Token < ws[top].ev.Token {
+			violations = append(violations, fmt.Sprintf("line %d: %s's write under token %d (seq %d) landed after %s's under token %d (seq %d, line %d)",
+				w.ev.Line, w.ev.Actor, w.ev.Token, w.seq, ws[top].ev.Actor, ws[top].ev.Token, ws[top].seq, ws[top].ev.Line))
+			continue
+		}
+		if top < 0 || w.ev.Token > ws[top].ev.Token {
+			top = i
+		}
+	}
+	return len(ws), unordered, violations
+}

@@ -139,3 +139,24 @@ func TestStoreRefusesLowerTokensAndAcceptsEqualOnes(t *testing.T) {
 	}
 	assert.Equal(t, StoreStats{Accepted: 5, Refused: 2}, s.Stats())
 }
+
+func TestCheckWriteOrderTakesTheResourcesOrderNotTheLogs(t *testing.T) {
+	ordered, unordered, v := CheckWriteOrder(parse(t, `
+100 WRITE a 10 accepted 1001
+110 WRITE b 20 accepted 1003
+105 WRITE a 10 accepted 1002
+120 WRITE a 10 refused
+130 WRITE b 20 accepted
+140 WRITE b 20 error zkrecipes: connection lost`))
+	assert.Equal(t, 3, ordered)
+	assert.Equal(t, 1, unordered)
+	assert.Empty(t, v, "logged out of order, applied in token order")
+
+	_, _, v = CheckWriteOrder(parse(t, `
+100 WRITE a 10 accepted 1001
+110 WRITE b 20 accepted 1002
+120 WRITE a 10 accepted 1003
+130 WRITE b 20 accepted 1004`))
+	require.Len(t, v, 1, "a former holder's write applied after a later holder's")
+	assert.Contains(t, v[0], "line 4: a's write under token 10 (seq 1003) landed after b's under token 20")
+}

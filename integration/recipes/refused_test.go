@@ -3,8 +3,10 @@ package recipes_test
 //lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -160,6 +162,24 @@ func (c *createTimes) TraceOp(ev zr.TraceEvent) {
 	}
 }
 
+// logBuffer keeps a Session's log for a failing test to show.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func (c *createTimes) times() []time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,15 +237,26 @@ func TestRefused_KeeperRefusedLaterReportsItInStatusDoesNotLoopAndComesBack(t *t
 				require.NoError(t, err)
 			}
 			creates := &createTimes{path: node}
-			m := connect(t, c, nil, zr.WithDigestAuth("mallory", "guess"), zr.WithTracer(creates))
+			// The Session's log (the keeper's warnings), shown if the test fails.
+			logs := &logBuffer{}
+			logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the Session's log:\n%s", logs.String())
+				}
+			})
+			m := connect(t, c, nil, zr.WithDigestAuth("mallory", "guess"), zr.WithTracer(creates), zr.WithLogger(logger))
 			ctx := ctxT(t, 30*time.Second)
 			status, closeKeeper := tc.start(t, ctx, m.Session, root)
 
 			_, err = owner.SetACL(parent, readOnly, -1)
 			require.NoError(t, err)
 			require.NoError(t, owner.Delete(node, -1))
-			require.Eventually(t, func() bool { return len(creates.times()) >= 3 }, 15*time.Second, 20*time.Millisecond,
-				"the keeper looks again")
+			if !assert.Eventually(t, func() bool { return len(creates.times()) >= 3 }, 15*time.Second, 20*time.Millisecond,
+				"the keeper looks again") {
+				st, _ := status()
+				t.Fatalf("refused creates at %v; status %+v", creates.times(), st)
+			}
 			st, err := status()
 			assert.False(t, st.InPlace)
 			assert.ErrorIs(t, st.Err, zr.ErrNotAuthorized, "Status says why")

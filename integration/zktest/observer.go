@@ -36,7 +36,9 @@ func (c *Cluster) Observer(tb testing.TB) *zk.Conn {
 }
 
 // Children lists path's children through conn, or none if path does not
-// exist; any other error fails the test.
+// exist; any other error fails the test and gives none. It fails the test
+// with tb.Errorf, not Fatalf, so that it may run inside a condition that
+// require.Eventually polls on another goroutine.
 func Children(tb testing.TB, conn *zk.Conn, path string) []string {
 	tb.Helper()
 	kids, _, err := conn.Children(path)
@@ -44,7 +46,8 @@ func Children(tb testing.TB, conn *zk.Conn, path string) []string {
 		return nil
 	}
 	if err != nil {
-		tb.Fatalf("zktest: children of %s: %v", path, err)
+		tb.Errorf("zktest: children of %s: %v", path, err)
+		return nil
 	}
 	return kids
 }

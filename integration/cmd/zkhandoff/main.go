@@ -8,8 +8,8 @@
 //
 // It prints the handoff percentiles, what the new holders sent, the
 // latency of the release requests, and the slowest handoffs one by one.
-// Start a server with `go run ./cmd/zkserve`. docs/performance.md ("Where
-// the handoff tail goes") shows what it found.
+// Start a server with `go run ./cmd/zkserve`. docs/performance.md ("The
+// handoff tail") shows what it found.
 package main
 
 //lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.

@@ -1,0 +1,360 @@
+package recipes_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/peers"
+)
+
+// startWorkQueuePeer runs peers/java/CuratorWorkQueuePeer.java (a Curator
+// 5.4 DistributedQueue) with args, skipping the test when Curator is not
+// installed (failing it under CI). The process is killed when the test
+// ends.
+func startWorkQueuePeer(t *testing.T, args ...string) *queuePeer {
+	t.Helper()
+	peers.Require(t, peers.Curator)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cp, err := peers.BuildJava(ctx)
+	require.NoError(t, err)
+	p := &queuePeer{done: make(chan struct{})}
+	p.cmd = exec.Command("java", append([]string{"-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers.CuratorWorkQueuePeer"}, args...)...)
+	p.cmd.Stdout = p
+	var stderr bytes.Buffer
+	p.cmd.Stderr = &stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	in, err := p.cmd.StdinPipe()
+	require.NoError(t, err)
+	p.stdin = in
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		if t.Failed() {
+			t.Logf("curator work queue peer %v: stdout:\n%s\nstderr:\n%s", args, p.stdout(), stderr.String())
+		}
+	})
+	return p
+}
+
+// items returns what the peer printed as consumed so far.
+func (p *queuePeer) items() []string {
+	var items []string
+	for _, l := range strings.Split(p.stdout(), "\n") {
+		if item, ok := strings.CutPrefix(l, "ITEM "); ok {
+			items = append(items, item)
+		}
+	}
+	return items
+}
+
+// curatorFrame is the data Curator's ItemSerializer writes for a batch of
+// items, spelt out byte by byte.
+func curatorFrame(items ...string) string {
+	h := "00010001"
+	for _, it := range items {
+		h += fmt.Sprintf("01%08x%x", len(it), it)
+	}
+	return h + "02"
+}
+
+func TestWorkQueue_CuratorConsumerTakesGoPutsUnderItsLocks(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	var want []string
+	for i := range 30 {
+		want = append(want, fmt.Sprintf("go-%d", i))
+		require.NoError(t, q.Put(ctx, []byte(want[i])))
+	}
+	require.NoError(t, q.PutMulti(ctx, [][]byte{[]byte("go-batch-0"), []byte("go-batch-1")}))
+	want = append(want, "go-batch-0", "go-batch-1")
+
+	observer := raw(t, c)
+	kids := children(t, observer, path)
+	slices.Sort(kids)
+	require.Len(t, kids, 31)
+	for _, k := range kids {
+		assert.Regexp(t, `^queue-\d{10}$`, k)
+	}
+	first, _, err := observer.Get(path + "/" + kids[0])
+	require.NoError(t, err)
+	assert.Equal(t, curatorFrame("go-0"), hex.EncodeToString(first))
+	batch, _, err := observer.Get(path + "/" + kids[30])
+	require.NoError(t, err)
+	assert.Equal(t, curatorFrame("go-batch-0", "go-batch-1"), hex.EncodeToString(batch))
+
+	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks")
+	require.Eventually(t, func() bool { return len(p.items()) >= len(want) }, 90*time.Second, 20*time.Millisecond,
+		"the Curator consumer did not consume every item")
+	got := p.items()
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got)
+	require.Eventually(t, func() bool {
+		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
+	}, 30*time.Second, 20*time.Millisecond, "items or locks left")
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 60*time.Second)
+}
+
+func TestWorkQueue_GoTakesCuratorPutsInOrder(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	startWorkQueuePeer(t, "put", c.Servers()[0], path, "20", "curator", "3").wait(t, 90*time.Second)
+
+	observer := raw(t, c)
+	kids := children(t, observer, path)
+	slices.Sort(kids)
+	require.Len(t, kids, 21)
+	first, _, err := observer.Get(path + "/" + kids[0])
+	require.NoError(t, err)
+	assert.Equal(t, curatorFrame("curator-0"), hex.EncodeToString(first), "Curator's encoding, as read in its ItemSerializer")
+
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for i := range 20 {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{fmt.Sprintf("curator-%d", i)}, got)
+	}
+	got, err := takeAck(ctx, q)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"curator-batch-0", "curator-batch-1", "curator-batch-2"}, got, "a putMulti is one WorkItem")
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
+
+// A Curator consumer skips an item a Go consumer holds, takes the others,
+// and takes the held one once the Go consumer released it.
+func TestWorkQueue_CuratorConsumerHonoursGoLocksAndTakesReleasedItems(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	require.NoError(t, q.Put(ctx, []byte("held")))
+	held, err := q.Take(ctx)
+	require.NoError(t, err)
+
+	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks")
+	require.Eventually(t, func() bool { return strings.Contains(p.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
+	require.NoError(t, q.Put(ctx, []byte("free")))
+	require.Eventually(t, func() bool { return slices.Contains(p.items(), "free") }, 60*time.Second, 20*time.Millisecond)
+	assert.NotContains(t, p.items(), "held", "Curator consumed an item a Go consumer held")
+	select {
+	case <-held.Done():
+		t.Fatalf("the Go consumer lost its item: %v", held.Err())
+	default:
+	}
+
+	require.NoError(t, held.Release(ctx))
+	require.Eventually(t, func() bool { return slices.Contains(p.items(), "held") }, 60*time.Second, 20*time.Millisecond,
+		"Curator did not take the released item")
+	observer := raw(t, c)
+	require.Eventually(t, func() bool {
+		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
+	}, 30*time.Second, 20*time.Millisecond, "items or locks left")
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 60*time.Second)
+	assert.Equal(t, []string{"free", "held"}, p.items())
+}
+
+// Go and Curator consumers share one queue fed by Go and Curator
+// producers: with nobody failing, every item is consumed exactly once.
+func TestWorkQueue_MixedGoAndCuratorConsumersConsumeEachItemOnce(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	srv := c.Servers()[0]
+	ctx := ctxT(t, 180*time.Second)
+	curator := startWorkQueuePeer(t, "consume", srv, path, path+"-locks")
+	require.Eventually(t, func() bool { return strings.Contains(curator.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
+
+	var (
+		mu     sync.Mutex
+		goGot  []string
+		wg     sync.WaitGroup
+		errc   = make(chan error, 2)
+		cctx   context.Context
+		stopGo context.CancelFunc
+	)
+	cctx, stopGo = context.WithCancel(ctx)
+	defer stopGo()
+	for range 2 {
+		q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				items, err := takeAck(cctx, q)
+				if err != nil {
+					if cctx.Err() == nil {
+						errc <- err
+					}
+					return
+				}
+				mu.Lock()
+				goGot = append(goGot, items...)
+				mu.Unlock()
+			}
+		}()
+	}
+	producer := startWorkQueuePeer(t, "put", srv, path, "100", "curator")
+	gq := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	var want []string
+	for i := range 100 {
+		item := fmt.Sprintf("go-%d", i)
+		want = append(want, item, fmt.Sprintf("curator-%d", i))
+		require.NoError(t, gq.Put(ctx, []byte(item)))
+	}
+	producer.wait(t, 90*time.Second)
+
+	observer := raw(t, c)
+	require.Eventually(t, func() bool {
+		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
+	}, 90*time.Second, 20*time.Millisecond, "items or locks left")
+	stopGo()
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	require.NoError(t, curator.stdin.Close())
+	curator.wait(t, 60*time.Second)
+	got := append(slices.Clone(goGot), curator.items()...)
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got, "each item consumed exactly once")
+	t.Logf("consumed by Go: %d, by Curator: %d", len(goGot), len(curator.items()))
+}
+
+// wantPriorityName is the name Curator's DistributedPriorityQueue gives an
+// item of priority p, less the sequence number, worked out by hand from
+// its priorityToString.
+var wantPriorityName = map[string]string{
+	"5": "queue-100000005", "-3": "queue-0FFFFFFFD", "0": "queue-100000000", "70000": "queue-100011170", "-1": "queue-0FFFFFFFF",
+}
+
+// checkPriorityNames checks the item nodes under path against
+// wantPriorityName, by their data.
+func checkPriorityNames(t *testing.T, c interface{ Observer(testing.TB) *zk.Conn }, path string) {
+	t.Helper()
+	observer := c.Observer(t)
+	kids := children(t, observer, path)
+	require.Len(t, kids, len(wantPriorityName))
+	for _, k := range kids {
+		data, _, err := observer.Get(path + "/" + k)
+		require.NoError(t, err)
+		require.Greater(t, len(data), 10)
+		item := string(data[9 : len(data)-1]) // a frame of one item: version, opcode, length, item, end
+		assert.Equal(t, curatorFrame(item), hex.EncodeToString(data))
+		assert.Regexp(t, `^`+regexp.QuoteMeta(wantPriorityName[item])+`\d{10}$`, k, "the node of priority %s", item)
+	}
+}
+
+func TestWorkQueue_GoTakesCuratorPriorityPutsLowestFirst(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	startWorkQueuePeer(t, "putprio", c.Servers()[0], path, "5:5", "-3:-3", "0:0", "70000:70000", "-1:-1").wait(t, 90*time.Second)
+	checkPriorityNames(t, c, path)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, want := range []string{"-3", "-1", "0", "5", "70000"} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, got)
+	}
+}
+
+func TestWorkQueue_CuratorPriorityConsumerTakesGoPriorityPutsLowestFirst(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, p := range []int32{5, -3, 0, 70000, -1} {
+		require.NoError(t, q.Put(ctx, []byte(fmt.Sprint(p)), zr.WithPriority(p)))
+	}
+	checkPriorityNames(t, c, path)
+	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks", "priority")
+	require.Eventually(t, func() bool { return len(p.items()) >= 5 }, 90*time.Second, 20*time.Millisecond)
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 60*time.Second)
+	assert.Equal(t, []string{"-3", "-1", "0", "5", "70000"}, p.items())
+}
+
+// times returns, per item, the epoch milliseconds the peer printed on its
+// lines "<kind> item ms".
+func (p *queuePeer) times(kind string) map[string]int64 {
+	out := map[string]int64{}
+	for _, l := range strings.Split(p.stdout(), "\n") {
+		var item string
+		var ms int64
+		if rest, ok := strings.CutPrefix(l, kind+" "); ok {
+			if _, err := fmt.Sscan(rest, &item, &ms); err == nil {
+				out[item] = ms
+			}
+		}
+	}
+	return out
+}
+
+func TestWorkQueue_GoDelayOrderTakesCuratorDelayedPutsWhenDue(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	// Long enough that the JVM's start does not make both due at once.
+	producer := startWorkQueuePeer(t, "putdelay", c.Servers()[0], path, "4000:late", "2000:soon")
+	producer.wait(t, 90*time.Second)
+	due := producer.times("DUE")
+	require.Len(t, due, 2)
+	observer := raw(t, c)
+	for _, k := range children(t, observer, path) {
+		assert.Regexp(t, `^queue-\|[0-9A-F]{8,}\|\d{10}$`, k)
+	}
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path, zr.WithDelayOrder())
+	for _, want := range []string{"soon", "late"} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, got)
+		assert.GreaterOrEqual(t, time.Now().UnixMilli(), due[want], "%s taken before it was due", want)
+	}
+}
+
+func TestWorkQueue_CuratorDelayConsumerTakesGoDelayedPutsWhenDue(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 120*time.Second)
+	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks", "delay")
+	require.Eventually(t, func() bool { return strings.Contains(p.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	late := time.Now().Add(2 * time.Second)
+	soon := time.Now().Add(time.Second)
+	require.NoError(t, q.Put(ctx, []byte("late"), zr.WithDelayUntil(late)))
+	require.NoError(t, q.Put(ctx, []byte("soon"), zr.WithDelayUntil(soon)))
+	require.Eventually(t, func() bool { return len(p.items()) >= 2 }, 60*time.Second, 20*time.Millisecond)
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 60*time.Second)
+	assert.Equal(t, []string{"soon", "late"}, p.items())
+	at := p.times("TIME")
+	assert.GreaterOrEqual(t, at["soon"], soon.UnixMilli())
+	assert.GreaterOrEqual(t, at["late"], late.UnixMilli())
+}

@@ -1,0 +1,386 @@
+package recipes_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// takeAck takes one item from q and acks it, returning its items.
+func takeAck(ctx context.Context, q *zr.WorkQueue) ([]string, error) {
+	wi, err := q.Take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var got []string
+	for _, it := range wi.Items() {
+		got = append(got, string(it))
+	}
+	return got, wi.Ack(ctx)
+}
+
+func TestWorkQueue_SeveralConsumersTakeEachItemOnce(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 90*time.Second)
+	producer := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	var want []string
+	for i := range 60 {
+		want = append(want, fmt.Sprintf("item-%d", i))
+		require.NoError(t, producer.Put(ctx, []byte(want[i])))
+	}
+	batch := [][]byte{[]byte("batch-0"), []byte("batch-1"), []byte("batch-2")}
+	require.NoError(t, producer.PutMulti(ctx, batch))
+	want = append(want, "batch-0", "batch-1", "batch-2")
+
+	var (
+		mu    sync.Mutex
+		taken []string
+		wg    sync.WaitGroup
+	)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 4)
+	for range 4 {
+		q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				items, err := takeAck(cctx, q)
+				if err != nil {
+					if cctx.Err() == nil {
+						errc <- err
+					}
+					return
+				}
+				mu.Lock()
+				taken = append(taken, items...)
+				mu.Unlock()
+			}
+		}()
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(taken) >= len(want)
+	}, 60*time.Second, 10*time.Millisecond)
+	stop()
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	slices.Sort(taken)
+	slices.Sort(want)
+	assert.Equal(t, want, taken, "every item taken exactly once")
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path), "items left")
+	assert.Empty(t, children(t, observer, path+"-locks"), "locks left")
+}
+
+func TestWorkQueue_AckLeavesNoNodeAndEndsTheItem(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	require.NoError(t, q.Put(ctx, []byte("job")))
+	wi, err := q.Take(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "job", string(wi.Data()))
+	assert.Regexp(t, `^queue-\d{10}$`, wi.Name())
+	observer := raw(t, c)
+	assert.Equal(t, []string{wi.Name()}, children(t, observer, path+"-locks"), "the item's lock, named as the item")
+	assert.NoError(t, wi.Err())
+
+	require.NoError(t, wi.Ack(ctx))
+	select {
+	case <-wi.Done():
+	default:
+		t.Fatal("Done still open after Ack")
+	}
+	assert.ErrorIs(t, wi.Err(), zr.ErrReleased)
+	assert.ErrorIs(t, wi.Ack(ctx), zr.ErrReleased, "a second Ack")
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
+
+func TestWorkQueue_ReleaseRequeuesTheItemAtTheTail(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	require.NoError(t, q.Put(ctx, []byte("a")))
+	require.NoError(t, q.Put(ctx, []byte("b")))
+
+	first, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "a", string(first.Data()))
+	require.NoError(t, first.Release(ctx))
+	assert.ErrorIs(t, first.Err(), zr.ErrReleased)
+
+	got, err := takeAck(ctx, q)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, got)
+	again, err := q.Take(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(again.Data()), "the released item, back at the tail")
+	assert.NotEqual(t, first.Name(), again.Name(), "requeued under a new sequence number")
+	assert.Greater(t, again.Token(), first.Token())
+
+	// The released take is stale: its check fails a transaction.
+	_, err = connect(t, c, nil).Multi(ctx, first.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
+	assert.ErrorIs(t, err, zr.ErrItemLost)
+	require.NoError(t, again.Ack(ctx))
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
+
+// A consumer whose session expires is told (Done, Err), its item goes to
+// the consumer waiting in Take, and its stale take is refused: its Check
+// fails a transaction and its Ack changes nothing.
+func TestWorkQueue_ExpiredConsumerIsToldAndItsItemIsTakenAgain(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 60*time.Second)
+	a := connect(t, c, nil)
+	qa := zr.NewWorkQueue(a.Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	stale, err := qa.Take(ctx)
+	require.NoError(t, err)
+
+	b := connect(t, c, nil)
+	qb := zr.NewWorkQueue(b.Session, path)
+	type taken struct {
+		wi  *zr.WorkItem
+		err error
+	}
+	tc := make(chan taken, 1)
+	go func() {
+		wi, err := qb.Take(ctx)
+		tc <- taken{wi, err}
+	}()
+	select {
+	case r := <-tc:
+		t.Fatalf("took a locked item: %v, %v", r.wi, r.err)
+	default:
+	}
+
+	a.expire(t)
+	select {
+	case <-stale.Done():
+	case <-ctx.Done():
+		t.Fatal("the expired consumer was not told")
+	}
+	assert.ErrorIs(t, stale.Err(), zr.ErrLockLost)
+	r := <-tc
+	require.NoError(t, r.err)
+	assert.Equal(t, "job", string(r.wi.Data()))
+	assert.Equal(t, stale.Name(), r.wi.Name(), "the same item, taken again")
+	assert.Greater(t, r.wi.Token(), stale.Token())
+
+	_, err = b.Multi(ctx, stale.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
+	assert.ErrorIs(t, err, zr.ErrItemLost, "a stale take's check")
+	_, err = b.Multi(ctx, r.wi.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
+	assert.NoError(t, err, "the current take's check")
+	assert.ErrorIs(t, stale.Ack(ctx), zr.ErrItemLost, "a stale take's Ack")
+	require.NoError(t, r.wi.Ack(ctx))
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
+
+func TestWorkQueue_PutWaitsForRoomUnderMaxItems(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path, zr.WithMaxItems(2))
+	require.NoError(t, q.Put(ctx, []byte("1")))
+	require.NoError(t, q.Put(ctx, []byte("2")))
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, q.Put(short, []byte("3")), context.DeadlineExceeded, "a full queue")
+	assert.Len(t, children(t, raw(t, c), path), 2)
+
+	put := make(chan error, 1)
+	go func() { put <- q.Put(ctx, []byte("3")) }()
+	got, err := takeAck(ctx, zr.NewWorkQueue(connect(t, c, nil).Session, path))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"1"}, got)
+	require.NoError(t, <-put, "Put once there was room")
+	for _, want := range []string{"2", "3"} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, got)
+	}
+}
+
+func TestWorkQueue_BadInputIsRefusedBeforeAnyCall(t *testing.T) {
+	c := server(t)
+	s := connect(t, c, nil).Session
+	ctx := ctxT(t, 10*time.Second)
+	assert.ErrorIs(t, zr.NewWorkQueue(s, "/q", zr.WithMaxItems(0)).Put(ctx, []byte("x")), zr.ErrInvalidArgument)
+	assert.ErrorIs(t, zr.NewWorkQueue(s, "/q", zr.WithLockPath("/q/locks")).Put(ctx, []byte("x")), zr.ErrInvalidArgument)
+	assert.ErrorIs(t, zr.NewWorkQueue(s, "q").Put(ctx, []byte("x")), zr.ErrInvalidPath)
+	assert.ErrorIs(t, zr.NewWorkQueue(nil, "/q").Put(ctx, []byte("x")), zr.ErrNilSession)
+	q := zr.NewWorkQueue(s, testPath(t))
+	assert.ErrorIs(t, q.Put(ctx, nil), zr.ErrInvalidArgument)
+	assert.ErrorIs(t, q.PutMulti(ctx, nil), zr.ErrInvalidArgument)
+	//lint:ignore SA1012 a nil context is the bad input under test
+	_, err := q.Take(nil)
+	assert.ErrorIs(t, err, zr.ErrInvalidArgument)
+}
+
+func TestWorkQueue_DelayOrderTakesNoItemBeforeItIsDue(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path, zr.WithDelayOrder())
+	late := time.Now().Add(1500 * time.Millisecond)
+	soon := time.Now().Add(400 * time.Millisecond)
+	require.NoError(t, q.Put(ctx, []byte("late"), zr.WithDelayUntil(late)))
+	require.NoError(t, q.Put(ctx, []byte("soon"), zr.WithDelayUntil(soon)))
+	require.NoError(t, q.Put(ctx, []byte("now")))
+	for _, want := range []struct {
+		item string
+		due  time.Time
+	}{{"now", time.Time{}}, {"soon", soon}, {"late", late}} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want.item}, got)
+		assert.GreaterOrEqual(t, time.Now().UnixMilli(), want.due.UnixMilli(), "%s taken before it was due", want.item)
+	}
+}
+
+func TestWorkQueue_PriorityItemsComeOutLowestFirst(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, p := range []int32{5, -3, 0, 70000, -1} {
+		require.NoError(t, q.Put(ctx, []byte(fmt.Sprint(p)), zr.WithPriority(p)))
+	}
+	assert.ErrorIs(t, q.Put(ctx, []byte("x"), zr.WithPriority(1), zr.WithDelayUntil(time.Now())), zr.ErrInvalidArgument)
+	for _, want := range []string{"-3", "-1", "0", "5", "70000"} {
+		got, err := takeAck(ctx, q)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, got)
+	}
+}
+
+// A consumer cut off from the server is told at once (under the default
+// LossPolicy), its lock goes once it is back, and the item goes to the
+// consumer waiting in Take; the cut-off consumer's Ack then changes
+// nothing.
+func TestWorkQueue_SuspendedConsumerIsToldAndItsItemGoesToAnother(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 60*time.Second)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	qa := zr.NewWorkQueue(connect(t, c, []string{proxy.Addr()}).Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	cut, err := qa.Take(ctx)
+	require.NoError(t, err)
+
+	qb := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	type taken struct {
+		wi  *zr.WorkItem
+		err error
+	}
+	tc := make(chan taken, 1)
+	go func() {
+		wi, err := qb.Take(ctx)
+		tc <- taken{wi, err}
+	}()
+
+	proxy.Blackhole()
+	select {
+	case <-cut.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the cut-off consumer was not told")
+	}
+	assert.ErrorIs(t, cut.Err(), zr.ErrLockLost)
+	assert.ErrorIs(t, cut.Err(), zr.ErrSuspended)
+	proxy.Heal()
+
+	var r taken
+	select {
+	case r = <-tc:
+	case <-ctx.Done():
+		t.Fatal("the item did not go to the waiting consumer")
+	}
+	require.NoError(t, r.err)
+	assert.Equal(t, cut.Name(), r.wi.Name())
+	assert.Greater(t, r.wi.Token(), cut.Token())
+	assert.ErrorIs(t, cut.Ack(ctx), zr.ErrItemLost, "the cut-off consumer's Ack")
+	require.NoError(t, r.wi.Ack(ctx))
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
+
+// A take that gives up (its ctx ends) while every item is held by another
+// consumer returns ctx's error and leaves no lock of its own.
+func TestWorkQueue_CancelledTakeReturnsAndLeavesNoLock(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	qa := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	held, err := qa.Take(ctx)
+	require.NoError(t, err)
+
+	b := connect(t, c, nil)
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err = zr.NewWorkQueue(b.Session, path).Take(short)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	observer := raw(t, c)
+	assert.Equal(t, []string{held.Name()}, children(t, observer, path+"-locks"), "only the holder's lock")
+	select {
+	case <-held.Done():
+		t.Fatalf("the holder lost its item: %v", held.Err())
+	default:
+	}
+	require.NoError(t, held.Ack(ctx))
+	empty, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	_, err = zr.NewWorkQueue(b.Session, path).Take(empty)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "an empty queue")
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}
+
+// A consumer that closes its Session while holding an item is told
+// (ErrClosed), and the item, still queued, goes to another consumer.
+func TestWorkQueue_ClosedConsumerLeavesItsItemForAnother(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 30*time.Second)
+	a := connect(t, c, nil)
+	qa := zr.NewWorkQueue(a.Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	wi, err := qa.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	select {
+	case <-wi.Done():
+	default:
+		t.Fatal("Done still open after Close")
+	}
+	assert.ErrorIs(t, wi.Err(), zr.ErrClosed)
+	got, err := takeAck(ctx, zr.NewWorkQueue(connect(t, c, nil).Session, path))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"job"}, got)
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path))
+	assert.Empty(t, children(t, observer, path+"-locks"))
+}

@@ -1,0 +1,543 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// WorkQueue is a queue of work items that loses none: a consumer takes an
+// item under a lock and then acks it (the item is gone) or releases it (the
+// item goes back to the queue). An item whose consumer dies, or loses its
+// lock, stays in the queue for another consumer: each item is processed at
+// least once, and twice only after its first consumer lost the lock and
+// was told (WorkItem.Done).
+//
+// Its nodes and bytes are those of Curator's DistributedQueue built with a
+// lockPath (QueueBuilder.lockPath, ErrorMode REQUEUE): items are
+// persistent sequential nodes "queue-<seq>" under the queue's path, each
+// holding a batch of one or more items in Curator's item encoding, and a
+// taken item is locked by an ephemeral node of the same name under the
+// lock path (WithLockPath). Curator producers and consumers on the same
+// paths share the queue with WorkQueues: each takes the other's items.
+//
+// Put's WithPriority and WithDelayUntil name items as Curator's
+// DistributedPriorityQueue and DistributedDelayQueue do; consumers built
+// WithDelayOrder honour delays, as the latter's do.
+//
+// Items are offered in the order the server sequenced their puts; with
+// several consumers, or an item released, they may be processed out of
+// order. Like Curator, a WorkQueue makes its path and its lock path
+// persistent nodes (their missing parents containers) the first time it
+// needs them, and leaves them: delete them once the queue is retired.
+// ZooKeeper makes a poor queue at scale (Curator's Tech Note 4): keep it
+// for modest volumes of coordination work (see Queue).
+//
+// NewWorkQueue does no I/O and runs no goroutine. A WorkQueue is safe for
+// concurrent use.
+type WorkQueue struct {
+	s       *Session
+	path    string // as given
+	dir     string // absolute
+	lockDir string // absolute
+	cfg     workQueueConfig
+	err     error
+}
+
+// workItemPrefix names every item node (Curator's QUEUE_ITEM_NAME).
+const workItemPrefix = "queue-"
+
+// NewWorkQueue returns a work queue on path (relative to the Session's
+// namespace). It does no I/O; an invalid path or option, or a nil
+// session, is reported by every method of the WorkQueue.
+func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
+	q := &WorkQueue{s: s, path: path, err: checkRecipe(s, path)}
+	for _, o := range opts {
+		if o == nil {
+			q.cfg.err = invalidArg("nil WorkQueueOption")
+			break
+		}
+		o(&q.cfg)
+	}
+	if q.err == nil {
+		q.err = q.cfg.err
+	}
+	lockPath := q.cfg.lockPath
+	if lockPath == "" {
+		lockPath = strings.TrimSuffix(path, "/") + "-locks"
+	}
+	if q.err == nil {
+		q.err = checkRecipe(s, lockPath)
+	}
+	if q.err == nil && (lockPath == path || strings.HasPrefix(lockPath, strings.TrimSuffix(path, "/")+"/")) {
+		q.err = invalidArg("work queue %s: the lock path %s must lie outside the queue's path", path, lockPath)
+	}
+	if q.err == nil {
+		q.dir, q.lockDir = s.abs(path), s.abs(lockPath)
+	}
+	return q
+}
+
+// Put appends item to the queue, as one node holding a batch of one item
+// (a Curator consumer receives it as one message). WithPriority and
+// WithDelayUntil put it as Curator's priority and delay queues do. A nil
+// item, or a bad option, fails with
+// ErrInvalidArgument and one too large for the Session's request size
+// limit with ErrDataTooLarge, before any call; an empty item is valid.
+// With WithMaxItems, Put first waits for room, until ctx ends.
+//
+// On any other error the item may still have been enqueued: when the
+// connection is lost before the reply, the server may have created its
+// node (if ctx ended, Put deletes such a node in the background, unless a
+// consumer took it first).
+func (q *WorkQueue) Put(ctx context.Context, item []byte, opts ...PutOption) error {
+	if item == nil {
+		return invalidArg("nil work item")
+	}
+	return q.put(ctx, [][]byte{item}, opts)
+}
+
+// PutMulti appends items to the queue as one node, one batch (Curator's
+// putMulti): a consumer takes them together, in one WorkItem, and acks or
+// releases them together. It fails with ErrInvalidArgument for no item or
+// a nil one. Its other errors are those of Put.
+func (q *WorkQueue) PutMulti(ctx context.Context, items [][]byte, opts ...PutOption) error {
+	if len(items) == 0 {
+		return invalidArg("a batch of no work item")
+	}
+	if slices.ContainsFunc(items, func(b []byte) bool { return b == nil }) {
+		return invalidArg("nil work item in a batch")
+	}
+	return q.put(ctx, items, opts)
+}
+
+func (q *WorkQueue) put(ctx context.Context, items [][]byte, opts []PutOption) error {
+	if q.err != nil {
+		return q.err
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	var cfg putConfig
+	for _, o := range opts {
+		if o == nil {
+			return invalidArg("nil PutOption")
+		}
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return cfg.err
+	}
+	s := q.s
+	data := encodeWorkItems(items)
+	node := joinPath(q.dir, workItemPrefix+cfg.infix)
+	if err := s.checkNodeData(q.path, data, node+"0000000000"); err != nil {
+		return err
+	}
+	if q.cfg.maxItems > 0 {
+		if err := q.awaitRoom(ctx); err != nil {
+			return err
+		}
+	}
+	for made := false; ; made = true {
+		_, err := s.create(ctx, node, data, zk.FlagSequence)
+		if err == zk.ErrNoNode && !made {
+			if err = q.makePath(ctx, q.dir); err != nil {
+				return err
+			}
+			continue
+		}
+		return s.opError("create", node, err)
+	}
+}
+
+// makePath creates dir as a persistent node, and its missing parents as
+// containers, as Curator's DistributedQueue.start does for its queue and
+// lock paths. Not containers: a Curator consumer neither makes them again
+// nor survives their deletion (its lock create would fail for good).
+func (q *WorkQueue) makePath(ctx context.Context, dir string) error {
+	if err := q.s.createShared(ctx, dir, nil, true); err != nil && err != zk.ErrNodeExists {
+		return q.s.opError("create", dir, err)
+	}
+	return nil
+}
+
+// awaitRoom waits until the queue's path has fewer children than the
+// bound (all children, as Curator counts them).
+func (q *WorkQueue) awaitRoom(ctx context.Context) error {
+	s := q.s
+	bo := s.cfg.retry()
+	for watching := false; ; {
+		var (
+			kids []string
+			w    <-chan zk.Event
+			err  error
+		)
+		if watching {
+			kids, _, w, err = s.childrenStatW(ctx, q.dir)
+		} else {
+			kids, _, err = s.childrenStat(ctx, q.dir)
+		}
+		switch {
+		case err == zk.ErrNoNode || err == nil && len(kids) < q.cfg.maxItems:
+			return nil
+		case queueRetryable(err):
+			if err := q.pause(ctx, bo, err); err != nil {
+				return err
+			}
+			watching = false
+			continue
+		case err != nil:
+			return s.opError("getChildren", q.dir, err)
+		case !watching:
+			watching = true
+			continue
+		}
+		select {
+		case <-w:
+			watching = false
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closedCh:
+			return ErrClosed
+		}
+	}
+}
+
+// Take locks the first item of the queue that no other consumer holds and
+// returns it, waiting for one while there is none. The first is the
+// lowest by name (with WithDelayOrder, the earliest due among those due). It waits on watches,
+// never by polling: for new items, and for the lock of any held item to
+// go (its consumer acked, released or died). It waits through connection
+// losses and session expiries (the Session's retry policy paces retries).
+// When ctx ends first it returns ctx's error and holds nothing; after
+// Close, ErrClosed.
+//
+// The item stays in the queue, locked, until the caller calls Ack or
+// Release; it must call one of them. If the lock is lost before (the
+// session expires, or is suspended under the Session's LossPolicy, or the
+// lock node is deleted) Done closes and another consumer may take the
+// item: stop working on it, or fence its effects (Check, Token).
+//
+// An item whose data is not in Curator's item encoding is returned, locked
+// and with no Items, together with an error matching ErrBadWorkItem: Ack
+// it to drop it. Every other error comes with a nil item.
+func (q *WorkQueue) Take(ctx context.Context) (*WorkItem, error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
+	s := q.s
+	bo := s.cfg.retry()
+	// As Queue's take: the first listing sets no watch, so that a take that
+	// finds an item leaves none behind.
+	watching := false
+	for {
+		var (
+			kids  []string
+			w     <-chan zk.Event
+			lockW <-chan zk.Event
+			next  time.Time // when the next item is due (WithDelayOrder)
+			wi    *WorkItem
+			err   error
+		)
+		if watching {
+			kids, _, w, err = s.childrenStatW(ctx, q.dir)
+		} else {
+			kids, _, err = s.childrenStat(ctx, q.dir)
+		}
+		if err == nil {
+			bo.Reset()
+			var names []string
+			names, next = q.ready(kids, time.Now())
+			wi, lockW, err = q.takeFirst(ctx, names, watching)
+			if wi != nil {
+				return wi, err
+			}
+		}
+		switch {
+		case err == errRelist:
+			continue
+		case err == nil && !watching:
+			watching = true
+			continue
+		case err == nil:
+			if err := q.await(ctx, w, lockW, next); err != nil {
+				return nil, err
+			}
+			watching = false
+		case err == zk.ErrNoNode:
+			// No queue yet: make it, to have a node to watch.
+			if err := q.makePath(ctx, q.dir); err != nil && !queueRetryable(err) {
+				return nil, err
+			}
+		case queueRetryable(err):
+			if err := q.pause(ctx, bo, err); err != nil {
+				return nil, err
+			}
+			watching = false
+		default:
+			return nil, s.opError("take", q.dir, err)
+		}
+	}
+}
+
+// await waits for a change of the queue (w), of its locks (lockW), or
+// for the next item to be due (next, unless zero).
+func (q *WorkQueue) await(ctx context.Context, w, lockW <-chan zk.Event, next time.Time) error {
+	var due <-chan time.Time
+	if !next.IsZero() {
+		t := time.NewTimer(time.Until(next))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-w:
+	case <-lockW:
+	case <-due:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.s.closedCh:
+		return ErrClosed
+	}
+	return nil
+}
+
+// errRelist is takeFirst's report that the lock of an item it found held
+// went while it set its watch: list and try again at once.
+var errRelist = errors.New("zkrecipes: list the work queue again")
+
+// errItemBusy and errItemGone are lock's reports that another consumer
+// holds the item, or that it is gone: try the next one.
+var (
+	errItemBusy = errors.New("zkrecipes: work item locked by another consumer")
+	errItemGone = errors.New("zkrecipes: work item gone")
+)
+
+// takeFirst locks the first of names (sorted) that it can. When it locks
+// none and watch is set, it returns a watch that fires when any lock
+// under the lock path goes, if some item was held by another consumer.
+func (q *WorkQueue) takeFirst(ctx context.Context, names []string, watch bool) (*WorkItem, <-chan zk.Event, error) {
+	var busy []string
+	for _, name := range names {
+		wi, err := q.lock(ctx, name)
+		switch {
+		case wi != nil:
+			return wi, nil, err
+		case err == errItemBusy:
+			busy = append(busy, name)
+		case err == errItemGone:
+		default:
+			return nil, nil, err
+		}
+	}
+	if !watch || len(busy) == 0 {
+		return nil, nil, nil
+	}
+	// One watch on the lock path's children stands for every held item's
+	// lock; a lock gone before the watch was set is seen in its listing.
+	locks, _, w, err := q.s.childrenStatW(ctx, q.lockDir)
+	if err == zk.ErrNoNode {
+		return nil, nil, errRelist
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range busy {
+		if !slices.Contains(locks, name) {
+			return nil, nil, errRelist
+		}
+	}
+	return nil, w, nil
+}
+
+// workItemNames returns the item names among kids, sorted as Curator's
+// DistributedQueue sorts them (as strings), skipping foreign children as
+// Curator does.
+func workItemNames(kids []string) []string {
+	names := make([]string, 0, len(kids))
+	for _, k := range kids {
+		if strings.HasPrefix(k, workItemPrefix) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// lock takes the item name: it creates the item's lock node, then reads
+// the item and writes its data back unchanged, so that the item's version
+// (which Check and Ack name) and modification zxid (the token) are this
+// take's own. On any failure after the lock was made, the lock goes.
+func (q *WorkQueue) lock(ctx context.Context, name string) (*WorkItem, error) {
+	s := q.s
+	node, err := q.createLock(ctx, joinPath(q.lockDir, name))
+	if err != nil {
+		return nil, err
+	}
+	wi, err := q.read(ctx, node, name)
+	if wi == nil {
+		s.removeNode(node)
+	}
+	return wi, err
+}
+
+// read reads the item name, locked by node, and makes it this take's.
+func (q *WorkQueue) read(ctx context.Context, node ownNode, name string) (*WorkItem, error) {
+	s := q.s
+	p := joinPath(q.dir, name)
+	data, st, err := s.get(ctx, p)
+	if err == zk.ErrNoNode {
+		return nil, errItemGone // acked by a consumer whose lock went since
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err = call(ctx, s, "setData", p, func() (*zk.Stat, error) {
+		return s.sendSet(p, data, st.Version)
+	}, nil)
+	if err == zk.ErrNoNode || err == zk.ErrBadVersion {
+		return nil, errItemGone // taken by a consumer that honours no lock
+	}
+	if err != nil {
+		return nil, err
+	}
+	epoch, err := q.grant(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	wi := &WorkItem{q: q, name: name, data: data, version: st.Version}
+	wi.h = newHold(s, node, st.Mzxid, nil, epoch, func() {})
+	wi.items, err = decodeWorkItems(data)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", s.rel(p), err)
+	}
+	return wi, err
+}
+
+// grant returns the ownership epoch the lock node starts under, once the
+// Session is connected under the node's ZooKeeper session; it fails with
+// zk.ErrSessionExpired when that session is gone (the lock with it).
+func (q *WorkQueue) grant(ctx context.Context, node ownNode) (*signal, error) {
+	for {
+		gen, epoch := q.s.current()
+		if gen != node.gen || gen.fired() {
+			return nil, zk.ErrSessionExpired
+		}
+		if !epoch.fired() {
+			return epoch, nil
+		}
+		if _, _, err := q.s.awaitConnected(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// createLock creates the ephemeral lock node p (0 bytes; Curator writes
+// its host's address, which nobody reads), making the lock path when
+// missing. It fails with errItemBusy when another consumer holds it. A
+// create whose reply was lost is settled by the node's owner once the
+// connection is back: the node is ours only if this ZooKeeper session
+// made it.
+func (q *WorkQueue) createLock(ctx context.Context, p string) (ownNode, error) {
+	s := q.s
+	for made := false; ; {
+		gen, _, err := s.awaitConnected(ctx)
+		if err != nil {
+			return ownNode{}, err
+		}
+		_, err = call(ctx, s, "create", p, func() (string, error) {
+			return s.sendCreate(p, nil, zk.FlagEphemeral)
+		}, func(_ string, err error) { // made after ctx ended
+			if err == nil {
+				s.own(p)
+				s.deleteEventually(p, gen.id)
+			}
+		})
+		switch {
+		case err == nil:
+			s.own(p)
+			return ownNode{path: p, gen: gen}, nil
+		case err == zk.ErrNodeExists:
+			return ownNode{}, errItemBusy
+		case err == zk.ErrNoNode && !made:
+			made = true
+			if err := q.makePath(ctx, q.lockDir); err != nil {
+				return ownNode{}, err
+			}
+			continue
+		case !errors.Is(err, zk.ErrConnectionClosed):
+			return ownNode{}, err
+		}
+		// The create may have run (ZOOKEEPER-1262).
+		switch mine, err := q.ownedLock(ctx, p, gen); {
+		case err == errItemBusy:
+			return ownNode{}, err
+		case err != nil:
+			q.dropIfOwned(p, gen)
+			return ownNode{}, err
+		case mine:
+			s.own(p)
+			return ownNode{path: p, gen: gen}, nil
+		}
+	}
+}
+
+// ownedLock tells, once connected, whether the lock node p is there and
+// was made by the ZooKeeper session gen; it fails with errItemBusy when
+// another session holds it.
+func (q *WorkQueue) ownedLock(ctx context.Context, p string, gen *generation) (bool, error) {
+	s := q.s
+	for {
+		now, _, err := s.awaitConnected(ctx)
+		if err != nil {
+			return false, err
+		}
+		st, err := s.exists(ctx, p)
+		switch {
+		case err == zk.ErrNoNode:
+			return false, nil // not made: create it
+		case err == nil && st.EphemeralOwner == gen.id && now == gen:
+			return true, nil
+		case err == nil && st.EphemeralOwner == gen.id:
+			return false, zk.ErrSessionExpired // goes with its session
+		case err == nil:
+			return false, errItemBusy
+		case !isRetryable(err):
+			return false, err
+		}
+	}
+}
+
+// dropIfOwned deletes, in the background, the lock node p if the
+// ZooKeeper session gen made it: a create whose outcome is unknown when
+// its caller gave up. Another consumer's lock of the same name is left.
+func (q *WorkQueue) dropIfOwned(p string, gen *generation) {
+	s := q.s
+	s.goBackground(cleanupTimeout, func(ctx context.Context) {
+		if mine, err := q.ownedLock(ctx, p, gen); err == nil && mine {
+			s.removeNode(ownNode{path: p, gen: gen})
+		}
+	})
+}
+
+// pause waits for the connection and a back-off step after a request
+// failed with cause, and fails when the retry policy gives up, ctx ends or
+// the Session is closed.
+func (q *WorkQueue) pause(ctx context.Context, bo BackOff, cause error) error {
+	if _, _, err := q.s.awaitConnected(ctx); err != nil {
+		return err
+	}
+	d := bo.NextBackOff()
+	if d == Stop {
+		return fmt.Errorf("%w: %w", ErrRetriesExhausted, cause)
+	}
+	return sleepCtx(ctx, d)
+}
