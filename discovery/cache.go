@@ -17,7 +17,7 @@ import (
 // and reads again what changes, and everything after every reconnection
 // and session expiry. A node that does not hold an instance is left out.
 //
-// Instances reads the local copy; Changed tells when it changes. The copy
+// Instances reads the local copy, with a channel closed when it changes. The copy
 // may be stale while the connection is down, and converges once it is
 // back. It runs on a zkrecipes.TreeCache of the service's node and its
 // children: no goroutine per instance; on ZooKeeper 3.6 or later it costs
@@ -178,7 +178,7 @@ func (c *ServiceCache) apply(ev zr.CacheEvent) bool {
 }
 
 // publishLocked makes the instances the cache holds what Instances
-// returns, and tells Changed's readers (c.mu held).
+// returns, and closes the channel Instances returned (c.mu held).
 func (c *ServiceCache) publishLocked() {
 	out := make([]Instance, 0, len(c.nodes))
 	for _, n := range c.nodes {
@@ -193,8 +193,14 @@ func (c *ServiceCache) publishLocked() {
 	c.changed = make(chan struct{})
 }
 
-// Instances returns the service's instances as last read, sorted by ID.
-func (c *ServiceCache) Instances() []Instance { return slices.Clone(c.snapshot()) }
+// Instances returns the service's instances as last read, sorted by ID,
+// and a channel that is closed at their next change: read Instances again
+// then. The slice is the caller's.
+func (c *ServiceCache) Instances() ([]Instance, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.snapshot()), c.changed
+}
 
 // snapshot returns the current instances, shared: never modify them.
 func (c *ServiceCache) snapshot() []Instance {
@@ -206,6 +212,9 @@ func (c *ServiceCache) snapshot() []Instance {
 
 // Changed returns a channel that is closed at the next change of
 // Instances.
+//
+// Deprecated: use Instances, which returns the instances and that channel
+// together (one read, no change missed between the two).
 func (c *ServiceCache) Changed() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -37,13 +37,13 @@ func TestDiscoveryBench_RegistrationToCacheBesideCurator(t *testing.T) {
 
 	var goLat, javaLat []time.Duration
 	for i := 1; i <= n; i++ {
-		changed := cache.Changed()
+		_, changed := cache.Instances()
 		start := time.Now()
 		require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: fmt.Sprintf("i-%04d", i), Address: "127.0.0.1", Port: 1000 + i}))
-		for len(cache.Instances()) != i {
+		for insts, _ := cache.Instances(); len(insts) != i; insts, _ = cache.Instances() {
 			select {
 			case <-changed:
-				changed = cache.Changed()
+				_, changed = cache.Instances()
 			case <-ctx.Done():
 				t.Fatal(ctx.Err())
 			}

@@ -88,7 +88,8 @@ func TestInterop_CuratorRegisteredInstanceIsFoundByGo(t *testing.T) {
 
 	cur.ask(t, "OK", "register", "api", "java-1", "127.0.0.1", "8081", "zone=us-2")
 	awaitCache(t, cache, 5*time.Second, "java-1")
-	i := cache.Instances()[0]
+	insts, _ := cache.Instances()
+	i := insts[0]
 	assert.Equal(t, "api", i.Name)
 	assert.Equal(t, "127.0.0.1", i.Address)
 	assert.Equal(t, 8081, i.Port)

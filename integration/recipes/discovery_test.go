@@ -34,14 +34,15 @@ func awaitCache(t *testing.T, c *discovery.ServiceCache, within time.Duration, i
 	t.Helper()
 	deadline := time.After(within)
 	for {
-		ch := c.Changed()
-		if got := instanceIDs(c.Instances()); slices.Equal(ids, got) {
+		insts, ch := c.Instances()
+		if got := instanceIDs(insts); slices.Equal(ids, got) {
 			return
 		}
 		select {
 		case <-ch:
 		case <-deadline:
-			t.Fatalf("cache holds %v, want %v", instanceIDs(c.Instances()), ids)
+			insts, _ := c.Instances()
+			t.Fatalf("cache holds %v, want %v", instanceIDs(insts), ids)
 		}
 	}
 }
@@ -118,7 +119,8 @@ func TestServiceCache_FollowsRegistrationsAndConvergesAfterExpiry(t *testing.T) 
 
 	require.NoError(t, d.Update(ctx, discovery.Instance{Name: "api", ID: "b", Address: "h", Port: 3}))
 	require.Eventually(t, func() bool {
-		for _, i := range cache.Instances() {
+		insts, _ := cache.Instances()
+		for _, i := range insts {
 			if i.ID == "b" {
 				return i.Port == 3
 			}
@@ -177,7 +179,7 @@ func TestProvider_ChoosesAmongLiveInstancesAndSkipsDownOnes(t *testing.T) {
 	for _, id := range []string{"a", "b"} {
 		require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: id, Address: "h", Port: 1}))
 	}
-	require.Eventually(t, func() bool { return len(p.All()) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { all, _ := p.All(); return len(all) == 2 }, 5*time.Second, 5*time.Millisecond)
 	i1, _ := p.Instance()
 	i2, _ := p.Instance()
 	assert.NotEqual(t, i1.ID, i2.ID, "round robin")
@@ -267,4 +269,35 @@ func TestDiscovery_RegistrationSurvivesServerKillsNeverDuplicated(t *testing.T) 
 		require.NoError(t, ens.Restart(i))
 		require.NoError(t, ens.WaitServing(ctx, i))
 	}
+}
+
+// Instances is Status-shaped: the instances now, and a channel closed at
+// their next change (a Register seen by the cache), as Provider.All is.
+func TestServiceCache_InstancesChannelClosesAtTheNextChange(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	base := testPath(t)
+	d := discovery.New(cl.Session, base)
+	defer d.Close(context.Background())
+	ctx := ctxT(t, 30*time.Second)
+	cache := d.NewCache("api")
+	defer cache.Close(context.Background())
+	require.NoError(t, cache.Start(ctx))
+	p := d.NewProvider("api")
+	defer p.Close(context.Background())
+	require.NoError(t, p.Start(ctx))
+
+	insts, changed := cache.Instances()
+	assert.Empty(t, insts)
+	all, allChanged := p.All()
+	assert.Empty(t, all)
+	require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "h", Port: 1}))
+	for what, ch := range map[string]<-chan struct{}{"ServiceCache.Instances": changed, "Provider.All": allChanged} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%s: channel not closed at the next change", what)
+		}
+	}
+	awaitCache(t, cache, 5*time.Second, "a")
 }
