@@ -112,8 +112,8 @@ func (r *cacheRun) close() {
 }
 
 // closeWithin stops the cache and waits for its goroutines (and so for the
-// removal of its watch) within ctx: ctx's error, naming the cache's path,
-// when ctx ends first; the goroutines then end on their own (the watch's
+// removal of its watch) within ctx: ErrReleaseDeferred, wrapping ctx's
+// error and naming the cache's path, when ctx ends first; the goroutines then end on their own (the watch's
 // removal waits at most closeWatchWait). It is idempotent and safe to
 // call concurrently.
 func (r *cacheRun) closeWithin(ctx context.Context, path string) error {
@@ -125,7 +125,7 @@ func (r *cacheRun) closeWithin(ctx context.Context, path string) error {
 	case <-r.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("zkrecipes: cache of %s: close did not see its goroutines end: %w", path, ctx.Err())
+		return fmt.Errorf("%w: cache of %s: its goroutines and watch removal go on: %w", ErrReleaseDeferred, path, ctx.Err())
 	}
 }
 

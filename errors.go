@@ -58,7 +58,11 @@ var (
 	// PersistentNode's Close returns it too: there, a persistent node
 	// (ModePersistent, ModePersistentSequential, a discovery Static or
 	// Permanent registration) is deleted in the background only while the
-	// Session stays open, and stays if the Session is closed first.
+	// Session stays open, and stays if the Session is closed first. Every
+	// Close(ctx) of a recipe that runs in the background (the caches,
+	// PersistentWatch, GroupMember) returns it, wrapping ctx's error, when
+	// ctx ends before its clean-up is confirmed: the clean-up goes on in the
+	// background.
 	ErrReleaseDeferred = errors.New("zkrecipes: release not yet confirmed by zookeeper; deleting in the background")
 
 	// ErrLocked is returned by TryAcquire when another owner holds the lock.

@@ -2,6 +2,11 @@ package zkrecipes
 
 import (
 	"context"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,8 +134,7 @@ func TestZKCachesAndPersistentWatchCloseWithinCtxEndEventsAndAreSafeConcurrently
 	w := NewPersistentWatch(s, path)
 	if err := w.Start(ctx); err != nil {
 		require.ErrorIs(t, err, ErrPersistentWatchUnsupported)
-		t.Log("no persistent watch on this server: its Close is covered by the caches' fallback only")
-		return
+		t.Skip("no persistent watch on this server (the caches above ran on their one-shot fallback)")
 	}
 	for _, err := range closeConcurrently(func() error { return w.Close(ctx) }) {
 		assert.NoError(t, err, "PersistentWatch.Close")
@@ -171,4 +175,57 @@ func assertClosed(t *testing.T, what string, events <-chan CacheEvent) {
 			t.Fatalf("%s: Events not closed after Close returned", what)
 		}
 	}
+}
+
+// serverWatchPaths returns the paths session sid watches on the
+// ZK_SERVERS server (wchc, where a persistent watch appears too).
+func serverWatchPaths(t *testing.T, sid int64) []string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", zkServers(t)[0], 5*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Write([]byte("wchc"))
+	require.NoError(t, err)
+	out, err := io.ReadAll(c)
+	require.NoError(t, err)
+	var paths []string
+	in := false
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "0x"):
+			id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(line), "0x"), 16, 64)
+			in = err == nil && id == sid
+		case in && strings.HasPrefix(strings.TrimSpace(line), "/"):
+			paths = append(paths, strings.TrimSpace(line))
+		}
+	}
+	return paths
+}
+
+// A Close whose ctx has already ended still takes the watch off the
+// server: the removal goes on in the Session's background.
+func TestZKPersistentWatchCloseWithAnEndedCtxStillRemovesTheWatch(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	path := "/zkt/lifecycle-" + newUUID()
+	_, err := raw.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	w := NewPersistentWatch(s, path)
+	if err := w.Start(ctx); err != nil {
+		require.ErrorIs(t, err, ErrPersistentWatchUnsupported)
+		t.Skip("no persistent watch on this server")
+	}
+	require.Contains(t, serverWatchPaths(t, s.SessionID()), path, "the watch is set once Start returns")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Close(ended); err != nil {
+		require.ErrorIs(t, err, ErrReleaseDeferred)
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	for range w.Events() { // closed once Close has returned
+	}
+	require.Eventually(t, func() bool {
+		return !slices.Contains(serverWatchPaths(t, s.SessionID()), path)
+	}, 20*time.Second, 20*time.Millisecond, "the watch is gone from the server")
 }

@@ -220,8 +220,8 @@ func (c *NodeCache) Err() error { return c.stopped() }
 
 // Close stops the cache and waits within ctx for its goroutines (and the
 // removal of its watch); the Events channel is closed. It returns nil once
-// they have ended, or ctx's error, naming the path, when ctx ends first
-// (they then end on their own). Get keeps returning the last copy. Close
+// they have ended, or ErrReleaseDeferred (wrapping ctx's error, naming
+// the path) when ctx ends first: they then end on their own. Get keeps returning the last copy. Close
 // is idempotent and safe to call concurrently. On a persistent watch it
 // removes the watch from the server as TreeCache's Close does (waiting at
 // most half a second; a removal not confirmed then goes on in the

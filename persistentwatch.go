@@ -321,13 +321,16 @@ func (w *PersistentWatch) Err() error {
 // Close stops the watch: it removes the watch from the server (a
 // removeWatches of the persistent kind, so that the Session's other
 // watches on the path stay), closes Events and waits for the watch's
-// goroutines. It waits for the server's reply within ctx and at most two
-// thirds of the session timeout (the time the Session takes to give up on
-// a silent connection); a watch whose connection is lost is gone from the
-// server with it. It returns nil once the watch is gone from the server
-// (or never was set), else an error that says what may be left. Close is
+// goroutines. It waits for the server's reply within ctx; the removal
+// itself waits at most two thirds of the session timeout (the time the
+// Session takes to give up on a silent connection), and a watch whose
+// connection is lost is gone from the server with it. It returns nil once
+// the watch is gone from the server (or never was set); ErrReleaseDeferred
+// (wrapping ctx's error) when ctx ends first, the removal going on in the
+// Session's background; else an error that says what may be left. Close is
 // idempotent and safe to call concurrently: later calls wait within their
-// ctx for the first to end (ctx's error if it ends first) and return nil.
+// ctx for the first to end (ErrReleaseDeferred if it ends first) and return
+// nil.
 //
 // A server before ZooKeeper 3.9 cannot remove a persistent watch alone
 // (ZOOKEEPER-4472): there Close removes every watch of the Session on the
@@ -346,7 +349,7 @@ func (w *PersistentWatch) Close(ctx context.Context) error {
 		case <-w.done:
 			return nil
 		case <-ctx.Done():
-			return fmt.Errorf("zkrecipes: persistent watch on %s: close did not see it end: %w", w.path, ctx.Err())
+			return fmt.Errorf("%w: persistent watch on %s: %w", ErrReleaseDeferred, w.path, ctx.Err())
 		}
 	}
 	w.closed = true
@@ -361,7 +364,18 @@ func (w *PersistentWatch) Close(ctx context.Context) error {
 	w.mu.Unlock()
 	var err error
 	if ww != nil {
-		err = w.remove(ctx, ww)
+		// The removal runs on the Session's background, which its Close
+		// waits for, so that it goes on when ctx ends first.
+		res := make(chan error, 1)
+		rm := func(bg context.Context) { res <- w.remove(bg, ww) }
+		if !w.s.goBackground(0, rm) {
+			rm(context.Background()) // the Session is closed: remove only forgets
+		}
+		select {
+		case err = <-res:
+		case <-ctx.Done():
+			err = fmt.Errorf("%w: persistent watch on %s: its removal goes on: %w", ErrReleaseDeferred, w.path, ctx.Err())
+		}
 	}
 	if cancel != nil {
 		cancel()

@@ -230,9 +230,9 @@ func (c *ServiceCache) Err() error {
 	return c.err
 }
 
-// Close stops the cache and waits within ctx for its goroutines (ctx's
-// error, naming the service, when ctx ends first; they then end on their
-// own). Instances keeps returning the last copy. Close is idempotent and
+// Close stops the cache and waits within ctx for its goroutines
+// (zkrecipes.ErrReleaseDeferred, wrapping ctx's error, when ctx ends
+// first; they then end on their own). Instances keeps returning the last copy. Close is idempotent and
 // safe to call concurrently. It removes the cache's watch from the server
 // as zkrecipes.TreeCache's Close does (and, like it, leaves the last
 // one-shot watches there where the cache falls back to them).
@@ -254,6 +254,6 @@ func (c *ServiceCache) Close(ctx context.Context) error {
 	case <-c.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("zkrecipes: discovery: cache of %s: close did not see it end: %w", c.name, ctx.Err())
+		return fmt.Errorf("%w: discovery: cache of %s: %w", zr.ErrReleaseDeferred, c.name, ctx.Err())
 	}
 }
