@@ -237,15 +237,20 @@ func (g *GroupMember) Close(ctx context.Context) error {
 	g.closed = true
 	started, view := g.started, g.view
 	g.mu.Unlock()
+	viewStopped := true
 	if started {
 		_ = view.Close(ctx)
 		select {
 		case <-g.done:
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, joinPath(g.path, g.id), ctx.Err())
+		case <-ctx.Done(): // the view stops on its own; the node must still go
+			viewStopped = false
 		}
 	}
-	return g.node.Close(ctx)
+	err := g.node.Close(ctx)
+	if err == nil && !viewStopped {
+		err = fmt.Errorf("%w: %s: the view of the group stops in the background: %w", ErrReleaseDeferred, joinPath(g.path, g.id), ctx.Err())
+	}
+	return err
 }
 
 // load takes the view's events of the initial load, up to

@@ -229,3 +229,25 @@ func TestZKPersistentWatchCloseWithAnEndedCtxStillRemovesTheWatch(t *testing.T) 
 		return !slices.Contains(serverWatchPaths(t, s.SessionID()), path)
 	}, 20*time.Second, 20*time.Millisecond, "the watch is gone from the server")
 }
+
+// A GroupMember's Close whose ctx has already ended still deletes the
+// member's node (in the background if it must), and its view stops.
+func TestZKGroupMemberCloseWithAnEndedCtxStillDeletesItsNode(t *testing.T) {
+	ctx, s := zkSession(t, 30*time.Second)
+	raw := zkRaw(t)
+	group := "/zkt/lifecycle-" + newUUID()
+	g := NewGroupMember(s, group, "m", []byte("d"))
+	require.NoError(t, g.Start(ctx))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := g.Close(ended); err != nil {
+		require.ErrorIs(t, err, ErrReleaseDeferred)
+	}
+	require.Eventually(t, func() bool {
+		ok, _, err := raw.Exists(group + "/m")
+		return err == nil && !ok
+	}, 20*time.Second, 20*time.Millisecond, "the member's node is deleted")
+	if err := g.Close(context.Background()); err != nil {
+		require.ErrorIs(t, err, ErrReleaseDeferred, "a later Close returns what the first did")
+	}
+}
