@@ -125,10 +125,10 @@ func badInputMoreTable() []badCall {
 		{"Connect(1.1 MB ACL id)", connectWith(WithACL([]ACL{DigestACL(strings.Repeat("x", len(huge)), "p", PermAll)})), ErrInvalidArgument},
 		{"Connect(1.1 MB digest password)", connectWith(WithDigestAuth("u", strings.Repeat("x", len(huge)))), ErrInvalidArgument},
 		{"Election.Proclaim(nil lease)", func(ctx context.Context) error {
-			return NewElection(unused, "/a", WithProclaim()).Proclaim(ctx, nil, []byte("x"))
+			return NewElection(unused, "/a", WithProclaim(true)).Proclaim(ctx, nil, []byte("x"))
 		}, ErrInvalidArgument},
 		{"Election.Proclaim(zero lease)", func(ctx context.Context) error {
-			return NewElection(unused, "/a", WithProclaim()).Proclaim(ctx, &Lease{}, []byte("x"))
+			return NewElection(unused, "/a", WithProclaim(true)).Proclaim(ctx, &Lease{}, []byte("x"))
 		}, ErrInvalidArgument},
 		{"Barrier(1.1 MB data).Set", func(ctx context.Context) error { return NewBarrier(unused, "/a", WithBarrierData(huge)).Set(ctx) }, ErrDataTooLarge},
 		{"Barrier(nil option, bad path).Set", func(ctx context.Context) error { return NewBarrier(unused, "a", nil).Set(ctx) }, ErrInvalidArgument},
@@ -141,10 +141,10 @@ func badInputMoreTable() []badCall {
 			return WatchChildren(ctx, unused, "/a/"+strings.Repeat("x", len(huge)), func([]string, *NodeStat) error { return nil })
 		}, ErrInvalidPath},
 		{"Queue.Offer(1.1 MB)", func(ctx context.Context) error { return NewQueue(unused, "/a").Offer(ctx, huge) }, ErrDataTooLarge},
-		{"PersistentNode(mode -1).Start", func(context.Context) error {
-			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(-1))).Start()
+		{"PersistentNode(mode -1).Start", func(ctx context.Context) error {
+			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(-1))).Start(ctx)
 		}, ErrInvalidArgument},
-		{"PersistentNode(nil option).Start", func(context.Context) error { return NewPersistentNode(unused, "/a", nil, nil).Start() }, ErrInvalidArgument},
+		{"PersistentNode(nil option).Start", func(ctx context.Context) error { return NewPersistentNode(unused, "/a", nil, nil).Start(ctx) }, ErrInvalidArgument},
 		{"GroupMember(id with control char).Start", func(ctx context.Context) error {
 			return NewGroupMember(unused, "/a", "m\x01", nil).Start(ctx)
 		}, ErrInvalidArgument},
@@ -196,16 +196,16 @@ func TestInvalidRecipesCloseAndReadWithoutPanic(t *testing.T) {
 		call func() error
 	}{ // in this order
 		{"NodeCache.Get", func() error { nc.Get(); nc.Events(); return nc.Err() }},
-		{"NodeCache.Close", nc.Close},
-		{"NodeCache.Close again", nc.Close},
+		{"NodeCache.Close", func() error { return nc.Close(ctx) }},
+		{"NodeCache.Close again", func() error { return nc.Close(ctx) }},
 		{"NodeCache.Start after Close", func() error { return nc.Start(ctx) }},
 		{"TreeCache.Get", func() error { tc.Get("/x"); tc.Children("rel"); tc.Snapshot(); tc.Len(); return nil }},
-		{"TreeCache.Close", tc.Close},
-		{"TreeCache.Close again", tc.Close},
+		{"TreeCache.Close", func() error { return tc.Close(ctx) }},
+		{"TreeCache.Close again", func() error { return tc.Close(ctx) }},
 		{"PersistentNode.Status", func() error { pn.Status(); pn.Data(); return nil }},
 		{"PersistentNode.Close", func() error { return pn.Close(ctx) }},
 		{"PersistentNode.Close again", func() error { return pn.Close(ctx) }},
-		{"GroupMember.Members", func() error { gm.Members(); gm.Status(); gm.Changed(); return gm.Err() }},
+		{"GroupMember.Members", func() error { gm.Members(); gm.Status(); return gm.Err() }},
 		{"GroupMember.Close", func() error { return gm.Close(ctx) }},
 		{"GroupMember.Close again", func() error { return gm.Close(ctx) }},
 	}

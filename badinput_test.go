@@ -78,7 +78,7 @@ var badRecipes = []recipeUnderTest{
 			"Resign":       func(ctx context.Context) error { return e.Resign(ctx) },
 			"Leader":       func(ctx context.Context) error { _, err := e.Leader(ctx); return err },
 			"Participants": func(ctx context.Context) error { _, err := e.Participants(ctx); return err },
-			"Observe":      func(ctx context.Context) error { _, err := e.Observe(ctx); return err },
+			"Subscribe":    func(ctx context.Context) error { _, err := e.Subscribe(ctx); return err },
 			"Proclaim":     func(ctx context.Context) error { return e.Proclaim(ctx, nil, nil) },
 			"Run": func(ctx context.Context) error {
 				return e.Run(ctx, func(context.Context, *Lease) error { return nil })
@@ -235,10 +235,10 @@ func badInputTable() []badCall {
 			_, err := NewSemaphore(unused, "/a", 2, WithSharedCount("/zookeeper/count")).Acquire(ctx, 1)
 			return err
 		}, ErrInvalidPath},
-		badCall{"PersistentNode(nil session).Start", func(context.Context) error { return NewPersistentNode(nil, "/a", nil).Start() }, ErrNilSession},
-		badCall{"PersistentNode(root).Start", func(context.Context) error { return NewPersistentNode(unused, "/", nil).Start() }, ErrInvalidPath},
-		badCall{"PersistentNode(unknown mode).Start", func(context.Context) error {
-			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(9))).Start()
+		badCall{"PersistentNode(nil session).Start", func(ctx context.Context) error { return NewPersistentNode(nil, "/a", nil).Start(ctx) }, ErrNilSession},
+		badCall{"PersistentNode(root).Start", func(ctx context.Context) error { return NewPersistentNode(unused, "/", nil).Start(ctx) }, ErrInvalidPath},
+		badCall{"PersistentNode(unknown mode).Start", func(ctx context.Context) error {
+			return NewPersistentNode(unused, "/a", nil, WithCreateMode(CreateMode(9))).Start(ctx)
 		}, ErrInvalidArgument},
 		badCall{"GroupMember(empty id)", func(ctx context.Context) error { return NewGroupMember(unused, "/a", "", nil).Start(ctx) }, ErrInvalidArgument},
 		badCall{"GroupMember(id with slash)", func(ctx context.Context) error { return NewGroupMember(unused, "/a", "x/y", nil).Start(ctx) }, ErrInvalidArgument},

@@ -16,25 +16,25 @@ package zkrecipes
 //
 // Default: the Session's WithCompression (off unless set).
 func WithCacheCompression(on bool) TreeCacheOption {
-	return func(c *treeConfig) { c.compress = &on }
+	return cacheOpt(func(c *treeConfig) { c.compress = &on })
 }
 
 // nodeCacheOptions applies a NodeCache's options: only
 // WithCacheCompression is taken. It returns the cache's compression and
 // its error (err, else the options').
-func nodeCacheOptions(s *Session, err error, opts []TreeCacheOption) (bool, error) {
+func nodeCacheOptions(s *Session, err error, opts []TreeCacheOption) (compress bool, name string, _ error) {
 	cfg := treeConfig{maxDepth: -1}
 	for _, o := range opts {
 		if o == nil {
 			err = firstErr(err, invalidArg("nil TreeCacheOption"))
 			continue
 		}
-		o(&cfg)
+		o.applyCache(&cfg)
 	}
-	if cfg.maxDepth != -1 || cfg.keep != nil || cfg.kind != "" || cfg.name != "" || cfg.err != nil {
-		err = firstErr(err, invalidArg("a NodeCache takes no cache option but WithCacheCompression"))
+	if cfg.maxDepth != -1 || cfg.keep != nil || cfg.kind != "" || cfg.err != nil {
+		err = firstErr(err, invalidArg("a NodeCache takes no cache option but WithCacheCompression and WithName"))
 	}
-	return compressionFor(s, cfg.compress), err
+	return compressionFor(s, cfg.compress), cfg.name, err
 }
 
 // decoded is a cached node's data as the cache hands it out (c.mu may be

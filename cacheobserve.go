@@ -3,24 +3,23 @@ package zkrecipes
 // What the caches report to the Session's Observer: their loads and
 // resyncs (CacheSynced) and their backlog (CacheBacklog).
 
-// WithCacheName sets the name a TreeCache reports to the Session's
-// Observer (RecipeInfo.Name), instead of the one the Session's
-// WithPathNames function gives. Keep it low-cardinality. Default: none.
-func WithCacheName(name string) TreeCacheOption {
-	return func(c *treeConfig) { c.name = name }
-}
+// WithCacheName is WithName for a cache.
+//
+// Deprecated: use WithName, which every named recipe takes.
+func WithCacheName(name string) TreeCacheOption { return WithName(name) }
 
-// WithCacheKind sets the kind a TreeCache reports to the Session's
-// Observer (RecipeInfo.Kind), for a recipe built on a TreeCache: package
-// discovery's ServiceCache reports KindDiscovery. An empty kind is
+// withCacheKind sets the kind a TreeCache reports to the Session's
+// Observer (RecipeInfo.Kind), for a recipe built on a TreeCache:
+// GroupMember's view reports KindGroupMember, package discovery's
+// ServiceCache KindDiscovery (through internal/hooks). An empty kind is
 // refused (ErrInvalidArgument, from Start). Default: KindTreeCache.
-func WithCacheKind(kind string) TreeCacheOption {
-	return func(c *treeConfig) {
+func withCacheKind(kind string) TreeCacheOption {
+	return cacheOpt(func(c *treeConfig) {
 		if kind == "" && c.err == nil {
 			c.err = invalidArg("empty cache kind")
 		}
 		c.kind = kind
-	}
+	})
 }
 
 // len is the number of events not yet delivered.
@@ -34,7 +33,7 @@ func (c *TreeCache) noteBacklog() {
 
 // noteBacklog is TreeCache.noteBacklog for a NodeCache (c.mu held).
 func (c *NodeCache) noteBacklog() {
-	c.s.noteBacklog(&c.backlog, KindNodeCache, "", c.path, len(c.pend))
+	c.s.noteBacklog(&c.backlog, KindNodeCache, c.name, c.path, len(c.pend))
 }
 
 // cacheSyncs tells a NodeCache's read that follows a load or a resync
@@ -58,6 +57,6 @@ func (c *NodeCache) reportRead(cs *cacheSyncs, n nodeData) {
 	c.mu.Lock()
 	backlog := len(c.pend)
 	c.mu.Unlock()
-	c.s.reportCacheSync(KindNodeCache, "", c.path, !cs.synced, nodes, backlog)
+	c.s.reportCacheSync(KindNodeCache, c.name, c.path, !cs.synced, nodes, backlog)
 	cs.synced, cs.resync = true, false
 }

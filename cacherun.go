@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -106,6 +107,30 @@ func (r *cacheRun) stopped() error {
 
 // close stops the cache and waits for its goroutines. It is idempotent.
 func (r *cacheRun) close() {
+	r.stop()
+	<-r.done
+}
+
+// closeWithin stops the cache and waits for its goroutines (and so for the
+// removal of its watch) within ctx: ErrReleaseDeferred, wrapping ctx's
+// error and naming the cache's path, when ctx ends first; the goroutines then end on their own (the watch's
+// removal waits at most closeWatchWait). It is idempotent and safe to
+// call concurrently.
+func (r *cacheRun) closeWithin(ctx context.Context, path string) error {
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	r.stop()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: cache of %s: its goroutines and watch removal go on: %w", ErrReleaseDeferred, path, ctx.Err())
+	}
+}
+
+// stop stops the cache without waiting. It is idempotent.
+func (r *cacheRun) stop() {
 	r.mu.Lock()
 	if !r.started {
 		r.started, r.closed = true, true
@@ -120,5 +145,4 @@ func (r *cacheRun) close() {
 	if cancel != nil {
 		cancel()
 	}
-	<-r.done
 }

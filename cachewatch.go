@@ -85,7 +85,7 @@ func watchStarted(w *PersistentWatch, err error) (*PersistentWatch, error) {
 // closeWatchWait; what it could not remove is logged.
 func (s *Session) closeCacheWatch(w *PersistentWatch) {
 	closeW := func() {
-		if err := w.Close(); err != nil && !s.isClosed() {
+		if err := w.Close(context.Background()); err != nil && !s.isClosed() {
 			s.cfg.log.Warn("zkrecipes: a cache's persistent watch may stay on the server until its connection ends",
 				"path", w.Path(), "err", err)
 		}

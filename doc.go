@@ -12,7 +12,7 @@
 //   - Several locks, all or none: MultiLock.
 //   - One leader among replicas: Election. Run for a singleton worker that
 //     works while it leads; Campaign to hold the leadership yourself;
-//     Observe to follow who leads without standing; Proclaim to publish
+//     Subscribe to follow who leads without standing; Proclaim to publish
 //     the leader's data.
 //   - A write to ZooKeeper that must only land while a lock is held:
 //     Lease.Check in Session.Multi; a write elsewhere: pass Lease.Token to

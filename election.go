@@ -28,7 +28,7 @@ import (
 // (LoseOnLost), confirms it again after every RECONNECTED.
 //
 // An Election is one participant: Campaign calls on it are serialised, and
-// Campaign while it leads returns the current Lease. Observe, Leader and
+// Campaign while it leads returns the current Lease. Subscribe, Leader and
 // Participants may be called by any process, campaigning or not.
 //
 // NewElection does no I/O. An Election is safe for concurrent use.
@@ -74,47 +74,52 @@ func (l ElectionLayout) String() string {
 	return fmt.Sprintf("ElectionLayout(%d)", int(l))
 }
 
-// ElectionOption configures NewElection.
-type ElectionOption func(*electionConfig)
+// ElectionOption configures NewElection. WithName is one too.
+type ElectionOption interface{ applyElection(*electionConfig) }
+
+// electionOpt is an ElectionOption that only an Election takes.
+type electionOpt func(*electionConfig)
+
+func (o electionOpt) applyElection(c *electionConfig) { o(c) }
 
 type electionConfig struct {
 	id       string
 	layout   ElectionLayout
 	proclaim bool   // Proclaim allowed in LatchLayout
-	name     string // WithElectionName (observe.go)
+	name     string // WithName (observe.go)
 	err      error
 }
 
 // WithParticipantID sets the participant id stored in the participant's
-// node (as UTF-8), which Leader, Observe and Participants report and which
+// node (as UTF-8), which Leader, Subscribe and Participants report and which
 // Curator's getId/getLeader read. An id that makes the node's create
 // request larger than the Session's limit (WithMaxRequestSize: a little
 // under 1 MiB by default) makes every method of the Election fail with
 // ErrDataTooLarge. Default: "<hostname>-<pid>".
 func WithParticipantID(id string) ElectionOption {
-	return func(c *electionConfig) { c.id = id }
+	return electionOpt(func(c *electionConfig) { c.id = id })
 }
 
-// WithProclaim allows Election.Proclaim in LatchLayout, where it is off by
+// WithProclaim(true) allows Election.Proclaim in LatchLayout, where it is off by
 // default: by passing it the caller promises that no Curator LeaderLatch
 // campaigns on the path. A Curator LeaderLatch waiting directly behind a
 // leader that proclaims stops watching it (Curator 5.4 to 5.8 act on the
 // node's deletion only) and would not take over when the leader goes.
 // In SelectorLayout Proclaim needs no option.
-func WithProclaim() ElectionOption {
-	return func(c *electionConfig) { c.proclaim = true }
+func WithProclaim(on bool) ElectionOption {
+	return electionOpt(func(c *electionConfig) { c.proclaim = on })
 }
 
 // WithLayout sets the node layout: LatchLayout (the default) or
 // SelectorLayout.
 func WithLayout(l ElectionLayout) ElectionOption {
-	return func(c *electionConfig) {
+	return electionOpt(func(c *electionConfig) {
 		if l != LatchLayout && l != SelectorLayout {
 			c.err = invalidArg("unknown election layout %d", int(l))
 			return
 		}
 		c.layout = l
-	}
+	})
 }
 
 // Sort markers of a leader latch: Curator sorts its children by the text
@@ -133,7 +138,7 @@ func NewElection(s *Session, path string, opts ...ElectionOption) *Election {
 			e.err = invalidArg("nil ElectionOption")
 			return e
 		}
-		o(&e.cfg)
+		o.applyElection(&e.cfg)
 	}
 	if e.err = e.cfg.err; e.err == nil {
 		e.err = checkRecipe(s, path)
@@ -325,7 +330,7 @@ func declare(h *hold) error {
 // may have been deleted or the session replaced meanwhile. It returns a
 // function that stops it early.
 func (e *Election) guard(l *Lease) func() {
-	states, cancel := e.s.Subscribe()
+	states, cancel := e.s.subscribe()
 	stop := make(chan struct{})
 	var once sync.Once
 	e.s.opsMu.RLock()

@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// LeaderChange is one change of leadership seen by Election.Observe.
+// LeaderChange is one change of leadership seen by Election.Subscribe.
 type LeaderChange struct {
 	// Leader is the new leader (Holder set); the zero Participant when
 	// HasLeader is false.
@@ -29,20 +29,21 @@ const observePoll = time.Second
 // observeRetry is the pause before Observe retries after a lost connection.
 const observeRetry = 100 * time.Millisecond
 
-// Observe reports leadership changes on the election's path: first the
+// Subscribe reports leadership changes on the election's path: first the
 // current state, then one LeaderChange each time the first participant in
 // line changes (another node leads, or nobody campaigns any more) or the
 // leader's data changes (Proclaim). It watches the path's children and the
 // leader's node, one watch of each at a time, and reconnects through
 // connection losses, reporting the state it finds after each. A slow reader
 // is never sent a backlog: it receives the latest state when it reads
-// again. When the path does not exist, Observe creates it (and its
+// again. When the path does not exist, Subscribe creates it (and its
 // parents) as container nodes, as a campaign would, so that it has a node
 // to watch (and deletes it again on the way out if nobody ever campaigned
 // on it); where the ACL forbids that, it looks again every second. The
 // channel is closed when ctx ends or the Session is closed. It
-// fails at once, with no channel, on an invalid Election or a nil ctx.
-func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) {
+// fails at once, with no channel, on an invalid Election or a nil ctx, and
+// with ErrClosed after the Session's Close.
+func (e *Election) Subscribe(ctx context.Context) (<-chan LeaderChange, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
@@ -73,6 +74,12 @@ func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) {
 	}()
 	return out, nil
 }
+
+// Observe is Subscribe.
+//
+// Deprecated: use Subscribe, the name every recipe that many listen to
+// uses (Session.Subscribe).
+func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) { return e.Subscribe(ctx) }
 
 func (e *Election) observe(ctx context.Context, out chan<- LeaderChange) {
 	o := &observer{e: e, out: out}

@@ -8,7 +8,7 @@ import (
 )
 
 // Proclaim publishes data (nil: 0 bytes) as the leader's: it replaces the data of the
-// leader's node, which Leader, Participants and Observe report as the
+// leader's node, which Leader, Participants and Subscribe report as the
 // leader's Data and which a Curator LeaderLatch or LeaderSelector reports
 // as the leader's participant id (Participant.getId). lease must be the
 // Lease of this Election's current leadership, as Campaign or Run gave it.
@@ -45,7 +45,7 @@ func (e *Election) Proclaim(ctx context.Context, lease *Lease, data []byte) erro
 		return invalidArg("nil context or lease")
 	}
 	if e.cfg.layout == LatchLayout && !e.cfg.proclaim {
-		return invalidArg("%s: Proclaim in LatchLayout needs WithProclaim, the promise that no Curator LeaderLatch campaigns on the path (its waiter would stop watching the leader); or use SelectorLayout", e.path)
+		return invalidArg("%s: Proclaim in LatchLayout needs WithProclaim(true), the promise that no Curator LeaderLatch campaigns on the path (its waiter would stop watching the leader); or use SelectorLayout", e.path)
 	}
 	if err := e.s.checkNodeData(e.path, data, protectedNode(e.q.dir, e.q.name)); err != nil {
 		return err

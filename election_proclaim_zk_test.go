@@ -39,7 +39,7 @@ func TestZKElectionProclaimIsSeenByObserversAndTheNextLeaderStillTakesOver(t *te
 			_, s2 := zkSession(t, 30*time.Second)
 			_, s3 := zkSession(t, 30*time.Second)
 			path := "/zkt/proclaim-" + newUUID()
-			leader := NewElection(s1, path, WithLayout(layout), WithParticipantID("one"), WithProclaim())
+			leader := NewElection(s1, path, WithLayout(layout), WithParticipantID("one"), WithProclaim(true))
 			next := NewElection(s3, path, WithLayout(layout), WithParticipantID("three"))
 			watcher := NewElection(s2, path, WithLayout(layout))
 
@@ -47,7 +47,7 @@ func TestZKElectionProclaimIsSeenByObserversAndTheNextLeaderStillTakesOver(t *te
 			require.NoError(t, err)
 			octx, stop := context.WithCancel(ctx)
 			defer stop()
-			ch, err := watcher.Observe(octx)
+			ch, err := watcher.Subscribe(octx)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"one"}, nextLeaderData(t, ctx, ch, "one"))
 
@@ -110,7 +110,7 @@ func TestZKElectionProclaimAfterTheNodeWasDeletedFailsAndEndsTheLease(t *testing
 	ctx, s := zkSession(t, 30*time.Second)
 	raw := zkRaw(t)
 	path := "/zkt/proclaim-gone-" + newUUID()
-	e := NewElection(s, path, WithParticipantID("p"), WithProclaim())
+	e := NewElection(s, path, WithParticipantID("p"), WithProclaim(true))
 	lease, err := e.Campaign(ctx)
 	require.NoError(t, err)
 	node := s.abs(lease.Path())
@@ -129,7 +129,7 @@ func TestZKElectionProclaimAfterTheNodeWasDeletedFailsAndEndsTheLease(t *testing
 func TestZKElectionProclaimRejectsBadInputAndChangesNothing(t *testing.T) {
 	ctx, s := zkSession(t, 30*time.Second)
 	path := "/zkt/proclaim-bad-" + newUUID()
-	e := NewElection(s, path, WithParticipantID("p"), WithProclaim())
+	e := NewElection(s, path, WithParticipantID("p"), WithProclaim(true))
 	other := NewElection(s, path+"-other")
 	lease, err := e.Campaign(ctx)
 	require.NoError(t, err)

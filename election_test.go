@@ -33,7 +33,7 @@ func TestElectionBadInputFailsEveryMethodWithoutIO(t *testing.T) {
 		assert.ErrorIs(t, err, tc.want, name)
 		_, err = tc.e.Participants(ctx)
 		assert.ErrorIs(t, err, tc.want, name)
-		_, err = tc.e.Observe(ctx)
+		_, err = tc.e.Subscribe(ctx)
 		assert.ErrorIs(t, err, tc.want, name)
 		assert.ErrorIs(t, tc.e.Run(ctx, fn), tc.want, name)
 	}
@@ -44,7 +44,7 @@ func TestElectionNilArgumentsAreInvalid(t *testing.T) {
 	var nilCtx context.Context
 	_, err := e.Campaign(nilCtx)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
-	_, err = e.Observe(nilCtx)
+	_, err = e.Subscribe(nilCtx)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 	assert.ErrorIs(t, e.Run(context.Background(), nil), ErrInvalidArgument)
 	assert.ErrorIs(t, e.Run(context.Background(), func(context.Context, *Lease) error { return nil }, nil), ErrInvalidArgument)

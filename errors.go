@@ -58,7 +58,11 @@ var (
 	// PersistentNode's Close returns it too: there, a persistent node
 	// (ModePersistent, ModePersistentSequential, a discovery Static or
 	// Permanent registration) is deleted in the background only while the
-	// Session stays open, and stays if the Session is closed first.
+	// Session stays open, and stays if the Session is closed first. Every
+	// Close(ctx) of a recipe that runs in the background (the caches,
+	// PersistentWatch, GroupMember) returns it, wrapping ctx's error, when
+	// ctx ends before its clean-up is confirmed: the clean-up goes on in the
+	// background.
 	ErrReleaseDeferred = errors.New("zkrecipes: release not yet confirmed by zookeeper; deleting in the background")
 
 	// ErrLocked is returned by TryAcquire when another owner holds the lock.
@@ -308,7 +312,7 @@ var (
 // names the operation and the path, relative to the namespace.
 var (
 	// ErrNoNode means the node does not exist (for a Create: its parent
-	// does not; pass WithParents to create missing parents).
+	// does not; pass WithParents(true) to create missing parents).
 	ErrNoNode = errors.New("zkrecipes: node does not exist")
 
 	// ErrNodeExists is returned by a Create whose node exists already.
@@ -320,8 +324,8 @@ var (
 	ErrBadVersion = errors.New("zkrecipes: node version is not the one given; read the node again")
 
 	// ErrNotEmpty is returned by a Delete of a node that has children:
-	// delete them first, or pass WithDeleteChildren to Delete.
-	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithDeleteChildren to Delete")
+	// delete them first, or pass WithDeleteChildren(true) to Delete.
+	ErrNotEmpty = errors.New("zkrecipes: node has children; delete them first or pass WithDeleteChildren(true) to Delete")
 
 	// ErrNoChildrenForEphemerals is returned by a Create under an
 	// ephemeral node: an ephemeral node cannot have children.

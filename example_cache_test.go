@@ -43,7 +43,7 @@ func ExampleNodeCache() {
 	if err := cache.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	if n, ok := cache.Get(); ok {
 		log.Printf("loaded %s (czxid %d)", n.Data, n.Stat.Czxid)
 	}
@@ -74,7 +74,7 @@ func ExampleTreeCache() {
 	if err := cache.Start(ctx); err != nil { // the tree is loaded once Start returns
 		log.Fatal(err)
 	}
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	if n, ok := cache.Get("/config/db/url"); ok {
 		log.Printf("db url %s", n.Data)
 	}

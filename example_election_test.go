@@ -44,7 +44,7 @@ func ExampleElection_Run() {
 }
 
 // Who leads, as it changes, without standing for election.
-func ExampleElection_Observe() {
+func ExampleElection_Subscribe() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	session, err := zkrecipes.Connect(ctx, servers())
@@ -53,7 +53,7 @@ func ExampleElection_Observe() {
 	}
 	defer session.Close()
 
-	changes, err := zkrecipes.NewElection(session, "/services/billing/leader").Observe(ctx)
+	changes, err := zkrecipes.NewElection(session, "/services/billing/leader").Subscribe(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

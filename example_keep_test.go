@@ -18,13 +18,10 @@ func ExamplePersistentNode() {
 	defer session.Close()
 
 	node := zkrecipes.NewPersistentNode(session, "/workers/worker-1", []byte("10.0.0.7:9000"))
-	if err := node.Start(); err != nil {
+	if err := node.Start(ctx); err != nil { // returns once the node is in place
 		log.Fatal(err)
 	}
 	defer node.Close(context.Background()) // deletes the node
-	if err := node.WaitInPlace(ctx); err != nil {
-		log.Fatal(err)
-	}
 	for {
 		st, changed := node.Status()
 		log.Printf("in place: %v (%s)", st.InPlace, st.Path) // e.g. a readiness probe
@@ -47,8 +44,8 @@ func ExampleGroupMember() {
 	}
 	defer m.Close(context.Background())
 	for {
-		changed := m.Changed()
-		log.Printf("members: %d", len(m.Members()))
+		members, changed := m.Members()
+		log.Printf("members: %d", len(members))
 		<-changed
 	}
 }

@@ -21,7 +21,7 @@ func ExampleSession_Create() {
 	defer session.Close()
 
 	// /app/config/db, its missing parents made as containers.
-	_, err = session.Create(ctx, "/config/db", []byte("postgres://db:5432"), zkrecipes.WithParents())
+	_, err = session.Create(ctx, "/config/db", []byte("postgres://db:5432"), zkrecipes.WithParents(true))
 	if errors.Is(err, zkrecipes.ErrNodeExists) {
 		_, err = session.Set(ctx, "/config/db", []byte("postgres://db:5432"))
 	}
@@ -33,7 +33,7 @@ func ExampleSession_Create() {
 	// create whose reply is lost with the connection is found again
 	// rather than made twice.
 	me, err := session.Create(ctx, "/workers/w-", []byte("host-1"),
-		zkrecipes.WithMode(zkrecipes.ModeEphemeralSequential), zkrecipes.WithProtection(), zkrecipes.WithParents())
+		zkrecipes.WithMode(zkrecipes.ModeEphemeralSequential), zkrecipes.WithProtection(true), zkrecipes.WithParents(true))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func ExampleSession_Delete() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = session.Delete(ctx, "/jobs/2024-06-01", zkrecipes.WithGuaranteed(), zkrecipes.WithDeleteChildren())
+	err = session.Delete(ctx, "/jobs/2024-06-01", zkrecipes.WithGuaranteed(true), zkrecipes.WithDeleteChildren(true))
 	switch {
 	case errors.Is(err, zkrecipes.ErrDeleteDeferred):
 		log.Print("delete goes on in the background: ", err)

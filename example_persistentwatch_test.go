@@ -27,8 +27,8 @@ func ExamplePersistentWatch() {
 	} else if err != nil {
 		log.Fatal(err)
 	}
-	defer w.Close()              // removes the watch from the server
-	for ev := range w.Events() { // closed by Close
+	defer w.Close(context.Background()) // removes the watch from the server
+	for ev := range w.Events() {        // closed by Close
 		switch ev.Kind {
 		case zkrecipes.WatchReset:
 			log.Printf("watch set again (%v): read the tree again, changes may have been missed", ev.Reset)

@@ -46,7 +46,7 @@ func ExampleRevoke() {
 	}
 	defer session.Close()
 
-	mu := zkrecipes.NewMutex(session, "/locks/maintenance", zkrecipes.WithRevocable())
+	mu := zkrecipes.NewMutex(session, "/locks/maintenance", zkrecipes.WithRevocable(true))
 	lease, err := mu.Acquire(ctx)
 	if err != nil {
 		log.Fatal(err)

@@ -65,7 +65,9 @@ func ExampleWithSASL() {
 	}
 	defer session.Close()
 
-	changes, stop := session.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+
+	changes, _ := session.Subscribe(subCtx)
 	defer stop()
 	go func() {
 		for ch := range changes {

@@ -96,7 +96,8 @@ func ExampleSession_Subscribe() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	changes, cancel := session.Subscribe()
+	subCtx, cancel := context.WithCancel(context.Background())
+	changes, _ := session.Subscribe(subCtx)
 	defer cancel()
 	go func() {
 		for c := range changes {

@@ -43,7 +43,7 @@ func ExampleWithCompression() {
 	if err := cache.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	if n, ok := cache.Get(); ok {
 		fmt.Println(string(n.Data))
 	}
@@ -60,13 +60,11 @@ func ExamplePersistentTtlNode() {
 	defer session.Close()
 
 	node := zkrecipes.NewPersistentTtlNode(session, "/workers/w1", time.Minute, []byte("host-a:8080"))
-	if err := node.Start(); err != nil {
-		log.Fatal(err)
-	}
-	defer node.Close(context.Background())
-	if err := node.WaitInPlace(ctx); errors.Is(err, zkrecipes.ErrTTLUnsupported) {
+	err = node.Start(ctx) // returns once the node is in place
+	if errors.Is(err, zkrecipes.ErrTTLUnsupported) {
 		log.Fatal("run the servers with -Dzookeeper.extendedTypesEnabled=true")
 	} else if err != nil {
 		log.Fatal(err)
 	}
+	defer node.Close(context.Background())
 }

@@ -95,7 +95,6 @@ func (flapRecorder) LeaseEnd(context.Context, LeaseEndEvent)     {}
 func (flapRecorder) StateChanged(StateChange)                    {}
 func (flapRecorder) CacheSynced(CacheSyncEvent)                  {}
 func (flapRecorder) CacheBacklog(CacheBacklogEvent)              {}
-func (flapRecorder) InstancesSeen(InstancesEvent)                {}
 func (r flapRecorder) FlapDamped(ev FlapEvent)                   { *r.got = append(*r.got, ev) }
 
 func TestFlapDamping_AFlapDuringAWaitStartsAnother(t *testing.T) {

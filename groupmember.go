@@ -3,7 +3,7 @@ package zkrecipes
 import (
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"strings"
 	"sync"
 )
@@ -13,7 +13,7 @@ import (
 // PersistentNode: made again after a session expiry or a deletion), and
 // follows the group's members and their data.
 //
-// Members reads the local view; Changed tells when it changes. The view
+// Members reads the local view, with a channel closed when it changes. The view
 // may be stale while the connection is down and converges once it is
 // back. The view runs on a TreeCache of the group's node and its
 // children: no goroutine per member; on ZooKeeper 3.6 or later it costs
@@ -28,6 +28,7 @@ type GroupMember struct {
 	path string
 	id   string
 	node *PersistentNode
+	cfg  groupMemberConfig
 	err  error
 
 	mu      sync.Mutex
@@ -40,16 +41,33 @@ type GroupMember struct {
 	stopErr error
 }
 
+// GroupMemberOption configures NewGroupMember: WithName, the name the
+// Session's Observer reports for the member's view of the group.
+type GroupMemberOption interface{ applyGroupMember(*groupMemberConfig) }
+
+type groupMemberConfig struct {
+	name string // WithName (observe.go)
+}
+
 // NewGroupMember returns the member id of the group at path (relative to
-// the Session's namespace), holding data. With nil data the member holds
+// the Session's namespace), holding data. The group's path, the member's
+// id and its data are positional: every member has them (options are what
+// a recipe may go without). With nil data the member holds
 // this host's address as text, as a Curator GroupMember made without a
 // payload does (pass []byte{} for 0 bytes). Bad arguments, and data too
 // large for the Session's request size limit (ErrDataTooLarge), are
 // reported by Start.
-func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
+func NewGroupMember(s *Session, path, id string, data []byte, opts ...GroupMemberOption) *GroupMember {
 	g := &GroupMember{s: s, path: path, id: id, members: map[string][]byte{},
 		changed: make(chan struct{}), done: make(chan struct{})}
 	g.err = checkRecipe(s, path)
+	for _, o := range opts {
+		if o == nil {
+			g.err = firstErr(g.err, invalidArg("nil GroupMemberOption"))
+			continue
+		}
+		o.applyGroupMember(&g.cfg)
+	}
 	if g.err == nil && (id == "" || validatePath(path+"/"+id) != nil || baseName(path+"/"+id) != id) {
 		g.err = invalidArg("member id %q is not a node name", id)
 	}
@@ -63,19 +81,21 @@ func NewGroupMember(s *Session, path, id string, data []byte) *GroupMember {
 	return g
 }
 
-// Start joins the group (in the background: see WaitInPlace) and loads
-// its members. It returns once they are loaded and the first attempt to
-// make this member's node has ended, or fails with ctx's error,
-// ErrNodeStarted when called twice, ErrClosed (also matching
-// ErrNodeStarted) after or during Close, ErrClosed after the Session's
-// Close, ErrInvalidPath, ErrInvalidArgument, ErrNilSession or
-// ErrDataTooLarge; and with ErrNotAuthorized (also matching zk.ErrNoAuth)
-// or ErrInvalidACL when ZooKeeper refused that attempt for the Session's
-// credentials or ACL, which no retry can mend. A refusal after Start (the
-// group's ACL changed) is reported by Status, as PersistentNode's. It returns when ctx ends, even while cut off from the
-// server. After a failure the member leaves: its node, if made, is
-// deleted in the background (as by Close; a Close meanwhile waits for
-// that delete, within its own ctx).
+// Start joins the group and loads its members, and waits within ctx
+// until both are done: this member's node is first in place and the
+// members are loaded. ctx bounds only that wait, never the member's life,
+// which lasts until Close or the Session's Close. It fails with ctx's
+// error (even while cut off from the server), ErrNodeStarted when called
+// twice, ErrClosed (also matching ErrNodeStarted) after or during Close,
+// ErrClosed after the Session's Close, ErrInvalidPath,
+// ErrInvalidArgument, ErrNilSession or ErrDataTooLarge; and with
+// ErrNotAuthorized (also matching zk.ErrNoAuth) or ErrInvalidACL when
+// ZooKeeper refused the node for the Session's credentials or ACL, which
+// no retry can mend. A refusal after Start (the group's ACL changed) is
+// reported by Status, as PersistentNode's. A Start that fails has stopped
+// what it began: the member leaves, its node, if made, is deleted in the
+// background (a Close meanwhile waits for that delete within its own ctx,
+// and returns nil).
 func (g *GroupMember) Start(ctx context.Context) error {
 	if g.err != nil {
 		return g.err
@@ -93,10 +113,10 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		return ErrNodeStarted
 	}
 	g.started = true
-	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), WithCacheKind(KindGroupMember), WithCacheCompression(false))
+	view := NewTreeCache(g.s, g.path, WithMaxDepth(1), withCacheKind(KindGroupMember), WithCacheCompression(false), WithName(g.cfg.name))
 	g.view = view
 	g.mu.Unlock()
-	err := g.node.Start()
+	err := g.node.launch()
 	if err == nil {
 		err = view.Start(ctx)
 	}
@@ -104,14 +124,14 @@ func (g *GroupMember) Start(ctx context.Context) error {
 		err = g.load(ctx, view)
 	}
 	if err == nil {
-		err = g.joined(ctx)
+		err = g.node.WaitInPlace(ctx)
 	}
 	if err == nil && !g.s.spawn(func() { g.follow(view) }) {
 		err = ErrClosed
 	}
 	if err != nil {
 		g.mu.Lock()
-		if g.closed && !errors.Is(err, ErrClosed) { // Close came during Start
+		if g.closed && !g.s.isClosed() { // Close came during Start
 			err = &startAfterClose{once: ErrNodeStarted}
 		}
 		g.closed = true
@@ -122,30 +142,16 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	return nil
 }
 
-// joined waits for the first attempt to make the member's node, and
-// returns its error if ZooKeeper refused it.
-func (g *GroupMember) joined(ctx context.Context) error {
-	select {
-	case <-g.node.tried:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if st, _ := g.node.Status(); refused(st.Err) {
-		return st.Err
-	}
-	return nil
-}
-
 // leave undoes a Start that failed. Its requests may wait for as long as
 // the connection is cut off (go-zookeeper cannot cancel one): it runs in
 // the background, on a goroutine the Session's Close waits for, with a
 // context that ends with the Session, so that Start returns as soon as
 // ctx ends. A Close meanwhile waits for it (PersistentNode.Close does).
 func (g *GroupMember) leave(view *TreeCache) {
+	g.node.abandon()
 	cleanup := func(ctx context.Context) {
-		_ = view.Close()
+		_ = view.Close(ctx)
 		close(g.done)
-		_ = g.node.Close(ctx)
 	}
 	if !g.s.goBackground(0, cleanup) {
 		cleanup(context.Background()) // the Session is closed: nothing waits on the server
@@ -180,20 +186,24 @@ func (g *GroupMember) SetData(ctx context.Context, data []byte) error {
 }
 
 // Members returns the group's members as last read, by id, with their
-// data (this member's own included once its node is read back). The
-// data is shared: do not modify it.
-func (g *GroupMember) Members() map[string][]byte {
+// data (this member's own included once its node is read back), and a
+// channel that is closed at their next change: read Members again then.
+// The map is the caller's; the data is shared: do not modify it.
+func (g *GroupMember) Members() (map[string][]byte, <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make(map[string][]byte, len(g.members))
 	for id, data := range g.members {
 		out[id] = data
 	}
-	return out
+	return out, g.changed
 }
 
 // Changed returns a channel that is closed at the next change of
 // Members.
+//
+// Deprecated: use Members, which returns the members and that channel
+// together (one read, no change missed between the two).
 func (g *GroupMember) Changed() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -210,22 +220,37 @@ func (g *GroupMember) Err() error {
 }
 
 // Close leaves the group: it stops the view (removing its watch from the
-// server as TreeCache's Close does), waits for its goroutines, and
-// deletes this member's node (see PersistentNode.Close for what it
-// returns). Members keeps returning the last view. Close is idempotent.
+// server as TreeCache's Close does), waits within ctx for its goroutines,
+// and deletes this member's node (see PersistentNode.Close for what it
+// returns; ErrReleaseDeferred when ctx ends before the view has stopped).
+// Members keeps returning the last view. Close is idempotent and safe to
+// call concurrently; after a Start that failed, it waits for that Start's
+// clean-up and returns nil.
 func (g *GroupMember) Close(ctx context.Context) error {
 	if g.err != nil {
 		return nil
+	}
+	if ctx == nil {
+		return invalidArg("nil context")
 	}
 	g.mu.Lock()
 	g.closed = true
 	started, view := g.started, g.view
 	g.mu.Unlock()
+	viewStopped := true
 	if started {
-		_ = view.Close()
-		<-g.done
+		_ = view.Close(ctx)
+		select {
+		case <-g.done:
+		case <-ctx.Done(): // the view stops on its own; the node must still go
+			viewStopped = false
+		}
 	}
-	return g.node.Close(ctx)
+	err := g.node.Close(ctx)
+	if err == nil && !viewStopped {
+		err = fmt.Errorf("%w: %s: the view of the group stops in the background: %w", ErrReleaseDeferred, joinPath(g.path, g.id), ctx.Err())
+	}
+	return err
 }
 
 // load takes the view's events of the initial load, up to

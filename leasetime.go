@@ -17,13 +17,13 @@ import "time"
 // negative makes every method of the recipe fail with ErrInvalidArgument.
 // Default: no lease time; a lease lasts until it is released or lost.
 func WithLeaseTime(d time.Duration) LockOption {
-	return func(c *lockConfig) {
+	return lockOpt(func(c *lockConfig) {
 		if d <= 0 {
 			c.err = invalidArg("lease time %v: must be positive", d)
 			return
 		}
 		c.leaseTime = d
-	}
+	})
 }
 
 // start arms what the options ask of a freshly granted hold: its lease

@@ -12,10 +12,10 @@ import (
 func TestLeaseTimeAndRevocationRejectBadInputWithATypedError(t *testing.T) {
 	unused := &Session{} // never reached: validation comes first
 	var rows []badCall
-	revokeData := func(c *lockConfig) { // a revocable node whose data reads as a request
-		WithRevocable()(c)
-		WithNodeData(revokeMessage)(c)
-	}
+	revokeData := lockOpt(func(c *lockConfig) { // a revocable node whose data reads as a request
+		WithRevocable(true).applyLock(c)
+		WithNodeData(revokeMessage).applyLock(c)
+	})
 	for tag, opt := range map[string]LockOption{
 		"lease time 0":              WithLeaseTime(0),
 		"lease time -1s":            WithLeaseTime(-time.Second),
@@ -67,10 +67,10 @@ func TestLeaseExpiredMatchesLockLost(t *testing.T) {
 }
 
 func TestRevocableNodeHoldsNoDataUnlessSet(t *testing.T) {
-	c, err := buildLockConfig([]LockOption{WithRevocable()})
+	c, err := buildLockConfig([]LockOption{WithRevocable(true)})
 	assert.NoError(t, err)
 	assert.Equal(t, []byte{}, c.data(), "as Curator's revocable locks")
-	c, err = buildLockConfig([]LockOption{WithRevocable(), WithNodeData([]byte("me"))})
+	c, err = buildLockConfig([]LockOption{WithRevocable(true), WithNodeData([]byte("me"))})
 	assert.NoError(t, err)
 	assert.Equal(t, []byte("me"), c.data())
 }

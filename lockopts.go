@@ -6,9 +6,20 @@ import (
 	"time"
 )
 
-// LockOption configures a lock recipe (Mutex, and the locks built on the
-// same queue).
-type LockOption func(*lockConfig)
+// LockOption configures a lock recipe (Mutex, RWMutex, SemaphoreMutex,
+// and Semaphore, which takes every LockOption). WithName is one too.
+type LockOption interface {
+	SemaphoreOption
+	applyLock(*lockConfig)
+}
+
+// lockOpt is a LockOption that only the locks take.
+type lockOpt func(*lockConfig)
+
+func (o lockOpt) applyLock(c *lockConfig) { o(c) }
+
+// applySemaphore applies a lock option to the semaphore's nodes and mutex.
+func (o lockOpt) applySemaphore(c *semConfig) { o(&c.lock) }
 
 type lockConfig struct {
 	nodeData []byte
@@ -18,7 +29,7 @@ type lockConfig struct {
 
 	leaseTime time.Duration // WithLeaseTime (leasetime.go); 0: none
 	revocable bool          // WithRevocable (revoke.go)
-	name      string        // WithLockName (observe.go)
+	name      string        // WithName (observe.go)
 }
 
 func buildLockConfig(opts []LockOption) (lockConfig, error) {
@@ -27,7 +38,7 @@ func buildLockConfig(opts []LockOption) (lockConfig, error) {
 		if o == nil {
 			return c, invalidArg("nil LockOption")
 		}
-		o(&c)
+		o.applyLock(&c)
 	}
 	if c.err == nil {
 		c.err = c.checkRevocable()
@@ -53,10 +64,10 @@ func (c lockConfig) data() []byte {
 // ErrDataTooLarge. Nil or empty data is stored as 0 bytes. Default: this
 // host's address as text, as Curator writes.
 func WithNodeData(data []byte) LockOption {
-	return func(c *lockConfig) {
+	return lockOpt(func(c *lockConfig) {
 		c.nodeData = append([]byte(nil), data...)
 		c.custom = true
-	}
+	})
 }
 
 // WithFastHandoff sets whether a waiter may take the lock as soon as the
@@ -71,7 +82,7 @@ func WithNodeData(data []byte) LockOption {
 // first listing, which then falls back to listing every time). Default
 // true.
 func WithFastHandoff(enabled bool) LockOption {
-	return func(c *lockConfig) { c.fast = enabled }
+	return lockOpt(func(c *lockConfig) { c.fast = enabled })
 }
 
 var (

@@ -102,7 +102,7 @@ func TestNodeOperationsRejectBadInputBeforeAnyRequest(t *testing.T) {
 			return err
 		}, ErrDataTooLarge},
 		{"SetACL empty", func(s *Session, ctx context.Context) error { _, err := s.SetACL(ctx, "/a", nil); return err }, ErrInvalidArgument},
-		{"Delete WithParents", func(s *Session, ctx context.Context) error { return s.Delete(ctx, "/a", WithParents()) }, ErrInvalidArgument},
+		{"Delete WithParents", func(s *Session, ctx context.Context) error { return s.Delete(ctx, "/a", WithParents(true)) }, ErrInvalidArgument},
 		{"Delete the root", func(s *Session, ctx context.Context) error { return s.Delete(ctx, "/") }, ErrInvalidPath},
 		{"Get relative", func(s *Session, ctx context.Context) error { _, _, err := s.Get(ctx, "a"); return err }, ErrInvalidPath},
 		{"Ephemerals relative prefix", func(s *Session, ctx context.Context) error { _, err := s.Ephemerals(ctx, "a"); return err }, ErrInvalidPath},
@@ -114,7 +114,7 @@ func TestNodeOperationsRejectBadInputBeforeAnyRequest(t *testing.T) {
 			return err
 		}, ErrInvalidArgument},
 		{"Multi with WithParents", func(s *Session, ctx context.Context) error {
-			_, err := s.Multi(ctx, CreateOp("/a", nil, WithParents()))
+			_, err := s.Multi(ctx, CreateOp("/a", nil, WithParents(true)))
 			return err
 		}, ErrInvalidArgument},
 		{"Multi of 2 MB", func(s *Session, ctx context.Context) error {

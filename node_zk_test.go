@@ -53,7 +53,7 @@ func TestZKNodeOperationsWorkUnderTheNamespaceAndAreTraced(t *testing.T) {
 	ctx, s, ns, traces := nsSession(t)
 	raw := zkRaw(t)
 
-	p, err := s.Create(ctx, "/cfg/a", []byte("v0"), WithParents())
+	p, err := s.Create(ctx, "/cfg/a", []byte("v0"), WithParents(true))
 	require.NoError(t, err)
 	assert.Equal(t, "/cfg/a", p, "the path comes back relative to the namespace")
 	data, _, err := raw.Get(ns + "/cfg/a")
@@ -133,7 +133,7 @@ func TestZKNodeOperationsWorkUnderTheNamespaceAndAreTraced(t *testing.T) {
 func TestZKCreateModes(t *testing.T) {
 	ctx, s, ns, _ := nsSession(t)
 	raw := zkRaw(t)
-	_, err := s.Create(ctx, "/m", nil, WithParents())
+	_, err := s.Create(ctx, "/m", nil, WithParents(true))
 	require.NoError(t, err)
 
 	p, err := s.Create(ctx, "/m/eph", []byte("e"), WithMode(ModeEphemeral))
@@ -157,10 +157,10 @@ func TestZKCreateModes(t *testing.T) {
 	_, err = s.Create(ctx, "/m/box/x", nil)
 	require.NoError(t, err)
 
-	pp, err := s.Create(ctx, "/m/p/lock-", []byte("d"), WithMode(ModeEphemeralSequential), WithProtection(), WithParents())
+	pp, err := s.Create(ctx, "/m/p/lock-", []byte("d"), WithMode(ModeEphemeralSequential), WithProtection(true), WithParents(true))
 	require.NoError(t, err)
 	assert.Regexp(t, `^/m/p/_c_[0-9a-f-]{36}-lock-\d{10}$`, pp, "Curator's protected name")
-	pn, err := s.Create(ctx, "/m/p/cfg", []byte("d"), WithProtection())
+	pn, err := s.Create(ctx, "/m/p/cfg", []byte("d"), WithProtection(true))
 	require.NoError(t, err)
 	assert.Regexp(t, `^/m/p/_c_[0-9a-f-]{36}-cfg$`, pn)
 	_, st, err = raw.Get(ns + pn)
@@ -174,7 +174,7 @@ func TestZKCreateModes(t *testing.T) {
 		assert.ErrorIs(t, err, ErrTTLUnsupported, "a TTL create is sent, and a server without TTL nodes refuses it so")
 	}
 
-	require.NoError(t, s.Delete(ctx, "/m", WithDeleteChildren()))
+	require.NoError(t, s.Delete(ctx, "/m", WithDeleteChildren(true)))
 	ok, _, err := raw.Exists(ns + "/m")
 	require.NoError(t, err)
 	assert.False(t, ok, "deleted with every descendant")
@@ -193,7 +193,7 @@ func TestZKTheNewerReads(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, p := range []string{"/a/e1", "/a/b/e2", "/ab"} {
-		_, err := s.Create(ctx, p, nil, WithMode(ModeEphemeral), WithParents())
+		_, err := s.Create(ctx, p, nil, WithMode(ModeEphemeral), WithParents(true))
 		require.NoError(t, err)
 	}
 	_, err = s.Create(ctx, "/a/p", nil)
@@ -244,7 +244,7 @@ func TestZKTheNewerReads(t *testing.T) {
 func TestZKFencedWriteUnderANamespace(t *testing.T) {
 	ctx, s, ns, _ := nsSession(t)
 	raw := zkRaw(t)
-	_, err := s.Create(ctx, "/data", []byte("v0"), WithParents())
+	_, err := s.Create(ctx, "/data", []byte("v0"), WithParents(true))
 	require.NoError(t, err)
 
 	lease, err := NewMutex(s, "/locks/data").Acquire(ctx)
@@ -339,7 +339,7 @@ func TestZKNodeOperationsAreObservedUnderTheCallersCtx(t *testing.T) {
 	rec := &opRecorder{}
 	ctx, s, _, _ := nsSession(t, WithObserver(rec))
 	ctx = context.WithValue(ctx, ctxKey{}, "caller")
-	_, err := s.Create(ctx, "/o", []byte("x"), WithParents())
+	_, err := s.Create(ctx, "/o", []byte("x"), WithParents(true))
 	require.NoError(t, err)
 	_, err = s.Set(ctx, "/o", []byte("y"))
 	require.NoError(t, err)

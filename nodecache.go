@@ -62,6 +62,7 @@ type NodeCache struct {
 	pend     []cacheItem
 	backlog  backlogMark // the backlog last reported (observe.go)
 	compress bool        // WithCacheCompression, else the Session's WithCompression
+	name     string      // WithName: what it reports to the Session's Observer
 }
 
 // CachedNode is a node as a cache holds it. Data is shared with the
@@ -131,14 +132,14 @@ type cacheItem struct {
 }
 
 // NewNodeCache returns a cache of the node at path (relative to the
-// Session's namespace), which need not exist. It takes one of the cache
-// options, WithCacheCompression; the others (WithMaxDepth...) are
-// refused. It does no I/O; an invalid path or option, or a nil session
+// Session's namespace), which need not exist. It takes two of the cache
+// options, WithCacheCompression and WithName; the others (WithMaxDepth...)
+// are refused. It does no I/O; an invalid path or option, or a nil session
 // is reported by Start.
 func NewNodeCache(s *Session, path string, opts ...TreeCacheOption) *NodeCache {
 	c := &NodeCache{s: s, path: path, err: checkWatched(s, path),
 		cacheRun: newCacheRun(), wake: make(chan struct{}, 1)}
-	c.compress, c.err = nodeCacheOptions(s, c.err, opts)
+	c.compress, c.name, c.err = nodeCacheOptions(s, c.err, opts)
 	if c.err == nil {
 		c.abs = s.abs(path)
 	}
@@ -173,7 +174,7 @@ func (c *NodeCache) Start(ctx context.Context) error {
 // good: on one persistent watch where the Session and the server can set
 // one (nodecache_persistent.go), else on one-shot watches.
 func (c *NodeCache) run(ctx context.Context) {
-	states, unsub := c.s.Subscribe()
+	states, unsub := c.s.subscribe()
 	w, err := openCacheWatch(ctx, c.s, c.path, false)
 	if err == nil {
 		err = c.followPersistent(ctx, w, states)
@@ -217,18 +218,20 @@ func (c *NodeCache) Events() <-chan CacheEvent { return c.events }
 // the read's error (such as one matching zk.ErrNoAuth).
 func (c *NodeCache) Err() error { return c.stopped() }
 
-// Close stops the cache and waits for its goroutines; the Events channel
-// is closed. Get keeps returning the last copy. Close is idempotent. On a
-// persistent watch it removes the watch from the server as TreeCache's
-// Close does (waiting at most half a second; a removal not confirmed then
-// goes on in the Session's background). On one-shot watches it does no
+// Close stops the cache and waits within ctx for its goroutines (and the
+// removal of its watch); the Events channel is closed. It returns nil once
+// they have ended, or ErrReleaseDeferred (wrapping ctx's error, naming
+// the path) when ctx ends first: they then end on their own. Get keeps returning the last copy. Close
+// is idempotent and safe to call concurrently. On a persistent watch it
+// removes the watch from the server as TreeCache's Close does (waiting at
+// most half a second; a removal not confirmed then goes on in the
+// Session's background). On one-shot watches it does no
 // I/O, and the cache's last watch stays on the server until the node
 // changes (or, for a node that does not exist, is created) or the
 // ZooKeeper session ends: go-zookeeper cannot remove it; its notification
 // is then dropped by the client.
-func (c *NodeCache) Close() error {
-	c.close()
-	return nil
+func (c *NodeCache) Close(ctx context.Context) error {
+	return c.closeWithin(ctx, c.path)
 }
 
 // onNode takes a read newer than the last: it becomes the copy, and an

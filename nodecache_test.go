@@ -17,8 +17,8 @@ func TestNodeCacheRejectsBadInputOnStart(t *testing.T) {
 
 func TestNodeCacheClosedBeforeStartClosesEventsAndCannotStart(t *testing.T) {
 	c := NewNodeCache(&Session{}, "/a")
-	assert.NoError(t, c.Close())
-	assert.NoError(t, c.Close(), "Close is idempotent")
+	assert.NoError(t, c.Close(context.Background()))
+	assert.NoError(t, c.Close(context.Background()), "Close is idempotent")
 	_, open := <-c.Events()
 	assert.False(t, open)
 	assert.ErrorIs(t, c.Start(context.Background()), ErrCacheStarted)

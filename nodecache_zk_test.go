@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"context"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,7 @@ func TestZKNodeCacheReportsCreationChangeAndDeletionAfterTheInitialState(t *test
 	raw := zkRaw(t)
 	path := "/zkt/nodecache-" + newUUID()
 	c := NewNodeCache(s, path)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	_, ok := c.Get()
 	assert.False(t, ok, "the node does not exist yet")
@@ -65,7 +66,7 @@ func TestZKNodeCacheReportsCreationChangeAndDeletionAfterTheInitialState(t *test
 	_, ok = c.Get()
 	assert.False(t, ok)
 
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(ctx))
 	for range c.Events() { // closed by Close
 	}
 	assert.NoError(t, c.Err())
@@ -82,7 +83,7 @@ func TestZKNodeCacheSlowReaderSeesCoalescedChangesEndingInTheLastValue(t *testin
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = raw.Delete(path, -1) })
 	c := NewNodeCache(s, path)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 
 	var st *zk.Stat
@@ -116,7 +117,7 @@ func TestZKNodeCacheStopsWithErrClosedWhenTheSessionCloses(t *testing.T) {
 	for range c.Events() { // closed when the cache stops
 	}
 	assert.ErrorIs(t, c.Err(), ErrClosed)
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(ctx))
 	assert.ErrorIs(t, NewNodeCache(s, "/x").Start(ctx), ErrClosed)
 }
 
@@ -139,7 +140,7 @@ func TestZKNodeCacheOnAPersistentWatchReadsOncePerChangeAndSetsNoWatch(t *testin
 	log := &treeOps{}
 	ctx, s := zkSession(t, 30*time.Second, WithTracer(log), WithDialer(dial))
 	c := NewNodeCache(s, path)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	require.Equal(t, CacheInitialized, nextEvent(t, c).Kind)
 	assert.Equal(t, []string{"addWatch " + path, "getData " + path}, log.take(), "the watch, then the load")

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"math/bits"
 	"time"
+
+	seam "github.com/zkrecipes/zkrecipes/internal/hooks"
 )
 
 // Observer sees what a Session's recipes do: every ZooKeeper request, every
 // acquisition (lock, read-write lock, semaphore, election) from start to
 // grant or failure, the end of every lease granted and why it ended, the
-// Session's state changes, the loads and resyncs of caches, and the
-// instances service discovery sees. It is the hook a metrics or tracing
+// Session's state changes, and the loads and resyncs of caches (package
+// discovery also tells an Observer that implements its
+// discovery.InstancesObserver of the instances it sees). It is the hook a metrics or tracing
 // adapter plugs into (the OpenTelemetry one is the module
 // github.com/zkrecipes/zkrecipes/otelzk); set it with WithObserver.
 //
@@ -34,7 +37,7 @@ import (
 // Observer later keep it compiling.
 type Observer interface {
 	// OpDone is called after each ZooKeeper request a recipe issues, with
-	// its reply or failure (the same requests a Tracer sees).
+	// its reply or failure.
 	OpDone(ctx context.Context, ev OpEvent)
 	// AcquireStart is called when an acquisition starts. The ctx it
 	// returns (ctx, or one derived from it: a span's, say) is the one the
@@ -62,9 +65,6 @@ type Observer interface {
 	// cross a power of two from 32 up, either way, and with 0 once they
 	// are all delivered after such a report.
 	CacheBacklog(ev CacheBacklogEvent)
-	// InstancesSeen is called when a service discovery cache's view of a
-	// service's instances changes.
-	InstancesSeen(ev InstancesEvent)
 	// FlapDamped is called for each connection flap that flap damping
 	// absorbed (WithFlapDamping), right after the StateChanged call of its
 	// suspension, with the same guarantees and limits as StateChanged.
@@ -95,9 +95,6 @@ func (BaseObserver) StateChanged(StateChange) {}
 // CacheSynced does nothing.
 func (BaseObserver) CacheSynced(CacheSyncEvent) {}
 
-// InstancesSeen does nothing.
-func (BaseObserver) InstancesSeen(InstancesEvent) {}
-
 // CacheBacklog does nothing.
 func (BaseObserver) CacheBacklog(CacheBacklogEvent) {}
 
@@ -125,7 +122,7 @@ const (
 type RecipeInfo struct {
 	Kind string // one of the Kind constants
 	// Name is the recipe's low-cardinality name for metrics: the one given
-	// with WithLockName or WithElectionName, else what the Session's
+	// with WithName, else what the Session's
 	// WithPathNames function returns for Path, else "".
 	Name string
 	// Path is the recipe's path, relative to the Session's namespace. It
@@ -144,6 +141,8 @@ type OpEvent struct {
 	Latency   time.Duration // from send to reply
 	Err       error         // nil on success
 	SessionID int64         // the ZooKeeper session it was sent on
+
+	abs string // the absolute path, for a Tracer (trace.go)
 }
 
 // AcquireStartEvent starts an acquisition.
@@ -225,13 +224,6 @@ type CacheBacklogEvent struct {
 	Backlog int // events queued and not yet delivered to the reader
 }
 
-// InstancesEvent reports the instances a discovery cache sees.
-type InstancesEvent struct {
-	Recipe    RecipeInfo
-	Service   string
-	Instances int
-}
-
 // WithObserver sets the Observer that sees the Session's recipes at work.
 // A Session without one reports nothing and pays one nil check per hook.
 // Default: none.
@@ -251,7 +243,7 @@ func WithObserver(o Observer) SessionOption {
 // to a few names ("/locks/order-1234" to "order-lock", say). It runs once
 // per acquisition, cache sync or request while an Observer is set, must
 // be safe for concurrent use and must not block. A recipe's own name
-// (WithLockName, WithElectionName) takes precedence. Default: none (Name
+// (WithName) takes precedence. Default: none (Name
 // is "").
 func WithPathNames(f func(path string) string) SessionOption {
 	return func(c *sessionConfig) {
@@ -263,38 +255,69 @@ func WithPathNames(f func(path string) string) SessionOption {
 	}
 }
 
-// WithLockName sets the name an Observer reports for this lock or
-// semaphore (RecipeInfo.Name), instead of the one the Session's
-// WithPathNames function gives. Keep it low-cardinality. Default: none.
-func WithLockName(name string) LockOption {
-	return func(c *lockConfig) { c.name = name }
+// Option is an option that every named recipe takes: a LockOption (Mutex,
+// RWMutex, SemaphoreMutex, Semaphore), an ElectionOption, a
+// TreeCacheOption (TreeCache, NodeCache) and a GroupMemberOption. WithName
+// is the one. Recipe options are interfaces, as franz-go's kgo.Opt is, so
+// that one option value serves every recipe it applies to.
+type Option interface {
+	LockOption
+	ElectionOption
+	TreeCacheOption
+	GroupMemberOption
 }
 
-// WithElectionName sets the name an Observer reports for this election
-// (RecipeInfo.Name), instead of the one the Session's WithPathNames
-// function gives. Keep it low-cardinality. Default: none.
-func WithElectionName(name string) ElectionOption {
-	return func(c *electionConfig) { c.name = name }
-}
+// WithName sets the name the Session's Observer reports for this recipe
+// (RecipeInfo.Name: in its acquisitions, leases, cache syncs and
+// backlogs), instead of the one the Session's WithPathNames function
+// gives. It applies to every recipe an Observer sees by name: the locks
+// and semaphores, elections, TreeCache, NodeCache and GroupMember (its
+// view of the group). Keep it low-cardinality: it is meant for metric
+// attributes. Default: none.
+func WithName(name string) Option { return nameOpt(name) }
 
-// Observer returns the Session's Observer, nil without one (or for a nil
-// Session): recipes built on the Session's public API (package discovery)
-// report through it.
-func (s *Session) Observer() Observer {
-	if s == nil {
-		return nil
-	}
-	return s.cfg.obs
-}
+type nameOpt string
 
-// RecipeInfo returns the RecipeInfo of a recipe of the given kind on path
+func (n nameOpt) applyLock(c *lockConfig)               { c.name = string(n) }
+func (n nameOpt) applySemaphore(c *semConfig)           { c.lock.name = string(n) }
+func (n nameOpt) applyElection(c *electionConfig)       { c.name = string(n) }
+func (n nameOpt) applyCache(c *treeConfig)              { c.name = string(n) }
+func (n nameOpt) applyGroupMember(c *groupMemberConfig) { c.name = string(n) }
+
+// WithLockName is WithName for a lock or semaphore.
+//
+// Deprecated: use WithName, which every named recipe takes.
+func WithLockName(name string) LockOption { return WithName(name) }
+
+// WithElectionName is WithName for an election.
+//
+// Deprecated: use WithName, which every named recipe takes.
+func WithElectionName(name string) ElectionOption { return WithName(name) }
+
+// recipeInfo returns the RecipeInfo of a recipe of the given kind on path
 // (relative to the namespace), named name or else by the Session's
-// WithPathNames function, for recipes built on the Session's public API.
-func (s *Session) RecipeInfo(kind, name, path string) RecipeInfo {
+// WithPathNames function.
+func (s *Session) recipeInfo(kind, name, path string) RecipeInfo {
 	if name == "" && s.cfg.names != nil {
 		name = s.cfg.names(path)
 	}
 	return RecipeInfo{Kind: kind, Name: name, Path: path}
+}
+
+// The seam package discovery reports through (internal/hooks): the
+// Observer the user gave, the RecipeInfo of one of its recipes, and the
+// cache kind its TreeCache reports.
+func init() {
+	seam.Observer = func(s any) any {
+		if ss, _ := s.(*Session); ss != nil && ss.cfg.userObs != nil {
+			return ss.cfg.userObs
+		}
+		return nil
+	}
+	seam.RecipeInfo = func(s any, kind, name, path string) any {
+		return s.(*Session).recipeInfo(kind, name, path)
+	}
+	seam.CacheKind = func(kind string) any { return withCacheKind(kind) }
 }
 
 // observed is what a queue reports itself as; kind "" reports nothing (a
@@ -348,7 +371,7 @@ func (q *queue) acquireObserved(ctx context.Context, data []byte, try bool, onEn
 		}))
 	}
 	o, start := q.s.cfg.obs, time.Now()
-	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
+	info := q.s.recipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
 	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1}); octx != nil {
 		ctx = octx
 	}
@@ -378,7 +401,7 @@ func (q *queue) reportReentry(ctx context.Context, try bool, l *Lease) {
 		return
 	}
 	start := time.Now()
-	info := q.s.RecipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
+	info := q.s.recipeInfo(q.obs.kind, q.obs.name, q.s.rel(q.dir))
 	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1, Reentrant: true}); octx != nil {
 		ctx = octx
 	}
@@ -392,7 +415,7 @@ func (q *queue) reportReentry(ctx context.Context, try bool, l *Lease) {
 func (rw *RWMutex) downgradeObserved(ctx context.Context, held *hold, try bool, onEnd func()) (*hold, error) {
 	q := &rw.rq
 	o, start := rw.s.cfg.obs, time.Now()
-	info := rw.s.RecipeInfo(q.obs.kind, q.obs.name, rw.s.rel(q.dir))
+	info := rw.s.recipeInfo(q.obs.kind, q.obs.name, rw.s.rel(q.dir))
 	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: 1, Downgrade: true}); octx != nil {
 		ctx = octx
 	}
@@ -413,7 +436,7 @@ func (rw *RWMutex) downgradeObserved(ctx context.Context, held *hold, try bool, 
 // observeAcquire is Semaphore.acquire reported to the Session's Observer.
 func (sem *Semaphore) observeAcquire(ctx context.Context, n int, try bool, acquire func(context.Context) ([]*Lease, error)) ([]*Lease, error) {
 	o, start := sem.s.cfg.obs, time.Now()
-	info := sem.s.RecipeInfo(KindSemaphore, sem.cfg.lock.name, sem.path)
+	info := sem.s.recipeInfo(KindSemaphore, sem.cfg.lock.name, sem.path)
 	if octx := o.AcquireStart(ctx, AcquireStartEvent{Recipe: info, Try: try, N: n}); octx != nil {
 		ctx = octx
 	}
@@ -479,14 +502,12 @@ func endCause(err error) EndCause {
 	return EndOther
 }
 
-// reportOp reports one request to the Tracer and the Observer.
+// reportOp reports one request to the Observer (a Tracer's adapter among
+// them, trace.go).
 func (s *Session) reportOp(ctx context.Context, op, path string, start time.Time, err error) {
-	lat := time.Since(start)
-	sid := s.conn.SessionID()
-	if s.cfg.tracer != nil {
-		s.cfg.tracer.TraceOp(TraceEvent{Op: op, Path: path, Latency: lat, Err: err, SessionID: sid})
-	}
 	if o := s.cfg.obs; o != nil {
+		lat := time.Since(start)
+		sid := s.conn.SessionID()
 		rel := s.rel(path)
 		name := ""
 		if s.cfg.names != nil {
@@ -495,7 +516,7 @@ func (s *Session) reportOp(ctx context.Context, op, path string, start time.Time
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		o.OpDone(ctx, OpEvent{Op: op, Name: name, Path: rel, Start: start, Latency: lat, Err: err, SessionID: sid})
+		o.OpDone(ctx, OpEvent{Op: op, Name: name, Path: rel, Start: start, Latency: lat, Err: err, SessionID: sid, abs: path})
 	}
 }
 
@@ -511,7 +532,7 @@ func (s *Session) reportState(ch StateChange) {
 // (relative to the namespace) that has read its whole tree.
 func (s *Session) reportCacheSync(kind, name, path string, initial bool, nodes, backlog int) {
 	if s.cfg.obs != nil {
-		s.cfg.obs.CacheSynced(CacheSyncEvent{Recipe: s.RecipeInfo(kind, name, path),
+		s.cfg.obs.CacheSynced(CacheSyncEvent{Recipe: s.recipeInfo(kind, name, path),
 			Initial: initial, Nodes: nodes, Backlog: backlog})
 	}
 }
@@ -538,5 +559,5 @@ func (s *Session) noteBacklog(m *backlogMark, kind, name, path string, n int) {
 		return
 	}
 	m.level, m.shown = lvl, n != 0
-	s.cfg.obs.CacheBacklog(CacheBacklogEvent{Recipe: s.RecipeInfo(kind, name, path), Backlog: n})
+	s.cfg.obs.CacheBacklog(CacheBacklogEvent{Recipe: s.recipeInfo(kind, name, path), Backlog: n})
 }

@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestObserverReadingTheSessionDoesNotDeadlockClose(t *testing.T) {
 	cfg.obs = o
 	s := newSession(cfg) // never dialled: Close on an adopted, empty Session does no I/O
 	o.s = s
-	ch, _ := s.Subscribe() // Close ends it
+	ch, _ := s.Subscribe(context.Background()) // Close ends it
 
 	closed := make(chan struct{})
 	go func() { // before the fix, the first report deadlocks: the test waits below, bounded

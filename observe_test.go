@@ -73,8 +73,8 @@ func TestObserverOptionsRejectNil(t *testing.T) {
 func TestRecipeInfoNamesByOptionThenPathFunction(t *testing.T) {
 	s := &Session{cfg: defaultSessionConfig()}
 	s.cfg.names = func(p string) string { return "by-path" }
-	require.Equal(t, RecipeInfo{Kind: KindMutex, Name: "mine", Path: "/l/1"}, s.RecipeInfo(KindMutex, "mine", "/l/1"))
-	require.Equal(t, RecipeInfo{Kind: KindMutex, Name: "by-path", Path: "/l/1"}, s.RecipeInfo(KindMutex, "", "/l/1"))
+	require.Equal(t, RecipeInfo{Kind: KindMutex, Name: "mine", Path: "/l/1"}, s.recipeInfo(KindMutex, "mine", "/l/1"))
+	require.Equal(t, RecipeInfo{Kind: KindMutex, Name: "by-path", Path: "/l/1"}, s.recipeInfo(KindMutex, "", "/l/1"))
 }
 
 // backlogRecorder records the backlogs an Observer is told of.

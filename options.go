@@ -24,7 +24,8 @@ type sessionConfig struct {
 	policy    LossPolicy
 	log       *slog.Logger
 	tracer    Tracer
-	obs       Observer            // WithObserver (observe.go)
+	obs       Observer            // what the Session reports to: WithObserver's, wrapped for a Tracer (trace.go)
+	userObs   Observer            // WithObserver's, as given
 	names     func(string) string // WithPathNames (observe.go)
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	resolver  Resolver // WithResolver (servers.go)
@@ -171,7 +172,13 @@ func WithLogger(l *slog.Logger) SessionOption {
 }
 
 // WithTracer sets a hook that sees every ZooKeeper operation the recipes
-// issue. Default: none.
+// issue, with its absolute path. It is an adapter on the Session's one
+// hook, the Observer: the Tracer sees what Observer.OpDone sees, beside
+// the Observer set with WithObserver, if any. Default: none.
+//
+// Deprecated: use WithObserver, whose OpDone sees the same requests with
+// the caller's ctx (its OpEvent.Path is relative to the namespace; the
+// Session's WithNamespace makes it absolute).
 func WithTracer(t Tracer) SessionOption {
 	return func(c *sessionConfig) {
 		if t == nil {
@@ -346,24 +353,24 @@ func WithTTL(ttl time.Duration) NodeOption {
 // of milliseconds).
 const maxTTL = (1<<40 - 1) * time.Millisecond
 
-// WithProtection makes Create name the node "_c_<uuid>-<name>" (name the
+// WithProtection(true) makes Create name the node "_c_<uuid>-<name>" (name the
 // last segment of the path given, followed by the sequence number in a
 // sequential mode), as Curator's withProtection does, so that a create
 // whose reply is lost can find its node again: Create then retries under
 // the Session's retry policy and never makes two nodes. In a
 // transaction (CreateOp) it lets a Multi whose reply was lost tell
 // whether it was applied. Default: off (the name is the path given).
-func WithProtection() NodeOption {
-	return func(c *nodeConfig) { c.set("WithProtection", func() { c.protected = true }) }
+func WithProtection(on bool) NodeOption {
+	return func(c *nodeConfig) { c.set("WithProtection", func() { c.protected = on }) }
 }
 
-// WithParents makes Create create the missing ancestors of the node as
+// WithParents(true) makes Create create the missing ancestors of the node as
 // container nodes (empty, deleted by the server once they have no
 // children), as every recipe does and Curator's
 // creatingParentContainersIfNeeded. Default: off (a missing parent fails
 // the create with ErrNoNode).
-func WithParents() NodeOption {
-	return func(c *nodeConfig) { c.set("WithParents", func() { c.parents = true }) }
+func WithParents(on bool) NodeOption {
+	return func(c *nodeConfig) { c.set("WithParents", func() { c.parents = on }) }
 }
 
 // WithVersion makes Set, SetACL, Delete (or a SetOp, DeleteOp, CheckOp)
@@ -376,22 +383,22 @@ func WithVersion(v int32) NodeOption {
 	return func(c *nodeConfig) { c.set("WithVersion", func() { c.version = v }) }
 }
 
-// WithGuaranteed makes Delete keep deleting in the background when it
+// WithGuaranteed(true) makes Delete keep deleting in the background when it
 // cannot confirm the delete (the connection is lost, ctx ends, the retry
 // policy gives up): until the node is gone, across connection losses and
 // session expiries, or the Session is closed, whose Close then reports it
 // (ErrDeletePending). Delete then returns ErrDeleteDeferred. Curator's
 // guaranteed(). Default: off.
-func WithGuaranteed() NodeOption {
-	return func(c *nodeConfig) { c.set("WithGuaranteed", func() { c.guaranteed = true }) }
+func WithGuaranteed(on bool) NodeOption {
+	return func(c *nodeConfig) { c.set("WithGuaranteed", func() { c.guaranteed = on }) }
 }
 
-// WithDeleteChildren makes Delete delete the node's descendants first,
+// WithDeleteChildren(true) makes Delete delete the node's descendants first,
 // as Curator's deletingChildrenIfNeeded: a child created meanwhile is
 // deleted too. Default: off (a node with children fails with
 // ErrNotEmpty).
-func WithDeleteChildren() NodeOption {
-	return func(c *nodeConfig) { c.set("WithDeleteChildren", func() { c.children = true }) }
+func WithDeleteChildren(on bool) NodeOption {
+	return func(c *nodeConfig) { c.set("WithDeleteChildren", func() { c.children = on }) }
 }
 
 func (c *nodeConfig) fail(err error) {

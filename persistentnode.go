@@ -123,7 +123,7 @@ type NodeStatus struct {
 // new one is made. A node of the same path that another client made is
 // adopted and its data overwritten, as Curator does.
 //
-// Status and Changed tell whether the node is in place: a service can
+// Status tells whether the node is in place: a service can
 // report itself ready only while it is. Between a suspension and the
 // check after the reconnection the node may exist without Status saying
 // so; never the other way round, except for the time it takes the
@@ -141,9 +141,8 @@ type PersistentNode struct {
 	err  error
 	uuid string // of the protected name, for the sequential modes
 
-	wake  chan struct{} // SetData asks the keeper to look again
-	done  chan struct{} // closed when the keeper has ended
-	tried chan struct{} // closed when the keeper's first attempt has ended (or the keeper)
+	wake chan struct{} // SetData asks the keeper to look again
+	done chan struct{} // closed when the keeper has ended
 
 	mu       sync.Mutex
 	data     []byte
@@ -158,6 +157,10 @@ type PersistentNode struct {
 	cancel   context.CancelFunc
 	closeErr error
 	closeEnd chan struct{} // closed once the first Close has returned
+
+	// abandoned: a Start that failed closed the node (abandon); Close
+	// then returns nil.
+	abandoned bool
 
 	// mayExist: a create was sent whose reply was not a refusal: a node
 	// may exist that Close must delete.
@@ -177,7 +180,7 @@ type PersistentNode struct {
 // (ErrDataTooLarge, see WithMaxRequestSize), are returned by Start.
 func NewPersistentNode(s *Session, path string, data []byte, opts ...PersistentNodeOption) *PersistentNode {
 	n := &PersistentNode{s: s, path: path, data: data, dataVer: 1, wake: make(chan struct{}, 1),
-		done: make(chan struct{}), tried: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID(),
+		done: make(chan struct{}), mine: map[int64]bool{}, changed: make(chan struct{}), uuid: newUUID(),
 		closeEnd: make(chan struct{})}
 	n.err = checkRecipe(s, path)
 	for _, o := range opts {
@@ -212,15 +215,46 @@ func (n *PersistentNode) checkData(data []byte) error {
 	return n.s.checkNodeData(n.path, data, node)
 }
 
-// Start starts keeping the node in the background and returns at once;
-// WaitInPlace waits for the node. It fails with ErrNodeStarted when
-// called twice, ErrClosed (also matching ErrNodeStarted) after Close,
-// ErrClosed after the Session's Close, and ErrInvalidPath,
-// ErrInvalidArgument, ErrNilSession or ErrDataTooLarge for bad arguments.
-func (n *PersistentNode) Start() error {
+// Start starts keeping the node and waits, within ctx, until it is first
+// in place: ctx bounds only that wait, never the node's life, which lasts
+// until Close or the Session's Close. It returns nil once the node is in
+// place. It fails with ctx's error when ctx ends first (even while cut off
+// from the server); with ErrNotAuthorized (the parent's ACL does not let
+// the Session create the node, also matching zk.ErrNoAuth),
+// ErrInvalidACL (the Session's WithACL), ErrTTLUnsupported, or a failure
+// of the Session's security that ended it (ErrAuthFailed, ...), which no
+// retry can mend; with ErrNodeStarted when called twice, ErrClosed (also
+// matching ErrNodeStarted) after or during Close, ErrClosed after the
+// Session's Close, and ErrInvalidPath, ErrInvalidArgument, ErrNilSession
+// or ErrDataTooLarge for bad arguments. A Start that fails has stopped
+// what it began: a node it may have made is deleted in the background (a
+// Close meanwhile waits for that delete within its own ctx, and returns
+// nil), and a later Start returns ErrNodeStarted.
+func (n *PersistentNode) Start(ctx context.Context) error {
 	if n.err != nil {
 		return n.err
 	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
+	if err := n.launch(); err != nil {
+		return err
+	}
+	if err := n.WaitInPlace(ctx); err != nil {
+		n.mu.Lock()
+		closing := n.closed
+		n.mu.Unlock()
+		if closing && errors.Is(err, ErrClosed) && !n.s.isClosed() {
+			err = &startAfterClose{once: ErrNodeStarted} // a Close came during Start
+		}
+		n.abandon()
+		return err
+	}
+	return nil
+}
+
+// launch starts the keeper, once.
+func (n *PersistentNode) launch() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -234,11 +268,29 @@ func (n *PersistentNode) Start() error {
 	n.cancel = cancel
 	if !n.s.spawn(func() { defer close(n.done); n.keep(ctx) }) {
 		cancel()
-		close(n.tried)
 		close(n.done)
 		return ErrClosed
 	}
 	return nil
+}
+
+// abandon undoes a Start that failed: it stops the keeper and deletes
+// what it may have made, in the background (its requests may wait for as
+// long as the connection is cut off), on a goroutine the Session's Close
+// waits for. A Close meanwhile waits for it and returns nil. When a Close
+// came during Start, that Close does the work.
+func (n *PersistentNode) abandon() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed, n.abandoned = true, true
+	n.mu.Unlock()
+	undo := func(ctx context.Context) { _ = n.finish(ctx) }
+	if !n.s.goBackground(0, undo) {
+		undo(context.Background()) // the Session is closed: nothing waits on the server
+	}
 }
 
 // Status returns what the PersistentNode knows of its node now, and a
@@ -358,8 +410,10 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 // When ZooKeeper refuses the delete (ErrNotAuthorized: the parent's ACL
 // changed), Close returns that error and the node stays; it returns nil
 // when every create was refused, as no node was made. Close is
-// idempotent: later calls wait for the first (within their own ctx,
-// ErrReleaseDeferred when it ends first) and return what it did.
+// idempotent and safe to call concurrently: later calls wait for the
+// first (within their own ctx, ErrReleaseDeferred when it ends first) and
+// return what it did. After a Start that failed, Close waits for that
+// Start's clean-up and returns nil.
 func (n *PersistentNode) Close(ctx context.Context) error {
 	if n.err != nil {
 		return nil
@@ -370,16 +424,27 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		select { // the first Close may still be deleting the node
+		select { // the first Close (or a failed Start's undo) may still be deleting the node
 		case <-n.closeEnd:
 			n.mu.Lock()
 			defer n.mu.Unlock()
+			if n.abandoned {
+				return nil // Start reported the failure
+			}
 			return n.closeErr
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, ctx.Err())
 		}
 	}
 	n.closed = true
+	n.mu.Unlock()
+	return n.finish(ctx)
+}
+
+// finish is the first Close's work (n.closed set): it stops the keeper and
+// deletes the node.
+func (n *PersistentNode) finish(ctx context.Context) error {
+	n.mu.Lock()
 	started, cancel := n.started, n.cancel
 	n.mu.Unlock()
 	defer close(n.closeEnd)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -18,14 +17,12 @@ import (
 // keep is the keeper's loop: put the node in place, watch it, and look
 // again when the watch fires, the connection comes back, or SetData asks.
 func (n *PersistentNode) keep(ctx context.Context) {
-	states, cancel := n.s.Subscribe()
+	states, cancel := n.s.subscribe()
 	defer cancel()
 	// Nobody keeps the node any more; a failure of the Session's security
 	// that ended the keeper is said.
 	var stopErr error
 	defer func() { n.setStatus(false, stopErr) }()
-	var tried sync.Once
-	defer tried.Do(func() { close(n.tried) })
 	if !n.cfg.mode.sequential() {
 		// A PersistentNode closed before at this path may have left its
 		// delete to the background: call it off, so that it cannot delete
@@ -54,7 +51,6 @@ func (n *PersistentNode) keep(ctx context.Context) {
 		}
 		if err != nil {
 			n.setStatus(false, err)
-			tried.Do(func() { close(n.tried) })
 			d := bo.NextBackOff()
 			if d == Stop {
 				d = maxKeepBackoff
@@ -80,7 +76,6 @@ func (n *PersistentNode) keep(ctx context.Context) {
 		bo.Reset()
 		n.replaceKind = false
 		n.setStatus(true, nil)
-		tried.Do(func() { close(n.tried) })
 		if !n.await(ctx, w, states, 0) {
 			return
 		}

@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -36,12 +37,14 @@ type PersistentTtlNode struct {
 	child string // absolute path of the touch child
 	err   error
 
-	closing sync.Mutex // held through Close
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the toucher has ended
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	abandoned bool // a Start that failed closed it
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the toucher has ended
+	closeEnd  chan struct{} // closed once the first Close (or abandon) has ended
+	closeErr  error
 }
 
 // NewPersistentTtlNode returns a PersistentTtlNode that keeps a TTL node
@@ -50,7 +53,7 @@ type PersistentTtlNode struct {
 // are created as containers. The caller may not modify data afterwards.
 // Errors in the arguments are returned by Start.
 func NewPersistentTtlNode(s *Session, path string, ttl time.Duration, data []byte) *PersistentTtlNode {
-	t := &PersistentTtlNode{s: s, ttl: ttl, done: make(chan struct{}),
+	t := &PersistentTtlNode{s: s, ttl: ttl, done: make(chan struct{}), closeEnd: make(chan struct{}),
 		node: NewPersistentNode(s, path, data, WithCreateMode(ModePersistentWithTTL), WithNodeTTL(ttl))}
 	t.err = t.node.err
 	if t.err == nil {
@@ -59,29 +62,62 @@ func NewPersistentTtlNode(s *Session, path string, ttl time.Duration, data []byt
 	return t
 }
 
-// Start starts keeping the node and touching its child in the background
-// and returns at once; WaitInPlace waits for the node. It fails as
-// PersistentNode.Start does.
-func (t *PersistentTtlNode) Start() error {
+// Start starts keeping the node and touching its child, and waits within
+// ctx until the node is first in place, as PersistentNode's Start does
+// (ctx bounds only that wait); it fails as PersistentNode's Start does,
+// with ErrTTLUnsupported at once when the servers refuse TTL nodes. A
+// Start that fails has stopped what it began, as PersistentNode's.
+func (t *PersistentTtlNode) Start(ctx context.Context) error {
 	if t.err != nil {
 		return t.err
 	}
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed { // the node is being closed, or soon will be
+		t.mu.Unlock()
 		return &startAfterClose{once: ErrNodeStarted}
 	}
-	if err := t.node.Start(); err != nil {
+	if err := t.node.launch(); err != nil {
+		t.mu.Unlock()
 		return err
 	}
 	t.started = true
-	ctx, cancel := t.s.untilEnded() // a Session lost for good touches nothing
+	run, cancel := t.s.untilEnded() // a Session lost for good touches nothing
 	t.cancel = cancel
-	if !t.s.spawn(func() { defer close(t.done); t.touchLoop(ctx) }) {
+	if !t.s.spawn(func() { defer close(t.done); t.touchLoop(run) }) {
 		cancel()
 		close(t.done)
 	}
+	t.mu.Unlock()
+	if err := t.node.WaitInPlace(ctx); err != nil {
+		t.mu.Lock()
+		closing := t.closed
+		t.mu.Unlock()
+		if closing && errors.Is(err, ErrClosed) && !t.s.isClosed() {
+			err = &startAfterClose{once: ErrNodeStarted} // a Close came during Start
+		}
+		t.abandon()
+		return err
+	}
 	return nil
+}
+
+// abandon undoes a Start that failed, in the background, as
+// PersistentNode's abandon does.
+func (t *PersistentTtlNode) abandon() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed, t.abandoned = true, true
+	t.mu.Unlock()
+	undo := func(ctx context.Context) { _ = t.finish(ctx) }
+	if !t.s.goBackground(0, undo) {
+		undo(context.Background())
+	}
 }
 
 // WaitInPlace waits until the node is in place, as PersistentNode's
@@ -111,7 +147,10 @@ func (t *PersistentTtlNode) SetData(ctx context.Context, data []byte) error {
 // PersistentTtlNode deletes nothing on close and leaves both nodes to
 // expire: a reader that must see the node until the TTL passes after the
 // owner stops should not rely on Close, but on the owner's exit without
-// it. Close is idempotent.
+// it. Close is idempotent and safe to call concurrently: later calls wait
+// for the first within their own ctx (ErrReleaseDeferred when it ends
+// first) and return what it did; after a Start that failed, Close waits
+// for its clean-up and returns nil.
 func (t *PersistentTtlNode) Close(ctx context.Context) error {
 	if t.err != nil {
 		return nil
@@ -119,14 +158,34 @@ func (t *PersistentTtlNode) Close(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArg("nil context")
 	}
-	t.closing.Lock() // a second Close waits for the first's deletes
-	defer t.closing.Unlock()
 	t.mu.Lock()
-	first := !t.closed
+	if t.closed {
+		t.mu.Unlock()
+		select { // the first Close (or a failed Start's undo) may still be deleting
+		case <-t.closeEnd:
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.abandoned {
+				return nil // Start reported the failure
+			}
+			return t.closeErr
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, t.node.path, ctx.Err())
+		}
+	}
 	t.closed = true
+	t.mu.Unlock()
+	return t.finish(ctx)
+}
+
+// finish is the first Close's work (t.closed set): it stops the toucher,
+// deletes the touch child, then the node.
+func (t *PersistentTtlNode) finish(ctx context.Context) error {
+	defer close(t.closeEnd)
+	t.mu.Lock()
 	started, cancel := t.started, t.cancel
 	t.mu.Unlock()
-	if first && started {
+	if started {
 		cancel()
 		<-t.done
 		if !t.s.isClosed() {
@@ -137,7 +196,11 @@ func (t *PersistentTtlNode) Close(ctx context.Context) error {
 			}
 		}
 	}
-	return t.node.Close(ctx)
+	err := t.node.Close(ctx)
+	t.mu.Lock()
+	t.closeErr = err
+	t.mu.Unlock()
+	return err
 }
 
 // touchLoop touches the child whenever the node comes (back) in place,

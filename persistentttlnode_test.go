@@ -19,16 +19,16 @@ func TestPersistentNode_TTLModeAndTTLOptionAreCheckedTogether(t *testing.T) {
 		"TTL past ZooKeeper's 40 bits":  {WithCreateMode(ModePersistentWithTTL), WithNodeTTL(maxTTL + time.Millisecond)},
 		"mode past the TTL modes":       {WithCreateMode(ModePersistentSequentialWithTTL + 1)},
 	} {
-		if err := NewPersistentNode(unused, "/a", nil, opts...).Start(); !errors.Is(err, ErrInvalidArgument) {
+		if err := NewPersistentNode(unused, "/a", nil, opts...).Start(context.Background()); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: Start = %v, want ErrInvalidArgument", name, err)
 		}
 	}
 	for _, bad := range []time.Duration{0, -time.Second, maxTTL + time.Millisecond} {
-		if err := NewPersistentTtlNode(unused, "/a", bad, nil).Start(); !errors.Is(err, ErrInvalidArgument) {
+		if err := NewPersistentTtlNode(unused, "/a", bad, nil).Start(context.Background()); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("PersistentTtlNode(ttl %v).Start = %v, want ErrInvalidArgument", bad, err)
 		}
 	}
-	if err := NewPersistentTtlNode(nil, "/a", time.Minute, nil).Start(); !errors.Is(err, ErrNilSession) {
+	if err := NewPersistentTtlNode(nil, "/a", time.Minute, nil).Start(context.Background()); !errors.Is(err, ErrNilSession) {
 		t.Errorf("PersistentTtlNode(nil session).Start = %v", err)
 	}
 	if err := NewPersistentTtlNode(unused, "/", time.Minute, nil).Close(context.Background()); err != nil {
@@ -38,7 +38,7 @@ func TestPersistentNode_TTLModeAndTTLOptionAreCheckedTogether(t *testing.T) {
 	if err := closed.Close(context.Background()); err != nil {
 		t.Errorf("Close of a node never started: %v", err)
 	}
-	if err := closed.Start(); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNodeStarted) {
+	if err := closed.Start(context.Background()); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNodeStarted) {
 		t.Errorf("Start after Close = %v, want ErrClosed and ErrNodeStarted", err)
 	}
 }
@@ -56,12 +56,12 @@ func TestTTLRefusal_TypesTheServersUnimplementedAnswer(t *testing.T) {
 	}
 }
 
-func TestNodeCache_TakesOnlyTheCompressionOption(t *testing.T) {
+func TestNodeCache_TakesOnlyTheCompressionAndNameOptions(t *testing.T) {
 	unused := &Session{}
 	ctx := context.Background()
 	for name, o := range map[string]TreeCacheOption{
 		"WithMaxDepth": WithMaxDepth(1), "WithPathFilter": WithPathFilter(func(string) bool { return true }),
-		"WithCacheName": WithCacheName("x"), "nil": nil,
+		"nil": nil,
 	} {
 		if err := NewNodeCache(unused, "/a", o).Start(ctx); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("NodeCache(%s).Start = %v, want ErrInvalidArgument", name, err)
@@ -69,6 +69,9 @@ func TestNodeCache_TakesOnlyTheCompressionOption(t *testing.T) {
 	}
 	if c := NewNodeCache(unused, "/a", WithCacheCompression(true)); c.err != nil || !c.compress {
 		t.Fatalf("WithCacheCompression(true): err %v, compress %v", c.err, c.compress)
+	}
+	if c := NewNodeCache(unused, "/a", WithName("cfg")); c.err != nil || c.name != "cfg" {
+		t.Fatalf("WithName: err %v, name %q", c.err, c.name)
 	}
 }
 

@@ -280,7 +280,7 @@ func (w *PersistentWatch) Start(ctx context.Context) error {
 		if errors.Is(err, wire.ErrRemoved) || (run.Err() != nil && ctx.Err() == nil) {
 			err = s.endErr() // Close, the Session's, or its loss for good cut Start short
 		}
-		w.Close()
+		_ = w.Close(context.Background()) // its removal waits at most 2/3 of the session timeout
 		return s.opError("addWatch", w.abs, err)
 	}
 	return nil
@@ -321,12 +321,16 @@ func (w *PersistentWatch) Err() error {
 // Close stops the watch: it removes the watch from the server (a
 // removeWatches of the persistent kind, so that the Session's other
 // watches on the path stay), closes Events and waits for the watch's
-// goroutines. It does I/O yet takes no context: it waits for the server's
-// reply at most two thirds of the session timeout (the time the Session
-// takes to give up on a silent connection), and a watch whose connection
-// is lost is gone from the server with it. It returns nil once the watch
-// is gone from the server (or never was set), else an error that says
-// what may be left. Close is idempotent; later calls return nil.
+// goroutines. It waits for the server's reply within ctx; the removal
+// itself waits at most two thirds of the session timeout (the time the
+// Session takes to give up on a silent connection), and a watch whose
+// connection is lost is gone from the server with it. It returns nil once
+// the watch is gone from the server (or never was set); ErrReleaseDeferred
+// (wrapping ctx's error) when ctx ends first, the removal going on in the
+// Session's background; else an error that says what may be left. Close is
+// idempotent and safe to call concurrently: later calls wait within their
+// ctx for the first to end (ErrReleaseDeferred if it ends first) and return
+// nil.
 //
 // A server before ZooKeeper 3.9 cannot remove a persistent watch alone
 // (ZOOKEEPER-4472): there Close removes every watch of the Session on the
@@ -334,11 +338,19 @@ func (w *PersistentWatch) Err() error {
 // that path again at once, so they stay and still fire. Where other
 // watchers of the Session are on the path, Close there removes nothing:
 // the watch stays for them (see PersistentWatch).
-func (w *PersistentWatch) Close() error {
+func (w *PersistentWatch) Close(ctx context.Context) error {
+	if ctx == nil {
+		return invalidArg("nil context")
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return nil
+		select {
+		case <-w.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("%w: persistent watch on %s: %w", ErrReleaseDeferred, w.path, ctx.Err())
+		}
 	}
 	w.closed = true
 	if !w.started {
@@ -352,7 +364,18 @@ func (w *PersistentWatch) Close() error {
 	w.mu.Unlock()
 	var err error
 	if ww != nil {
-		err = w.remove(ww)
+		// The removal runs on the Session's background, which its Close
+		// waits for, so that it goes on when ctx ends first.
+		res := make(chan error, 1)
+		rm := func(bg context.Context) { res <- w.remove(bg, ww) }
+		if !w.s.goBackground(0, rm) {
+			rm(context.Background()) // the Session is closed: remove only forgets
+		}
+		select {
+		case err = <-res:
+		case <-ctx.Done():
+			err = fmt.Errorf("%w: persistent watch on %s: its removal goes on: %w", ErrReleaseDeferred, w.path, ctx.Err())
+		}
 	}
 	if cancel != nil {
 		cancel()
@@ -361,14 +384,15 @@ func (w *PersistentWatch) Close() error {
 	return err
 }
 
-// remove takes ww off the wire layer and the server.
-func (w *PersistentWatch) remove(ww *wire.Watch) error {
+// remove takes ww off the wire layer and the server, waiting within ctx
+// and at most two thirds of the session timeout.
+func (w *PersistentWatch) remove(ctx context.Context, ww *wire.Watch) error {
 	s := w.s
 	if s.ended() {
 		s.wire.Forget(ww) // the connection is closing: the watch ends with it
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.grantedTimeout()*2/3)
+	ctx, cancel := context.WithTimeout(ctx, s.grantedTimeout()*2/3)
 	defer cancel()
 	code, err := traced(s, "removeWatches", w.abs, func() (int32, error) { return s.wire.RemoveWatch(ctx, ww) })
 	if err == nil && code != wire.CodeOK {

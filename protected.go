@@ -194,8 +194,8 @@ func (s *Session) cleanupProtected(dir, uuid string) {
 		case err != nil:
 			s.cfg.log.Warn("zkrecipes: clean-up of an abandoned create stopped", "dir", dir, "uuid", uuid, "err", err)
 		}
-		if s.cfg.tracer != nil {
-			s.cfg.tracer.TraceOp(TraceEvent{Op: "cleanup", Path: joinPath(dir, protectedPrefix+uuid),
+		if tr, ok := s.cfg.obs.(tracing); ok { // not a request: a Tracer's only (trace.go)
+			tr.t.TraceOp(TraceEvent{Op: "cleanup", Path: joinPath(dir, protectedPrefix+uuid),
 				Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
 		}
 	})

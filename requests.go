@@ -84,7 +84,7 @@ func traced[T any](s *Session, op, path string, fn func() (T, error)) (T, error)
 func tracedCtx[T any](ctx context.Context, s *Session, op, path string, fn func() (T, error)) (T, error) {
 	start := time.Now()
 	v, err := checked(s, op, path, fn)
-	if s.cfg.tracer != nil || s.cfg.obs != nil {
+	if s.cfg.obs != nil {
 		s.reportOp(ctx, op, path, start, err) // observe.go
 	}
 	return v, err

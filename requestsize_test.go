@@ -227,7 +227,7 @@ var dataRecipes = map[string]recipeWithData{
 func persistentNode(s *Session, n int, opts ...PersistentNodeOption) built {
 	pn := NewPersistentNode(s, "/nodes/a", make([]byte, n), opts...)
 	return built{pn.err, map[string]func(context.Context) error{
-		"Start":       func(context.Context) error { return pn.Start() },
+		"Start":       func(context.Context) error { return pn.Start(context.Background()) },
 		"WaitInPlace": func(ctx context.Context) error { return pn.WaitInPlace(ctx) },
 		"SetData":     func(ctx context.Context) error { return pn.SetData(ctx, make([]byte, n)) },
 	}}
@@ -240,7 +240,7 @@ func election(s *Session, n int, opts ...ElectionOption) built {
 		"Resign":       func(ctx context.Context) error { return e.Resign(ctx) },
 		"Leader":       func(ctx context.Context) error { _, err := e.Leader(ctx); return err },
 		"Participants": func(ctx context.Context) error { _, err := e.Participants(ctx); return err },
-		"Observe":      func(ctx context.Context) error { _, err := e.Observe(ctx); return err },
+		"Subscribe":    func(ctx context.Context) error { _, err := e.Subscribe(ctx); return err },
 		"Run": func(ctx context.Context) error {
 			return e.Run(ctx, func(context.Context, *Lease) error { return nil })
 		},

@@ -13,7 +13,7 @@ import (
 // ask its holder to release.
 var revokeMessage = []byte("__REVOKE__")
 
-// WithRevocable makes the lock's holders revocable: any process may ask a
+// WithRevocable(true) makes the lock's holders revocable: any process may ask a
 // holder to release, with Revoke or Curator's Revoker.attemptRevoke, and
 // the holder's Lease.Revoked channel closes. Revocation is cooperative:
 // the holder keeps the lock until it releases it. A request made while the
@@ -26,8 +26,8 @@ var revokeMessage = []byte("__REVOKE__")
 // WithNodeData sets some; data equal to the revocation request itself
 // ("__REVOKE__") makes every method of the recipe fail with
 // ErrInvalidArgument. Default: not revocable.
-func WithRevocable() LockOption {
-	return func(c *lockConfig) { c.revocable = true }
+func WithRevocable(on bool) LockOption {
+	return lockOpt(func(c *lockConfig) { c.revocable = on })
 }
 
 func (c lockConfig) checkRevocable() error {

@@ -17,7 +17,7 @@ func TestZKRevocableHolderHearsRevokeAndKeepsTheLockUntilItReleases(t *testing.T
 	raw := zkRaw(t)
 	dir := "/zkt/revoke-" + newUUID()
 
-	l, err := NewMutex(a, dir, WithRevocable()).Acquire(ctx)
+	l, err := NewMutex(a, dir, WithRevocable(true)).Acquire(ctx)
 	require.NoError(t, err)
 	data, _, err := raw.Get(l.Path())
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestZKRevokeRefusesAWaiterAndARequestWrittenWhileWaitingIsSeenOnceGranted(t
 
 	held, err := NewMutex(a, dir).Acquire(ctx)
 	require.NoError(t, err)
-	ch, errs := acquireAsync(ctx, NewMutex(b, dir, WithRevocable()).Acquire)
+	ch, errs := acquireAsync(ctx, NewMutex(b, dir, WithRevocable(true)).Acquire)
 	var waiting Participant
 	require.Eventually(t, func() bool {
 		ps, err := NewMutex(a, dir).Participants(ctx)
@@ -103,7 +103,7 @@ func TestZKRevokeBadInput(t *testing.T) {
 	var nilCtx context.Context
 	require.ErrorIs(t, Revoke(nilCtx, s, "/zkt/x"), ErrInvalidArgument)
 	require.ErrorIs(t, Revoke(ctx, nil, "/zkt/x"), ErrNilSession)
-	_, err := NewMutex(s, "/zkt/revoke-bad-"+newUUID(), WithRevocable(), WithNodeData([]byte("__REVOKE__"))).Acquire(ctx)
+	_, err := NewMutex(s, "/zkt/revoke-bad-"+newUUID(), WithRevocable(true), WithNodeData([]byte("__REVOKE__"))).Acquire(ctx)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
@@ -111,9 +111,9 @@ func TestZKRevocationReachesEveryLockKind(t *testing.T) {
 	ctx, s := zkSession(t, 30*time.Second)
 	base := "/zkt/revoke-kinds-" + newUUID()
 	acquire := map[string]func(context.Context) (*Lease, error){
-		"WriteLock":      NewRWMutex(s, base+"/rw", WithRevocable()).WriteLock().Acquire,
-		"ReadLock":       NewRWMutex(s, base+"/rw2", WithRevocable()).ReadLock().Acquire,
-		"SemaphoreMutex": NewSemaphoreMutex(s, base+"/semmutex", WithRevocable()).Acquire,
+		"WriteLock":      NewRWMutex(s, base+"/rw", WithRevocable(true)).WriteLock().Acquire,
+		"ReadLock":       NewRWMutex(s, base+"/rw2", WithRevocable(true)).ReadLock().Acquire,
+		"SemaphoreMutex": NewSemaphoreMutex(s, base+"/semmutex", WithRevocable(true)).Acquire,
 	}
 	for name, acq := range acquire {
 		l, err := acq(ctx)
@@ -130,7 +130,7 @@ func TestZKRevocationReachesEveryLockKind(t *testing.T) {
 
 func TestZKReleaseEndsTheRevocationWatch(t *testing.T) {
 	ctx, s := zkSession(t, 30*time.Second)
-	l, err := NewMutex(s, "/zkt/revoke-release-"+newUUID(), WithRevocable()).Acquire(ctx)
+	l, err := NewMutex(s, "/zkt/revoke-release-"+newUUID(), WithRevocable(true)).Acquire(ctx)
 	require.NoError(t, err)
 	watching := func() bool {
 		buf := make([]byte, 1<<20)

@@ -40,22 +40,15 @@ type Semaphore struct {
 
 // SemaphoreOption configures NewSemaphore: WithSharedCount, or a
 // LockOption (WithNodeData sets the data of the lease nodes and of the
-// semaphore's mutex nodes; WithFastHandoff applies to its mutex).
+// semaphore's mutex nodes; WithFastHandoff applies to its mutex; WithName
+// names it). It is an interface, as every recipe option is, so that one
+// option value (a LockOption, WithName) can be several recipes' option.
 type SemaphoreOption interface{ applySemaphore(*semConfig) }
 
 // semOption is a SemaphoreOption that only a Semaphore takes.
 type semOption func(*semConfig)
 
 func (o semOption) applySemaphore(c *semConfig) { o(c) }
-
-// applySemaphore applies a lock option to the semaphore's nodes and mutex.
-func (o LockOption) applySemaphore(c *semConfig) {
-	if o == nil {
-		c.err = cmp.Or(c.err, invalidArg("nil SemaphoreOption"))
-		return
-	}
-	o(&c.lock)
-}
 
 type semConfig struct {
 	lock      lockConfig // node data of leases and mutex nodes; fast handoff of the mutex

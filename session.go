@@ -27,6 +27,36 @@ import (
 // A Session is safe for concurrent use. Close it when done: Close ends
 // every lease and stops every goroutine the Session and its recipes
 // started.
+//
+// # How a recipe starts and stops
+//
+// Everything a Session runs in the background (PersistentNode,
+// PersistentTtlNode, GroupMember, NodeCache, TreeCache, PersistentWatch,
+// package discovery's caches) has Start(ctx) and Close(ctx). Start begins
+// the work and waits within ctx until it is first ready (the node in
+// place, the cache loaded, the watch set) or refused in a way no retry
+// mends; ctx bounds that wait only, never the recipe's life. A Start that
+// returns an error has stopped what it began (Close is then a no-op that
+// returns nil); a second Start fails with ErrNodeStarted or
+// ErrCacheStarted. Close stops the work and waits within ctx for its own
+// clean-up (deleting its nodes, removing its watch) and its goroutines; it
+// is idempotent and safe to call concurrently. The Session is the root, as
+// database/sql's DB is: its Close takes no ctx (see Close for what bounds
+// it).
+//
+// # How a recipe tells you
+//
+// Two idioms, one rule. A stream whose every item matters is a channel:
+// Events() <-chan T, owned by the recipe and closed when it is closed (the
+// caches, PersistentWatch); or, for an object many listen to,
+// Subscribe(ctx), whose channel is closed when ctx ends or the object ends
+// (the Session's states, an Election's leader changes). A state whose
+// latest value is what matters is Status-shaped: a call that returns the
+// value now and a channel closed at its next change (PersistentNode.Status,
+// GroupMember.Members); read it again when the channel closes. Neither is
+// a read loop: WatchData, WatchChildren and SharedValue's and
+// SharedCount's Watch read on the caller's goroutine, calling fn with each
+// value, until ctx ends; they run nothing in the background.
 type Session struct {
 	conn     *zk.Conn
 	ownsConn bool
@@ -237,6 +267,10 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 	if cfg.err == nil {
 		cfg.err = checkConfigSizes(cfg)
 	}
+	cfg.userObs = cfg.obs
+	if cfg.tracer != nil {
+		cfg.obs = tracerObserver(cfg.obs, cfg.tracer)
+	}
 	return cfg, cfg.err
 }
 
@@ -306,6 +340,16 @@ func (s *Session) Conn() *zk.Conn { return s.conn }
 // It returns nil, or, when guaranteed deletes (Delete WithGuaranteed) were
 // still pending, an error matching ErrDeletePending that names their
 // nodes. Close is idempotent; later calls return nil.
+//
+// Close takes no ctx: it is the root of everything the Session runs, as
+// database/sql's DB.Close is. What bounds it, on a Session from Connect:
+// it sends no request; it closes the connection, which ends every request
+// in flight, and waits for the goroutines that then return. On a Session
+// from NewSession, whose connection it leaves open, it deletes the
+// ephemeral nodes it owns, one request each, waiting for each reply (a
+// connection cut off holds it until go-zookeeper gives the connection up,
+// within the session timeout). Close each recipe first, with a ctx, to have its
+// nodes deleted and its watches removed within a bound of yours.
 func (s *Session) Close() error {
 	var pending error
 	s.closeOnce.Do(func() {

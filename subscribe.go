@@ -1,15 +1,30 @@
 package zkrecipes
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Subscribe returns a channel that receives every connection state change
-// from now on, in order, and a function that ends the subscription. Changes
-// are queued without bound for a slow reader (a state change is never
-// dropped, and the Session never blocks on a subscriber). The channel is
-// closed after cancel is called or the Session is closed; a reader that
-// sees it closed without a StateClosed change knows the Session closed
-// under it.
-func (s *Session) Subscribe() (<-chan StateChange, func()) {
+// from now on, in order, until ctx ends or the Session is closed; then the
+// channel is closed (at once, after the Session's Close). Changes are
+// queued without bound for a slow reader (a state change is never
+// dropped, and the Session never blocks on a subscriber): end ctx when
+// done reading. A reader that sees the channel closed without a
+// StateClosed change, while ctx has not ended, knows the Session closed
+// under it. It fails only with ErrInvalidArgument for a nil ctx.
+func (s *Session) Subscribe(ctx context.Context) (<-chan StateChange, error) {
+	if ctx == nil {
+		return nil, invalidArg("nil context")
+	}
+	ch, cancel := s.subscribe()
+	context.AfterFunc(ctx, cancel) // nothing runs for a ctx that never ends
+	return ch, nil
+}
+
+// subscribe is Subscribe for the recipes: it returns the channel and the
+// function that ends the subscription.
+func (s *Session) subscribe() (<-chan StateChange, func()) {
 	sub := &subscriber{out: make(chan StateChange), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {

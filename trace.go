@@ -1,18 +1,26 @@
 package zkrecipes
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Tracer observes every ZooKeeper operation a Session's recipes issue, like
 // Curator's TracerDriver. TraceOp is called after each reply or failure,
 // from any goroutine: it must be safe for concurrent use, must not block,
 // and must not use the Session's recipes (a lock taken there would belong
-// to a goroutine the Session reuses). An Observer (WithObserver) sees the
-// same operations with the caller's ctx, and what the recipes do besides.
+// to a goroutine the Session reuses).
+//
+// Deprecated: use an Observer (WithObserver): its OpDone sees the same
+// operations with the caller's ctx, and it sees what the recipes do
+// besides. WithTracer is an adapter on it.
 type Tracer interface {
 	TraceOp(TraceEvent)
 }
 
 // TraceEvent describes one ZooKeeper operation.
+//
+// Deprecated: use an Observer's OpEvent, as for Tracer.
 type TraceEvent struct {
 	Op        string        // "create", "delete", "getData", "getChildren", "exists", "multi", ...
 	Path      string        // the absolute ZooKeeper path (namespace included)
@@ -22,7 +30,31 @@ type TraceEvent struct {
 }
 
 // TracerFunc adapts a function to the Tracer interface.
+//
+// Deprecated: use an Observer (WithObserver), as for Tracer.
 type TracerFunc func(TraceEvent)
 
 // TraceOp calls f(ev).
 func (f TracerFunc) TraceOp(ev TraceEvent) { f(ev) }
+
+// tracerObserver returns o (a BaseObserver when nil) with its OpDone
+// reporting to t too: WithTracer is an adapter on the Session's Observer,
+// the one path events take inside the library.
+func tracerObserver(o Observer, t Tracer) Observer {
+	if o == nil {
+		o = BaseObserver{}
+	}
+	return tracing{Observer: o, t: t}
+}
+
+type tracing struct {
+	Observer
+	t Tracer
+}
+
+// OpDone reports ev to the Tracer, with its absolute path, then to the
+// Observer.
+func (tr tracing) OpDone(ctx context.Context, ev OpEvent) {
+	tr.t.TraceOp(TraceEvent{Op: ev.Op, Path: ev.abs, Latency: ev.Latency, Err: ev.Err, SessionID: ev.SessionID})
+	tr.Observer.OpDone(ctx, ev)
+}

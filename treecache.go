@@ -133,8 +133,14 @@ const (
 	armKids
 )
 
-// TreeCacheOption configures NewTreeCache.
-type TreeCacheOption func(*treeConfig)
+// TreeCacheOption configures NewTreeCache (and NewNodeCache, which takes
+// WithCacheCompression and WithName). WithName is one too.
+type TreeCacheOption interface{ applyCache(*treeConfig) }
+
+// cacheOpt is a TreeCacheOption that only the caches take.
+type cacheOpt func(*treeConfig)
+
+func (o cacheOpt) applyCache(c *treeConfig) { o(c) }
 
 type treeConfig struct {
 	maxDepth int                    // < 0: no limit
@@ -150,12 +156,12 @@ type treeConfig struct {
 // Nodes at the limit are not listed, so a change to their children is not
 // reported. Default: no limit.
 func WithMaxDepth(depth int) TreeCacheOption {
-	return func(c *treeConfig) {
+	return cacheOpt(func(c *treeConfig) {
 		if depth < 0 && c.err == nil {
 			c.err = invalidArg("max depth %d must not be negative", depth)
 		}
 		c.maxDepth = depth
-	}
+	})
 }
 
 // WithPathFilter caches only the nodes below the root for which keep
@@ -163,12 +169,12 @@ func WithMaxDepth(depth int) TreeCacheOption {
 // out is not read, nor are its descendants. keep runs on the cache's
 // goroutine and must not block. Default: every node.
 func WithPathFilter(keep func(path string) bool) TreeCacheOption {
-	return func(c *treeConfig) {
+	return cacheOpt(func(c *treeConfig) {
 		if keep == nil && c.err == nil {
 			c.err = invalidArg("nil path filter")
 		}
 		c.keep = keep
-	}
+	})
 }
 
 // NewTreeCache returns a cache of the node at path (relative to the
@@ -184,7 +190,7 @@ func NewTreeCache(s *Session, path string, opts ...TreeCacheOption) *TreeCache {
 			c.err = firstErr(c.err, invalidArg("nil TreeCacheOption"))
 			continue
 		}
-		o(&c.cfg)
+		o.applyCache(&c.cfg)
 	}
 	c.err = firstErr(c.err, c.cfg.err)
 	if c.err == nil {
@@ -217,7 +223,7 @@ func (c *TreeCache) Start(ctx context.Context) error {
 	// States are taken before the first read, so that no change after it
 	// goes unnoticed; the watch (persistent, or the notification route
 	// of the one-shot watches) is set by run, before its first read.
-	states, unsub := c.s.Subscribe()
+	states, unsub := c.s.subscribe()
 	return c.launch(ctx, run, c.s, func(ctx context.Context) { c.run(ctx, states) }, c.dispatch, unsub)
 }
 
@@ -279,9 +285,12 @@ func (c *TreeCache) Events() <-chan CacheEvent { return c.events }
 // read's error (such as one matching zk.ErrNoAuth).
 func (c *TreeCache) Err() error { return c.stopped() }
 
-// Close stops the cache and waits for its goroutines; the Events channel
-// is closed. Get, Children and Snapshot keep returning the last copy.
-// Close is idempotent. On a persistent watch it removes the watch from the
+// Close stops the cache and waits within ctx for its goroutines (and the
+// removal of its watch); the Events channel is closed. It returns nil once
+// they have ended, or ErrReleaseDeferred (wrapping ctx's error, naming
+// the path) when ctx ends first: they then end on their own. Get, Children and Snapshot keep returning
+// the last copy. Close is idempotent and safe to call concurrently. On a
+// persistent watch it removes the watch from the
 // server, waiting at most half a second for the server to confirm it; a
 // removal not confirmed by then (the connection is cut off) goes on in the
 // Session's background, which the Session's Close waits for, until the
@@ -293,9 +302,8 @@ func (c *TreeCache) Err() error { return c.stopped() }
 // watches Close does no I/O (see TreeCache). A read the cache
 // sent before may still be answered afterwards (a request cannot be called
 // back), but no reply makes it send another.
-func (c *TreeCache) Close() error {
-	c.close()
-	return nil
+func (c *TreeCache) Close(ctx context.Context) error {
+	return c.closeWithin(ctx, c.path)
 }
 
 func (n *treeNode) cached(path string) *CachedNode {

@@ -22,8 +22,8 @@ func TestTreeCacheRejectsBadOptionsOnStart(t *testing.T) {
 
 func TestTreeCacheClosedBeforeStartClosesEventsAndCannotStart(t *testing.T) {
 	c := NewTreeCache(&Session{}, "/a")
-	assert.NoError(t, c.Close())
-	assert.NoError(t, c.Close(), "Close is idempotent")
+	assert.NoError(t, c.Close(context.Background()))
+	assert.NoError(t, c.Close(context.Background()), "Close is idempotent")
 	_, open := <-c.Events()
 	assert.False(t, open)
 	assert.ErrorIs(t, c.Start(context.Background()), ErrCacheStarted)

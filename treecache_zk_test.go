@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"slices"
@@ -40,7 +41,7 @@ func TestZKTreeCacheLoadsTheTreeThenReportsEachChangeWithItsStat(t *testing.T) {
 		require.NoError(t, err)
 	}
 	c := NewTreeCache(s, root)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	assert.Equal(t, 4, c.Len())
 	kids, ok := c.Children(root)
@@ -99,7 +100,7 @@ func TestZKTreeCacheLoadsTheTreeThenReportsEachChangeWithItsStat(t *testing.T) {
 	require.Eventually(t, func() bool { n, ok := c.Get(root); return ok && string(n.Data) == "again" }, 10*time.Second, time.Millisecond,
 		"the root's creation is watched for")
 	_ = raw.Delete(root, -1)
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(ctx))
 	assert.NoError(t, c.Err())
 }
 
@@ -119,7 +120,7 @@ func TestZKTreeCacheHonoursTheDepthLimitAndThePathFilter(t *testing.T) {
 		}
 	})
 	c := NewTreeCache(s, root, WithMaxDepth(1), WithPathFilter(func(p string) bool { return p != root+"/skip" }))
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	assert.ElementsMatch(t, []string{root, root + "/a"}, keys(c.Snapshot()))
 	_, err := raw.Create(root+"/c", nil, 0, acl)
@@ -147,7 +148,7 @@ func TestZKTreeCacheStartTwiceFailsAndSessionCloseStopsItWithErrClosed(t *testin
 	for range c.Events() { // closed when the cache stops
 	}
 	assert.ErrorIs(t, c.Err(), ErrClosed)
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(ctx))
 	assert.ErrorIs(t, NewTreeCache(s, "/x").Start(ctx), ErrClosed)
 }
 
@@ -215,7 +216,7 @@ func TestZKTreeCacheResyncUnderTheSameSessionSetsNoSecondWatch(t *testing.T) {
 	}
 	ctx, s := zkSession(t, 30*time.Second, WithDialer(dial), WithWireLayer(false)) // one-shot watches
 	c := NewTreeCache(s, root)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	assert.Equal(t, int32(8), watching.Load(), "the load: a data and a children watch per node")
 	assert.Zero(t, plain.Load())
@@ -292,7 +293,7 @@ func TestZKTreeCacheOnOneShotWatchesReadsOnlyWhatAChangeNeeds(t *testing.T) {
 	log := &treeOps{}
 	ctx, s := zkSession(t, 30*time.Second, WithTracer(log), WithWireLayer(false))
 	c := NewTreeCache(s, root)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	ops := log.take()
 	assert.Len(t, ops, 8, "the load: one getData and one getChildren per node: %v", ops)
@@ -336,7 +337,7 @@ func TestZKTreeCacheWorksUnderANamespace(t *testing.T) {
 	})
 	ctx, s := zkSession(t, 30*time.Second, WithNamespace(ns))
 	c := NewTreeCache(s, "/cfg")
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	assert.ElementsMatch(t, []string{"/cfg", "/cfg/a"}, keys(c.Snapshot()))
 	_, err := raw.Create(ns+"/cfg/b", []byte("new"), 0, acl)
@@ -379,7 +380,7 @@ func TestZKTreeCacheOnAPersistentWatchSetsNoWatchAndReadsOnlyWhatAChangeNeeds(t 
 	log := &treeOps{}
 	ctx, s := zkSession(t, 30*time.Second, WithTracer(log), WithDialer(dial))
 	c := NewTreeCache(s, root)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Start(ctx))
 	require.True(t, c.persistent.Load(), "the cache runs on a persistent watch")
 	ops := log.take()

@@ -119,7 +119,7 @@ func checkWatch(ctx context.Context, s *Session, path string, nilFn bool) error 
 // read that would: what fn sees is in zxid order.
 func follow[T any](ctx context.Context, s *Session, read func(context.Context) (T, <-chan zk.Event, error),
 	newer func(last, cur T) bool, onState func(StateChange), fn func(T) error) error {
-	states, cancel := s.Subscribe()
+	states, cancel := s.subscribe()
 	defer cancel()
 	var last T
 	first := true

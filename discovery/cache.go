@@ -3,6 +3,7 @@ package discovery
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +17,7 @@ import (
 // and reads again what changes, and everything after every reconnection
 // and session expiry. A node that does not hold an instance is left out.
 //
-// Instances reads the local copy; Changed tells when it changes. The copy
+// Instances reads the local copy, with a channel closed when it changes. The copy
 // may be stale while the connection is down, and converges once it is
 // back. It runs on a zkrecipes.TreeCache of the service's node and its
 // children: no goroutine per instance; on ZooKeeper 3.6 or later it costs
@@ -74,7 +75,7 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.started = true
-	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1), zr.WithCacheKind(zr.KindDiscovery),
+	tc := zr.NewTreeCache(c.d.s, c.dir, zr.WithMaxDepth(1), cacheKind(),
 		zr.WithCacheCompression(false)) // the data is decompressed by unmarshal, plain JSON too
 	c.tc = tc
 	c.mu.Unlock()
@@ -87,7 +88,7 @@ func (c *ServiceCache) Start(ctx context.Context) error {
 		closedMeanwhile := c.closed
 		c.closed = true
 		c.mu.Unlock()
-		_ = tc.Close()
+		_ = tc.Close(ctx)
 		close(c.done)
 		if closedMeanwhile {
 			return ErrClosed // Close came during Start
@@ -177,23 +178,29 @@ func (c *ServiceCache) apply(ev zr.CacheEvent) bool {
 }
 
 // publishLocked makes the instances the cache holds what Instances
-// returns, and tells Changed's readers (c.mu held).
+// returns, and closes the channel Instances returned (c.mu held).
 func (c *ServiceCache) publishLocked() {
 	out := make([]Instance, 0, len(c.nodes))
 	for _, n := range c.nodes {
 		out = append(out, n.inst)
 	}
 	sortInstances(out)
-	if o := c.d.s.Observer(); o != nil {
-		o.InstancesSeen(zr.InstancesEvent{Recipe: c.d.s.RecipeInfo(zr.KindDiscovery, "", c.dir), Service: c.name, Instances: len(out)})
+	if o := instancesObserver(c.d.s); o != nil { // observe.go
+		o.InstancesSeen(InstancesEvent{Recipe: recipeInfo(c.d.s, c.dir), Service: c.name, Instances: len(out)})
 	}
 	c.snap.Store(&out)
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
 
-// Instances returns the service's instances as last read, sorted by ID.
-func (c *ServiceCache) Instances() []Instance { return slices.Clone(c.snapshot()) }
+// Instances returns the service's instances as last read, sorted by ID,
+// and a channel that is closed at their next change: read Instances again
+// then. The slice is the caller's.
+func (c *ServiceCache) Instances() ([]Instance, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.snapshot()), c.changed
+}
 
 // snapshot returns the current instances, shared: never modify them.
 func (c *ServiceCache) snapshot() []Instance {
@@ -205,6 +212,9 @@ func (c *ServiceCache) snapshot() []Instance {
 
 // Changed returns a channel that is closed at the next change of
 // Instances.
+//
+// Deprecated: use Instances, which returns the instances and that channel
+// together (one read, no change missed between the two).
 func (c *ServiceCache) Changed() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -220,19 +230,30 @@ func (c *ServiceCache) Err() error {
 	return c.err
 }
 
-// Close stops the cache and waits for its goroutines. Instances keeps
-// returning the last copy. Close is idempotent. It removes the cache's
-// watch from the server as zkrecipes.TreeCache's Close does (and, like
-// it, leaves the last one-shot watches there where the cache falls back
-// to them).
-func (c *ServiceCache) Close() error {
+// Close stops the cache and waits within ctx for its goroutines
+// (zkrecipes.ErrReleaseDeferred, wrapping ctx's error, when ctx ends
+// first; they then end on their own). Instances keeps returning the last copy. Close is idempotent and
+// safe to call concurrently. It removes the cache's watch from the server
+// as zkrecipes.TreeCache's Close does (and, like it, leaves the last
+// one-shot watches there where the cache falls back to them).
+func (c *ServiceCache) Close(ctx context.Context) error {
+	if ctx == nil {
+		return errNilCtx
+	}
 	c.mu.Lock()
 	c.closed = true
 	started, tc := c.started, c.tc
 	c.mu.Unlock()
-	if started {
-		_ = tc.Close()
-		<-c.done
+	if !started {
+		return nil
 	}
-	return nil
+	if err := tc.Close(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: discovery: cache of %s: %w", zr.ErrReleaseDeferred, c.name, ctx.Err())
+	}
 }

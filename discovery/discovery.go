@@ -171,10 +171,11 @@ func (d *ServiceDiscovery) closing(err error) error {
 // the new kind, as Curator does (a Dynamic instance made Static then
 // outlives the Session).
 //
-// Register returns once the node is in place; if ctx ends first it
-// returns ctx's error and the registration stays, still being made
-// (Unregister it to give up). When ZooKeeper refuses the node for the
-// Session's credentials or ACL, Register fails at once with
+// Register returns once the node is in place. As a recipe's Start does
+// (zkrecipes.PersistentNode.Start), it waits within ctx only: if ctx ends
+// first it returns ctx's error and nothing stays registered (a node it
+// may have made is deleted in the background). When ZooKeeper refuses the
+// node for the Session's credentials or ACL, Register fails at once with
 // zkrecipes.ErrNotAuthorized (also matching zk.ErrNoAuth) or
 // zkrecipes.ErrInvalidACL, and nothing stays registered; a refusal after
 // Register (the ACL changed) is reported by Status while the
@@ -236,18 +237,14 @@ func (d *ServiceDiscovery) Register(ctx context.Context, inst Instance) error {
 		}
 		d.mu.Unlock()
 	}
-	if err := node.Start(); err != nil {
+	if err := node.Start(ctx); err != nil {
+		// ctx ended first, or ZooKeeper refused the node: Start has
+		// stopped the node (deleting it in the background if made), and
+		// nothing stays registered.
 		forget()
 		return d.closing(err)
 	}
-	err = node.WaitInPlace(ctx)
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, zr.ErrClosed) {
-		// Refused by ZooKeeper (its ACL, the Session's credentials): no
-		// retry can mend it, so nothing stays registered.
-		forget()
-		_ = node.Close(ctx)
-	}
-	return d.closing(err)
+	return nil
 }
 
 // Update writes inst over its registration (found by name and ID). It

@@ -31,7 +31,7 @@ func Example() {
 
 	// The client side.
 	orders := d.NewProvider("orders")
-	defer orders.Close()
+	defer orders.Close(context.Background())
 	if err := orders.Start(ctx); err != nil {
 		log.Fatal(err)
 	}

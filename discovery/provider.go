@@ -183,8 +183,9 @@ func (p *Provider) available() []Instance {
 }
 
 // All returns every instance of the service as last read, down and
-// disabled ones included, sorted by ID.
-func (p *Provider) All() []Instance { return p.cache.Instances() }
+// disabled ones included, sorted by ID, and a channel that is closed at
+// their next change (see ServiceCache.Instances).
+func (p *Provider) All() ([]Instance, <-chan struct{}) { return p.cache.Instances() }
 
 // NoteError reports that a call to inst failed. After the policy's
 // threshold of errors (see WithDownInstancePolicy) the instance is left
@@ -213,8 +214,14 @@ func (p *Provider) purgeLocked() {
 }
 
 // Changed returns a channel that is closed at the next change of the
-// service's instances (see ServiceCache.Changed).
-func (p *Provider) Changed() <-chan struct{} { return p.cache.Changed() }
+// service's instances.
+//
+// Deprecated: use All, which returns the instances and that channel
+// together.
+func (p *Provider) Changed() <-chan struct{} {
+	_, ch := p.cache.Instances()
+	return ch
+}
 
-// Close stops the Provider's cache. It is idempotent.
-func (p *Provider) Close() error { return p.cache.Close() }
+// Close stops the Provider's cache, as ServiceCache.Close does.
+func (p *Provider) Close(ctx context.Context) error { return p.cache.Close(ctx) }

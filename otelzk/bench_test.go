@@ -30,7 +30,7 @@ func BenchmarkLock(b *testing.B) {
 	for _, mode := range []string{"off", "metrics", "otel"} {
 		b.Run("uncontended/"+mode, func(b *testing.B) {
 			s := benchSession(b, c.Servers(), mode)
-			m := zr.NewMutex(s, benchPath(b), zr.WithLockName("bench"))
+			m := zr.NewMutex(s, benchPath(b), zr.WithName("bench"))
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -49,7 +49,7 @@ func BenchmarkLock(b *testing.B) {
 			path := benchPath(b)
 			var ms []*zr.Mutex
 			for range sessions {
-				ms = append(ms, zr.NewMutex(benchSession(b, c.Servers(), mode), path, zr.WithLockName("bench")))
+				ms = append(ms, zr.NewMutex(benchSession(b, c.Servers(), mode), path, zr.WithName("bench")))
 			}
 			var left atomic.Int64
 			left.Store(int64(b.N))

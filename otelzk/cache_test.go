@@ -41,7 +41,7 @@ func TestNodeCacheLoadAndResyncAreCounted(t *testing.T) {
 			path := testPath(t)
 			mkdirs(t, conn, "/otel", path)
 			cache := zr.NewNodeCache(r.Session, path)
-			defer func() { _ = cache.Close() }()
+			defer func() { _ = cache.Close(context.Background()) }()
 			require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 			go func() {
 				for range cache.Events() {
@@ -66,7 +66,7 @@ func TestNodeCacheLoadAndResyncAreCounted(t *testing.T) {
 			require.LessOrEqual(t, r.sum(t, "zookeeper.cache.syncs", kind, resync), int64(4), "a change is no resync")
 
 			// The mode it ran in: only a persistent watch is removed on Close.
-			require.NoError(t, cache.Close())
+			require.NoError(t, cache.Close(context.Background()))
 			removed, _ := r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("removeWatches"))
 			if mode == "persistent" {
 				require.NotZero(t, removed, "the cache ran on a persistent watch")
@@ -85,8 +85,8 @@ func TestCacheBacklogIsReportedWhileTheReaderLags(t *testing.T) {
 	conn := c.Observer(t)
 	root := testPath(t)
 	mkdirs(t, conn, "/otel", root)
-	cache := zr.NewTreeCache(r.Session, root, zr.WithCacheName("config"))
-	defer func() { _ = cache.Close() }()
+	cache := zr.NewTreeCache(r.Session, root, zr.WithName("config"))
+	defer func() { _ = cache.Close(context.Background()) }()
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	name := otelzk.AttrRecipeName.String("config")
 	const n = 100
@@ -118,7 +118,7 @@ func TestServiceCacheAndGroupViewReportTheirKind(t *testing.T) {
 	defer func() { _ = d.Close(context.Background()) }()
 	require.NoError(t, d.Register(ctxT(t, 10*time.Second), discovery.Instance{Name: "greeter", ID: "g0", Address: "127.0.0.1", Port: 8000}))
 	sc := d.NewCache("greeter")
-	defer func() { _ = sc.Close() }()
+	defer func() { _ = sc.Close(context.Background()) }()
 	require.NoError(t, sc.Start(ctxT(t, 10*time.Second)))
 	initial := otelzk.AttrSyncKind.String("initial")
 	require.Eventually(t, func() bool {
@@ -149,7 +149,7 @@ func TestTreeCacheLoadAndEveryResyncAreCountedInBothModes(t *testing.T) {
 			root := testPath(t)
 			mkdirs(t, c.Observer(t), "/otel", root, root+"/a")
 			cache := zr.NewTreeCache(r.Session, root)
-			defer func() { _ = cache.Close() }()
+			defer func() { _ = cache.Close(context.Background()) }()
 			require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 			go func() {
 				for range cache.Events() {
@@ -166,7 +166,7 @@ func TestTreeCacheLoadAndEveryResyncAreCountedInBothModes(t *testing.T) {
 			}
 			require.EqualValues(t, 1, r.sum(t, "zookeeper.cache.syncs", kind, initial))
 			require.EqualValues(t, 2, r.sum(t, "zookeeper.cache.nodes", kind))
-			require.NoError(t, cache.Close())
+			require.NoError(t, cache.Close(context.Background()))
 			removed, _ := r.hist(t, "zookeeper.client.operation.duration", otelzk.AttrOperation.String("removeWatches"))
 			if mode == "persistent" {
 				require.NotZero(t, removed, "the cache ran on a persistent watch")

@@ -12,8 +12,7 @@
 // not even the message of an error recorded on a span (exception.message,
 // where every path is replaced by "<path>"): lock paths are unbounded (a
 // lock per entity) and may name the entity. Name recipes instead, with
-// zkrecipes.WithLockName, zkrecipes.WithElectionName or the Session's
-// zkrecipes.WithPathNames; their name is the zookeeper.recipe.name
+// zkrecipes.WithName or the Session's zkrecipes.WithPathNames; their name is the zookeeper.recipe.name
 // attribute. docs/observability.md lists every metric, span and attribute.
 //
 // Spans: an acquisition is a span under the caller's (its ctx), the
@@ -37,6 +36,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -157,6 +157,7 @@ type setKey struct {
 type opKey struct{ op, name, errType string }
 
 var _ zr.Observer = (*Observer)(nil)
+var _ discovery.InstancesObserver = (*Observer)(nil)
 
 // New returns an Observer on the providers its options name. It fails only
 // if an instrument cannot be created.
@@ -461,8 +462,9 @@ func (o *Observer) CacheBacklog(ev zr.CacheBacklogEvent) {
 	o.backlog.Record(context.Background(), int64(ev.Backlog), metric.WithAttributes(o.recipeAttrs(ev.Recipe)...))
 }
 
-// InstancesSeen records the instances a discovery cache sees.
-func (o *Observer) InstancesSeen(ev zr.InstancesEvent) {
+// InstancesSeen records the instances a discovery cache sees (it makes
+// Observer a discovery.InstancesObserver).
+func (o *Observer) InstancesSeen(ev discovery.InstancesEvent) {
 	o.instances.Record(context.Background(), int64(ev.Instances),
 		metric.WithAttributes(o.recipeAttrs(ev.Recipe, AttrService.String(ev.Service))...))
 }

@@ -243,7 +243,7 @@ var (
 func TestAcquireAndReleaseRecordWaitHoldRequestsAndSpansUnderTheCallersSpan(t *testing.T) {
 	r := newRig(t, server(t), nil)
 	path := testPath(t)
-	m := zr.NewMutex(r.Session, path, zr.WithLockName("orders"))
+	m := zr.NewMutex(r.Session, path, zr.WithName("orders"))
 	name := otelzk.AttrRecipeName.String("orders")
 
 	ctx, parent := r.tp.Tracer("test").Start(ctxT(t, 20*time.Second), "handle-order")
@@ -376,7 +376,7 @@ func TestTryAcquireLockedAndAFailedRequestAreRecordedWithTheirErrorType(t *testi
 func TestExpiredSessionCountsOneLossWithCauseExpired(t *testing.T) {
 	c := server(t)
 	r := newRig(t, c, nil, zr.WithLossPolicy(zr.LoseOnLost))
-	l, err := zr.NewMutex(r.Session, testPath(t), zr.WithLockName("orders")).Acquire(ctxT(t, 10*time.Second))
+	l, err := zr.NewMutex(r.Session, testPath(t), zr.WithName("orders")).Acquire(ctxT(t, 10*time.Second))
 	require.NoError(t, err)
 	require.NoError(t, c.ExpireSession(ctxT(t, 10*time.Second), r.capture))
 	select {
@@ -406,7 +406,7 @@ func TestRevokedLeaseIsCountedWithCauseRevoked(t *testing.T) {
 	c := server(t)
 	r := newRig(t, c, nil)
 	other := newRig(t, c, nil)
-	l, err := zr.NewMutex(r.Session, testPath(t), zr.WithRevocable()).Acquire(ctxT(t, 10*time.Second))
+	l, err := zr.NewMutex(r.Session, testPath(t), zr.WithRevocable(true)).Acquire(ctxT(t, 10*time.Second))
 	require.NoError(t, err)
 	require.NoError(t, zr.Revoke(ctxT(t, 10*time.Second), other.Session, l.Path()))
 	select {
@@ -444,7 +444,7 @@ func TestLeaseTimeEndIsCountedWithCauseLeaseTime(t *testing.T) {
 func TestSemaphoreAcquisitionCountsEachLease(t *testing.T) {
 	r := newRig(t, server(t), nil)
 	kind := otelzk.AttrRecipeKind.String(zr.KindSemaphore)
-	ls, err := zr.NewSemaphore(r.Session, testPath(t), 3, zr.WithLockName("slots")).Acquire(ctxT(t, 10*time.Second), 2)
+	ls, err := zr.NewSemaphore(r.Session, testPath(t), 3, zr.WithName("slots")).Acquire(ctxT(t, 10*time.Second), 2)
 	require.NoError(t, err)
 	name := otelzk.AttrRecipeName.String("slots")
 	require.EqualValues(t, 2, r.sum(t, "zookeeper.lease.held", kind, name))
@@ -491,7 +491,7 @@ func TestTreeCacheResyncAfterReconnectIsCounted(t *testing.T) {
 		}
 	}
 	cache := zr.NewTreeCache(r.Session, root)
-	defer func() { _ = cache.Close() }()
+	defer func() { _ = cache.Close(context.Background()) }()
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	go func() {
 		for range cache.Events() {
@@ -522,7 +522,7 @@ func TestDiscoveryInstancesSeenAreRecorded(t *testing.T) {
 		require.NoError(t, d.Register(ctxT(t, 10*time.Second), discovery.Instance{Name: "greeter", ID: fmt.Sprint("g", i), Address: "127.0.0.1", Port: 8000 + i}))
 	}
 	sc := d.NewCache("greeter")
-	defer func() { _ = sc.Close() }()
+	defer func() { _ = sc.Close(context.Background()) }()
 	require.NoError(t, sc.Start(ctxT(t, 10*time.Second)))
 	svc := otelzk.AttrService.String("greeter")
 	require.Eventually(t, func() bool { return r.sum(t, "zookeeper.discovery.instances", svc) == 2 }, 10*time.Second, 5*time.Millisecond)
@@ -602,7 +602,8 @@ func TestFlapsDampedAreCounted(t *testing.T) {
 	c := server(t)
 	proxy := zktest.NewProxy(t, c.Servers()[0])
 	r := newRig(t, c, []string{proxy.Addr()}, zr.WithFlapDamping(zr.RetryNTimes(20, 8*time.Second)))
-	states, cancel := r.Subscribe()
+	subCtx, cancel := context.WithCancel(context.Background())
+	states, _ := r.Subscribe(subCtx)
 	defer cancel()
 	next := func(want zr.ConnState) {
 		t.Helper()

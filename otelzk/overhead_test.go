@@ -33,10 +33,10 @@ func BenchmarkLockOverhead(b *testing.B) {
 	}
 	rigs := map[string]rig{}
 	for _, mode := range modes {
-		r := rig{one: zr.NewMutex(benchSession(b, c.Servers(), mode), benchPath(b)+"-"+mode+"-u", zr.WithLockName("bench"))}
+		r := rig{one: zr.NewMutex(benchSession(b, c.Servers(), mode), benchPath(b)+"-"+mode+"-u", zr.WithName("bench"))}
 		path := benchPath(b) + "-" + mode + "-c"
 		for range sessions {
-			r.many = append(r.many, zr.NewMutex(benchSession(b, c.Servers(), mode), path, zr.WithLockName("bench")))
+			r.many = append(r.many, zr.NewMutex(benchSession(b, c.Servers(), mode), path, zr.WithName("bench")))
 		}
 		rigs[mode] = r
 	}

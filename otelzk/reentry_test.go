@@ -53,7 +53,7 @@ func TestReentrantAcquireIsCountedWithNoWait(t *testing.T) {
 // requests hang under, and its read lease's end is recorded.
 func TestDowngradedReadLeaseIsReported(t *testing.T) {
 	r := newRig(t, server(t), nil)
-	rw := zr.NewRWMutex(r.Session, testPath(t), zr.WithLockName("doc"))
+	rw := zr.NewRWMutex(r.Session, testPath(t), zr.WithName("doc"))
 	ctx := ctxT(t, 10*time.Second)
 	w, err := rw.WriteLock().Acquire(ctx)
 	require.NoError(t, err)

@@ -99,7 +99,7 @@ func cmdElect(args []string) int {
 func listenLeaders(ctx context.Context, e *zkrecipes.Election, sigs <-chan os.Signal) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	changes, err := e.Observe(ctx)
+	changes, err := e.Subscribe(ctx)
 	if err != nil {
 		return zkErr("zkr elect", err)
 	}

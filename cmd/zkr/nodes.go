@@ -411,7 +411,7 @@ func cmdCreate(args []string) int {
 		opts = append(opts, zkrecipes.WithTTL(*ttl))
 	}
 	if *parents {
-		opts = append(opts, zkrecipes.WithParents())
+		opts = append(opts, zkrecipes.WithParents(true))
 	}
 	return n.run(func(ctx context.Context, s *zkrecipes.Session) error {
 		p, err := s.Create(ctx, n.pos[0], data, opts...)
@@ -438,7 +438,7 @@ func cmdRm(args []string) int {
 	}
 	opts := []zkrecipes.NodeOption{zkrecipes.WithVersion(int32(*version))}
 	if *recursive {
-		opts = append(opts, zkrecipes.WithDeleteChildren())
+		opts = append(opts, zkrecipes.WithDeleteChildren(true))
 	}
 	return n.run(func(ctx context.Context, s *zkrecipes.Session) error {
 		err := s.Delete(ctx, n.pos[0], opts...)

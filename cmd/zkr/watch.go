@@ -70,7 +70,7 @@ func cmdWatch(args []string) int {
 		Start(context.Context) error
 		Events() <-chan zkrecipes.CacheEvent
 		Err() error
-		Close() error
+		Close(context.Context) error
 	}
 	var cc cache
 	if *tree {
@@ -87,7 +87,7 @@ func cmdWatch(args []string) int {
 	}); err != nil {
 		return zkErr(fs.Name(), err)
 	}
-	defer cc.Close()
+	defer cc.Close(context.Background())
 	for {
 		select {
 		case ev, ok := <-cc.Events():
@@ -130,7 +130,7 @@ func watchPersistent(name string, w *waiting, path string, recursive bool) int {
 	}); err != nil {
 		return zkErr(name, err)
 	}
-	defer pw.Close()
+	defer pw.Close(context.Background())
 	mode := "persistent"
 	if recursive {
 		mode += ", recursive"

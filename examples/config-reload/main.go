@@ -115,7 +115,7 @@ func main() {
 	defer op.Close()
 	deleteTree(ctx, op, root) // what an interrupted run left
 	set := func(key, value string) {
-		_, err := op.Create(ctx, root+"/"+key, []byte(value), zkrecipes.WithParents())
+		_, err := op.Create(ctx, root+"/"+key, []byte(value), zkrecipes.WithParents(true))
 		if errors.Is(err, zkrecipes.ErrNodeExists) {
 			_, err = op.Set(ctx, root+"/"+key, []byte(value))
 		}
@@ -168,7 +168,7 @@ func main() {
 	}
 	await("flag removed", func(c *Config) bool { _, ok := c.Values["features/beta"]; return !ok })
 
-	if err := cache.Close(); err != nil {
+	if err := cache.Close(ctx); err != nil {
 		log.Fatal(err)
 	}
 	<-done
@@ -177,7 +177,7 @@ func main() {
 
 // deleteTree deletes the node at p and everything below it, if any.
 func deleteTree(ctx context.Context, s *zkrecipes.Session, p string) {
-	if err := s.Delete(ctx, p, zkrecipes.WithDeleteChildren()); err != nil && !errors.Is(err, zkrecipes.ErrNoNode) {
+	if err := s.Delete(ctx, p, zkrecipes.WithDeleteChildren(true)); err != nil && !errors.Is(err, zkrecipes.ErrNoNode) {
 		log.Fatal(err)
 	}
 }

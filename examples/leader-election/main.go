@@ -33,7 +33,7 @@ func main() {
 	}
 	defer watcher.Close()
 	octx, stopObserving := context.WithCancel(ctx)
-	changes, err := zkrecipes.NewElection(watcher, path).Observe(octx)
+	changes, err := zkrecipes.NewElection(watcher, path).Subscribe(octx)
 	if err != nil {
 		log.Fatal(err)
 	}

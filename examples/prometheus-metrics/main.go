@@ -113,7 +113,7 @@ func run(ctx context.Context, cfg config, ln net.Listener) error {
 		return err
 	}
 	cache := zr.NewTreeCache(s, cfg.root+"/config")
-	defer func() { _ = cache.Close() }()
+	defer func() { _ = cache.Close(context.Background()) }()
 	if err := cache.Start(ctx); err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func main() {
 	}
 	defer s.Close()
 	provider := discovery.New(s, base).NewProvider("greeter")
-	defer provider.Close()
+	defer provider.Close(context.Background())
 	if err := provider.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -84,8 +84,8 @@ func main() {
 	// greeter-1 stops: it unregisters, and the frontend's cache follows.
 	greeters[0].stop()
 	for {
-		changed := provider.Changed() // before the check: no change is missed
-		if !strings.Contains(ids(provider.All()), "greeter-1") {
+		all, changed := provider.All() // one read: no change is missed
+		if !strings.Contains(ids(all), "greeter-1") {
 			break
 		}
 		select {
@@ -94,7 +94,8 @@ func main() {
 			log.Fatal(ctx.Err())
 		}
 	}
-	fmt.Println("frontend: greeter-1 left; instances now:", ids(provider.All()))
+	all, _ := provider.All()
+	fmt.Println("frontend: greeter-1 left; instances now:", ids(all))
 	for i := 0; i < 2; i++ {
 		call()
 	}

@@ -114,7 +114,7 @@ func BenchmarkTreeCache10k(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	_ = c.Close()
+	_ = c.Close(ctx)
 	watchHeap, rawLoad := rawWatchHeap(b, e, paths)
 	b.ReportMetric(float64(load.Milliseconds()), "load-ms")
 	b.ReportMetric(float64(queued.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/node-queued")

@@ -223,7 +223,7 @@ func treeCacheObserver(e Env, opts ...zr.SessionOption) burstObserver {
 		out := make(chan time.Time, 1)
 		go func() {
 			defer s.Close()
-			defer c.Close()
+			defer c.Close(context.Background())
 			set := &childSet{have: map[string]bool{}}
 			prefix := root + "/"
 			for {

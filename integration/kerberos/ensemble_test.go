@@ -43,7 +43,8 @@ func TestKerberosSessionFailsOverToAnotherServerAndReauthenticates(t *testing.T)
 	first := slices.Index(addrs, s.Conn().Server())
 	require.GreaterOrEqual(t, first, 0)
 	exchanges := counted.starts.Load()
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 
 	if m, err := c.Srvr(first); err == nil {

@@ -83,7 +83,8 @@ func TestBadInput_ClosedSessionRefusesEveryCallAndCreatesNothing(t *testing.T) {
 	require.NoError(t, cl.Close())
 	assert.NoError(t, cl.Close(), "Close is idempotent")
 	assert.ErrorIs(t, cl.Err(), zr.ErrClosed)
-	ch, cancel := cl.Subscribe()
+	subCtx, cancel := context.WithCancel(context.Background())
+	ch, _ := cl.Subscribe(subCtx)
 	_, open := <-ch
 	assert.False(t, open, "Subscribe on a closed session returns a closed channel")
 	cancel()
@@ -105,7 +106,7 @@ func TestBadInput_ClosedSessionRefusesEveryCallAndCreatesNothing(t *testing.T) {
 	assert.ErrorIs(t, err, zr.ErrClosed)
 	_, err = zr.NewElection(cl.Session, "/x").Leader(ctx)
 	assert.ErrorIs(t, err, zr.ErrClosed)
-	_, err = zr.NewElection(cl.Session, "/x").Observe(ctx)
+	_, err = zr.NewElection(cl.Session, "/x").Subscribe(ctx)
 	assert.ErrorIs(t, err, zr.ErrClosed)
 	_, err = zr.NewSemaphore(cl.Session, "/x", 2).Participants(ctx)
 	assert.ErrorIs(t, err, zr.ErrClosed)
@@ -279,14 +280,14 @@ func newerRecipeCalls(s *zr.Session, path string) map[string]func(ctx context.Co
 		},
 		"SharedCount.Get":      func(ctx context.Context) error { _, err := zr.NewSharedCount(s, path, 1).Get(ctx); return err },
 		"AtomicCounter.Add":    func(ctx context.Context) error { _, err := zr.NewAtomicCounter(s, path).Add(ctx, 1); return err },
-		"PersistentNode.Start": func(context.Context) error { return zr.NewPersistentNode(s, path, []byte("x")).Start() },
+		"PersistentNode.Start": func(ctx context.Context) error { return zr.NewPersistentNode(s, path, []byte("x")).Start(ctx) },
 		"GroupMember.Start":    func(ctx context.Context) error { return zr.NewGroupMember(s, path, "m", []byte("x")).Start(ctx) },
 		"Election.Run": func(ctx context.Context) error {
 			return zr.NewElection(s, path).Run(ctx, func(context.Context, *zr.Lease) error { return nil })
 		},
 		"Semaphore.Available": func(ctx context.Context) error { _, err := zr.NewSemaphore(s, path, 2).Available(ctx); return err },
 		"Mutex(revocable, lease time).Acquire": func(ctx context.Context) error {
-			_, err := zr.NewMutex(s, path, zr.WithRevocable(), zr.WithLeaseTime(time.Minute)).Acquire(ctx)
+			_, err := zr.NewMutex(s, path, zr.WithRevocable(true), zr.WithLeaseTime(time.Minute)).Acquire(ctx)
 			return err
 		},
 		"discovery.Register": func(ctx context.Context) error {
@@ -349,8 +350,8 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 		nc := zr.NewNodeCache(s, base+"/nc")
 		require.NoError(t, call("Start", nc.Start))
 		assert.ErrorIs(t, call("Start again", nc.Start), zr.ErrCacheStarted)
-		require.NoError(t, nc.Close())
-		assert.NoError(t, nc.Close(), "Close is idempotent")
+		require.NoError(t, call("Close", nc.Close))
+		assert.NoError(t, call("Close again", nc.Close), "Close is idempotent")
 		assert.ErrorIs(t, call("Start after Close", nc.Start), zr.ErrCacheStarted)
 		assert.NoError(t, nc.Err(), "Err is nil after Close")
 	})
@@ -358,8 +359,8 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 		tc := zr.NewTreeCache(s, base+"/tc")
 		require.NoError(t, call("Start", tc.Start))
 		assert.ErrorIs(t, call("Start again", tc.Start), zr.ErrCacheStarted)
-		require.NoError(t, tc.Close())
-		assert.NoError(t, tc.Close(), "Close is idempotent")
+		require.NoError(t, call("Close", tc.Close))
+		assert.NoError(t, call("Close again", tc.Close), "Close is idempotent")
 		assert.ErrorIs(t, call("Start after Close", tc.Start), zr.ErrCacheStarted)
 		_, ok := tc.Get("not/a/path")
 		assert.False(t, ok)
@@ -369,15 +370,15 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 	t.Run("PersistentNode", func(t *testing.T) {
 		n := zr.NewPersistentNode(s, base+"/pn", []byte("x"))
 		assert.ErrorIs(t, call("WaitInPlace before Start", n.WaitInPlace), zr.ErrClosed)
-		require.NoError(t, n.Start())
-		assert.ErrorIs(t, n.Start(), zr.ErrNodeStarted)
+		require.NoError(t, call("Start", n.Start))
+		assert.ErrorIs(t, call("Start again", n.Start), zr.ErrNodeStarted)
 		require.NoError(t, call("WaitInPlace", n.WaitInPlace))
 		var nilCtx context.Context
 		assert.ErrorIs(t, n.Close(nilCtx), zr.ErrInvalidArgument)
 		assert.NoError(t, call("WaitInPlace after Close(nil)", n.WaitInPlace), "still kept")
 		require.NoError(t, call("Close", n.Close))
 		assert.NoError(t, call("Close again", n.Close), "Close is idempotent")
-		assert.ErrorIs(t, n.Start(), zr.ErrNodeStarted)
+		assert.ErrorIs(t, call("Start again", n.Start), zr.ErrNodeStarted)
 		assert.ErrorIs(t, call("SetData after Close", func(ctx context.Context) error { return n.SetData(ctx, []byte("y")) }), zr.ErrClosed)
 		assert.ErrorIs(t, call("WaitInPlace after Close", n.WaitInPlace), zr.ErrClosed)
 	})
@@ -399,16 +400,16 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 		sc := d.NewCache("api")
 		require.NoError(t, call("ServiceCache.Start", sc.Start))
 		assert.ErrorIs(t, call("ServiceCache.Start again", sc.Start), discovery.ErrClosed)
-		require.NoError(t, sc.Close())
-		assert.NoError(t, sc.Close(), "Close is idempotent")
+		require.NoError(t, call("Close", sc.Close))
+		assert.NoError(t, call("Close again", sc.Close), "Close is idempotent")
 		p := d.NewProvider("api")
 		_, err := p.Instance()
 		assert.ErrorIs(t, err, discovery.ErrNoInstance, "Instance before Start")
 		require.NoError(t, call("Provider.Start", p.Start))
 		assert.ErrorIs(t, call("Provider.Start again", p.Start), discovery.ErrClosed)
 		p.NoteError(discovery.Instance{}) // an instance it never gave: ignored
-		require.NoError(t, p.Close())
-		assert.NoError(t, p.Close(), "Close is idempotent")
+		require.NoError(t, call("Close", p.Close))
+		assert.NoError(t, call("Close again", p.Close), "Close is idempotent")
 		assert.ErrorIs(t, call("Unregister twice", func(ctx context.Context) error {
 			require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: "a"}))
 			require.NoError(t, d.Unregister(ctx, "api", "a"))
@@ -421,9 +422,14 @@ func TestBadInput_KeepersAndCachesStartOnceCloseTwiceAndLeaveNoNode(t *testing.T
 		}), discovery.ErrClosed)
 	})
 	t.Run("Subscribe", func(t *testing.T) {
-		_, cancel := s.Subscribe()
+		subCtx, cancel := context.WithCancel(context.Background())
+		_, err := s.Subscribe(subCtx)
+		require.NoError(t, err)
 		cancel()
 		cancel() // idempotent, no panic
+		var nilCtx context.Context
+		_, err = s.Subscribe(nilCtx)
+		assert.ErrorIs(t, err, zr.ErrInvalidArgument)
 	})
 	assert.Empty(t, leftBehind(t, conn, base))
 }
@@ -441,8 +447,8 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 	ctx := ctxT(t, time.Minute)
 
 	t.Run("Election.Proclaim", func(t *testing.T) {
-		e := zr.NewElection(s, base+"/e", zr.WithProclaim())
-		other := zr.NewElection(s, base+"/e2", zr.WithProclaim())
+		e := zr.NewElection(s, base+"/e", zr.WithProclaim(true))
+		other := zr.NewElection(s, base+"/e2", zr.WithProclaim(true))
 		lease, err := e.Campaign(ctx)
 		require.NoError(t, err)
 		mine, err := zr.NewMutex(s, base+"/m").Acquire(ctx)
@@ -471,9 +477,9 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 			return e.Proclaim(ctx, l, []byte("x"))
 		}), zr.ErrInvalidArgument)
 	})
-	t.Run("Observe until ctx ends", func(t *testing.T) {
+	t.Run("Subscribe until ctx ends", func(t *testing.T) {
 		octx, cancel := context.WithCancel(ctx)
-		ch, err := zr.NewElection(s, base+"/obs").Observe(octx)
+		ch, err := zr.NewElection(s, base+"/obs").Subscribe(octx)
 		require.NoError(t, err)
 		<-ch
 		cancel()
@@ -507,7 +513,7 @@ func TestBadInput_MisusedLeasesBarriersAndQueueGiveTypedErrorsAndLeaveNoNode(t *
 		assert.Empty(t, item)
 	})
 	t.Run("Revoke", func(t *testing.T) {
-		m := zr.NewMutex(s, base+"/lock", zr.WithRevocable())
+		m := zr.NewMutex(s, base+"/lock", zr.WithRevocable(true))
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		assert.NoError(t, call("Revoke(a node that is gone)", func(ctx context.Context) error {
@@ -578,9 +584,6 @@ func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 			return wait(ctx)
 		}
 	}
-	noCtx := func(f func() error) func(context.Context) error {
-		return func(context.Context) error { return f() }
-	}
 	// thenClose runs setup, then the call to refuse, then close: the call's
 	// error, unless setup or close failed.
 	thenClose := func(setup, call, closeIt func(context.Context) error) func(context.Context) error {
@@ -606,12 +609,12 @@ func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 		{"PersistentNode(1.1 MB).Start", func(s *zr.Session, path string) func(context.Context) error {
 			n := zr.NewPersistentNode(s, path, huge)
 			t.Cleanup(func() { _ = n.Close(context.Background()) })
-			return keeper(noCtx(n.Start), n.WaitInPlace)
+			return keeper(n.Start, n.WaitInPlace)
 		}},
 		{"PersistentNode.SetData(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
 			n := zr.NewPersistentNode(s, path, []byte("small"))
 			t.Cleanup(func() { _ = n.Close(context.Background()) })
-			return thenClose(keeper(noCtx(n.Start), n.WaitInPlace),
+			return thenClose(keeper(n.Start, n.WaitInPlace),
 				func(ctx context.Context) error { return n.SetData(ctx, huge) }, n.Close)
 		}},
 		{"GroupMember(1.1 MB).Start", func(s *zr.Session, path string) func(context.Context) error {
@@ -654,7 +657,7 @@ func TestBadInput_HugeDataOnTheRecipesAddedAfterTheLocks(t *testing.T) {
 		}},
 		{"Election.Proclaim(1.1 MB)", func(s *zr.Session, path string) func(context.Context) error {
 			return func(ctx context.Context) error {
-				e := zr.NewElection(s, path+"-election", zr.WithProclaim()) // path stays empty
+				e := zr.NewElection(s, path+"-election", zr.WithProclaim(true)) // path stays empty
 				l, err := e.Campaign(ctx)
 				if err != nil {
 					return fmt.Errorf("campaign: %w", err)
@@ -694,10 +697,10 @@ func TestBadInput_PathTooLongForARequestIsRefusedAtOnceAndDisturbsNoLease(t *tes
 			return func(ctx context.Context) error { return zr.WatchChildren(ctx, s, p, noKids) }
 		},
 		"NodeCache.Start": func(s *zr.Session, p string) func(context.Context) error {
-			return func(ctx context.Context) error { c := zr.NewNodeCache(s, p); defer c.Close(); return c.Start(ctx) }
+			return func(ctx context.Context) error { c := zr.NewNodeCache(s, p); defer c.Close(ctx); return c.Start(ctx) }
 		},
 		"TreeCache.Start": func(s *zr.Session, p string) func(context.Context) error {
-			return func(ctx context.Context) error { c := zr.NewTreeCache(s, p); defer c.Close(); return c.Start(ctx) }
+			return func(ctx context.Context) error { c := zr.NewTreeCache(s, p); defer c.Close(ctx); return c.Start(ctx) }
 		},
 		"Queue.Peek": func(s *zr.Session, p string) func(context.Context) error {
 			return func(ctx context.Context) error { _, err := zr.NewQueue(s, p).Peek(ctx); return err }
@@ -712,7 +715,7 @@ func TestBadInput_PathTooLongForARequestIsRefusedAtOnceAndDisturbsNoLease(t *tes
 			return func(ctx context.Context) error {
 				n := zr.NewPersistentNode(s, p, nil)
 				defer func() { _ = n.Close(ctx) }()
-				if err := n.Start(); err != nil {
+				if err := n.Start(ctx); err != nil {
 					return err
 				}
 				return n.WaitInPlace(ctx)

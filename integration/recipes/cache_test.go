@@ -220,7 +220,7 @@ func TestNodeCache_EventsReplayToAFreshReadUnderFaults(t *testing.T) {
 	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(4*time.Second))
 	path := testPath(t)
 	cache := zr.NewNodeCache(cl.Session, path)
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	r := &replay{conn: map[zr.CacheEventKind]int{}}
 	consumed := make(chan struct{})
@@ -236,7 +236,7 @@ func TestNodeCache_EventsReplayToAFreshReadUnderFaults(t *testing.T) {
 	n, ok := cache.Get()
 	require.True(t, ok)
 	assert.Equal(t, fresh(t, raw(t, c), path), seenNode{exists: true, data: string(n.Data), czxid: n.Stat.Czxid, mzxid: n.Stat.Mzxid}, "Get equals a fresh read")
-	require.NoError(t, cache.Close())
+	require.NoError(t, cache.Close(context.Background()))
 	<-consumed
 	r.mu.Lock()
 	assert.Positive(t, r.conn[zr.CacheLost], "the session expiry reaches the reader: %v", r.conn)
@@ -255,7 +255,7 @@ func TestNodeCache_CloseLeavesNoGoroutine(t *testing.T) {
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	ev := <-cache.Events()
 	require.Equal(t, zr.CacheInitialized, ev.Kind)
-	require.NoError(t, cache.Close())
+	require.NoError(t, cache.Close(context.Background()))
 	select {
 	case _, open := <-cache.Events():
 		assert.False(t, open, "Close closes the events")

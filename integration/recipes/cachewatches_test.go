@@ -109,10 +109,10 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		mk(root, root+"/a", root+"/b", root+"/a/x", root+"/a/y")
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewTreeCache(cl.Session, root)
-			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
+			t.Cleanup(func() { _ = cache.Close(context.Background()) }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
 			require.Equal(t, 5, cache.Len())
-			return func() { require.NoError(t, cache.Close()) }
+			return func() { require.NoError(t, cache.Close(ctx)) }
 		})
 	})
 	t.Run("TreeCache beside another session's", func(t *testing.T) {
@@ -122,12 +122,12 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		mk(root, root+"/a")
 		theirs := zr.NewTreeCache(other.Session, root)
 		require.NoError(t, theirs.Start(ctx))
-		defer theirs.Close()
+		defer theirs.Close(context.Background())
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewTreeCache(cl.Session, root)
-			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
+			t.Cleanup(func() { _ = cache.Close(context.Background()) }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
-			return func() { require.NoError(t, cache.Close()) }
+			return func() { require.NoError(t, cache.Close(ctx)) }
 		})
 	})
 	t.Run("NodeCache", func(t *testing.T) {
@@ -135,17 +135,17 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		mk(p)
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewNodeCache(cl.Session, p)
-			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
+			t.Cleanup(func() { _ = cache.Close(context.Background()) }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
-			return func() { require.NoError(t, cache.Close()) }
+			return func() { require.NoError(t, cache.Close(ctx)) }
 		})
 	})
 	t.Run("NodeCache of a missing node", func(t *testing.T) {
 		check(t, func(t *testing.T) func() {
 			cache := zr.NewNodeCache(cl.Session, testPath(t))
-			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
+			t.Cleanup(func() { _ = cache.Close(context.Background()) }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
-			return func() { require.NoError(t, cache.Close()) }
+			return func() { require.NoError(t, cache.Close(ctx)) }
 		})
 	})
 	t.Run("ServiceCache", func(t *testing.T) {
@@ -156,10 +156,10 @@ func TestCaches_CloseLeavesNoWatchOnTheServer(t *testing.T) {
 		}
 		check(t, func(t *testing.T) func() {
 			cache := discovery.New(cl.Session, base).NewCache("api")
-			t.Cleanup(func() { _ = cache.Close() }) // a failed check leaves nothing running
+			t.Cleanup(func() { _ = cache.Close(context.Background()) }) // a failed check leaves nothing running
 			require.NoError(t, cache.Start(ctx))
 			awaitCache(t, cache, 5*time.Second, "a", "b", "c")
-			return func() { require.NoError(t, cache.Close()) }
+			return func() { require.NoError(t, cache.Close(ctx)) }
 		})
 	})
 	t.Run("GroupMember", func(t *testing.T) {
@@ -209,10 +209,10 @@ func TestCaches_FallBackToOneShotWatchesOnAServerWithoutAddWatch(t *testing.T) {
 	removed := removals()
 	ctx := ctxT(t, 30*time.Second)
 	tree := zr.NewTreeCache(cl.Session, root)
-	defer tree.Close()
+	defer tree.Close(context.Background())
 	require.NoError(t, tree.Start(ctx))
 	node := zr.NewNodeCache(cl.Session, root+"/a")
-	defer node.Close()
+	defer node.Close(context.Background())
 	require.NoError(t, node.Start(ctx))
 	require.Equal(t, 2, tree.Len())
 
@@ -228,7 +228,7 @@ func TestCaches_FallBackToOneShotWatchesOnAServerWithoutAddWatch(t *testing.T) {
 	require.NoError(t, conn.Delete(root+"/a/b", -1))
 	require.Eventually(t, func() bool { _, ok := tree.Get(root + "/a/b"); return !ok }, 10*time.Second, 5*time.Millisecond,
 		"and a deletion")
-	require.NoError(t, tree.Close())
-	require.NoError(t, node.Close())
+	require.NoError(t, tree.Close(ctx))
+	require.NoError(t, node.Close(ctx))
 	assert.Equal(t, removed, removals(), "no persistent watch was set, so Close removed none: the caches ran on one-shot watches")
 }

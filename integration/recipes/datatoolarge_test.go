@@ -166,7 +166,7 @@ func TestDataTooLarge_KeepersFailAtOnceAndDisturbNoLease(t *testing.T) {
 	var nodes []*zr.PersistentNode
 	for _, m := range modes {
 		n := zr.NewPersistentNode(s, kept+"/"+m.String(), small, zr.WithCreateMode(m))
-		require.NoError(t, n.Start())
+		require.NoError(t, n.Start(ctx))
 		require.NoError(t, n.WaitInPlace(ctx))
 		nodes = append(nodes, n)
 	}
@@ -183,7 +183,7 @@ func TestDataTooLarge_KeepersFailAtOnceAndDisturbNoLease(t *testing.T) {
 		for i, m := range modes {
 			n := zr.NewPersistentNode(s, path+"/"+m.String(), big, zr.WithCreateMode(m))
 			b.refuses(t, m.String()+" PersistentNode.Start", func(ctx context.Context) error {
-				if err := n.Start(); err != nil {
+				if err := n.Start(ctx); err != nil {
 					return err
 				}
 				return n.WaitInPlace(ctx)

@@ -50,14 +50,14 @@ func TestDiscovery_QueryNamingAHugeServiceOrInstanceIsRefusedAtOnceAndDisturbsNo
 		"ServiceCache.Start(huge name)": func(s *zr.Session, base string) func(context.Context) error {
 			return func(ctx context.Context) error {
 				c := discovery.New(s, base).NewCache(long)
-				defer func() { _ = c.Close() }()
+				defer func() { _ = c.Close(context.Background()) }()
 				return c.Start(ctx)
 			}
 		},
 		"Provider.Start(huge name)": func(s *zr.Session, base string) func(context.Context) error {
 			return func(ctx context.Context) error {
 				p := discovery.New(s, base).NewProvider(long)
-				defer func() { _ = p.Close() }()
+				defer func() { _ = p.Close(context.Background()) }()
 				return p.Start(ctx)
 			}
 		},

@@ -31,19 +31,19 @@ func TestDiscoveryBench_RegistrationToCacheBesideCurator(t *testing.T) {
 	defer d.Close(context.Background())
 	ctx := ctxT(t, 5*time.Minute)
 	cache := discovery.New(watcher.Session, base).NewCache("api")
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctx))
 	cur.ask(t, "OK", "follow", "api")
 
 	var goLat, javaLat []time.Duration
 	for i := 1; i <= n; i++ {
-		changed := cache.Changed()
+		_, changed := cache.Instances()
 		start := time.Now()
 		require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: fmt.Sprintf("i-%04d", i), Address: "127.0.0.1", Port: 1000 + i}))
-		for len(cache.Instances()) != i {
+		for insts, _ := cache.Instances(); len(insts) != i; insts, _ = cache.Instances() {
 			select {
 			case <-changed:
-				changed = cache.Changed()
+				_, changed = cache.Instances()
 			case <-ctx.Done():
 				t.Fatal(ctx.Err())
 			}

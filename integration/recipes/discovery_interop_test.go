@@ -83,12 +83,13 @@ func TestInterop_CuratorRegisteredInstanceIsFoundByGo(t *testing.T) {
 	d := discovery.New(cl.Session, base)
 	ctx := ctxT(t, 30*time.Second)
 	cache := d.NewCache("api")
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctx))
 
 	cur.ask(t, "OK", "register", "api", "java-1", "127.0.0.1", "8081", "zone=us-2")
 	awaitCache(t, cache, 5*time.Second, "java-1")
-	i := cache.Instances()[0]
+	insts, _ := cache.Instances()
+	i := insts[0]
 	assert.Equal(t, "api", i.Name)
 	assert.Equal(t, "127.0.0.1", i.Address)
 	assert.Equal(t, 8081, i.Port)
@@ -110,7 +111,7 @@ func TestInterop_CuratorRegisteredInstanceIsFoundByGo(t *testing.T) {
 	assert.Equal(t, []string{"api"}, names)
 
 	p := d.NewProvider("api")
-	defer p.Close()
+	defer p.Close(context.Background())
 	require.NoError(t, p.Start(ctx))
 	chosen, err := p.Instance()
 	require.NoError(t, err)

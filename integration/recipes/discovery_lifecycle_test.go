@@ -25,10 +25,10 @@ func discoveryCalls(ctx context.Context, d *discovery.ServiceDiscovery) map[stri
 	_, errs["QueryForInstance"] = d.QueryForInstance(ctx, "api", "a")
 	c := d.NewCache("api")
 	errs["NewCache.Start"] = c.Start(ctx)
-	_ = c.Close()
+	_ = c.Close(ctx)
 	p := d.NewProvider("api")
 	errs["NewProvider.Start"] = p.Start(ctx)
-	_ = p.Close()
+	_ = p.Close(ctx)
 	errs["Register"] = d.Register(ctx, discovery.Instance{Name: "api", ID: "b"})
 	errs["Update"] = d.Update(ctx, discovery.Instance{Name: "api", ID: "a"})
 	return errs

@@ -34,14 +34,15 @@ func awaitCache(t *testing.T, c *discovery.ServiceCache, within time.Duration, i
 	t.Helper()
 	deadline := time.After(within)
 	for {
-		ch := c.Changed()
-		if got := instanceIDs(c.Instances()); slices.Equal(ids, got) {
+		insts, ch := c.Instances()
+		if got := instanceIDs(insts); slices.Equal(ids, got) {
 			return
 		}
 		select {
 		case <-ch:
 		case <-deadline:
-			t.Fatalf("cache holds %v, want %v", instanceIDs(c.Instances()), ids)
+			insts, _ := c.Instances()
+			t.Fatalf("cache holds %v, want %v", instanceIDs(insts), ids)
 		}
 	}
 }
@@ -107,7 +108,7 @@ func TestServiceCache_FollowsRegistrationsAndConvergesAfterExpiry(t *testing.T) 
 	require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "h", Port: 1}))
 
 	cache := discovery.New(watcher.Session, base).NewCache("api")
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctx))
 	awaitCache(t, cache, time.Second, "a") // loaded by Start
 
@@ -118,7 +119,8 @@ func TestServiceCache_FollowsRegistrationsAndConvergesAfterExpiry(t *testing.T) 
 
 	require.NoError(t, d.Update(ctx, discovery.Instance{Name: "api", ID: "b", Address: "h", Port: 3}))
 	require.Eventually(t, func() bool {
-		for _, i := range cache.Instances() {
+		insts, _ := cache.Instances()
+		for _, i := range insts {
 			if i.ID == "b" {
 				return i.Port == 3
 			}
@@ -170,14 +172,14 @@ func TestProvider_ChoosesAmongLiveInstancesAndSkipsDownOnes(t *testing.T) {
 	defer d.Close(context.Background())
 	ctx := ctxT(t, 20*time.Second)
 	p := d.NewProvider("api", discovery.WithDownInstancePolicy(time.Minute, 1))
-	defer p.Close()
+	defer p.Close(context.Background())
 	require.NoError(t, p.Start(ctx))
 	_, err := p.Instance()
 	assert.ErrorIs(t, err, discovery.ErrNoInstance)
 	for _, id := range []string{"a", "b"} {
 		require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: id, Address: "h", Port: 1}))
 	}
-	require.Eventually(t, func() bool { return len(p.All()) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { all, _ := p.All(); return len(all) == 2 }, 5*time.Second, 5*time.Millisecond)
 	i1, _ := p.Instance()
 	i2, _ := p.Instance()
 	assert.NotEqual(t, i1.ID, i2.ID, "round robin")
@@ -200,7 +202,7 @@ func TestServiceCache_CloseLeavesNoGoroutine(t *testing.T) {
 	cache := d.NewCache("api")
 	require.NoError(t, cache.Start(ctx))
 	awaitCache(t, cache, time.Second, "a")
-	require.NoError(t, cache.Close())
+	require.NoError(t, cache.Close(ctx))
 	require.NoError(t, d.Close(ctx))
 	goleak.VerifyNone(t, append(ownGoroutinesOnly, ignore)...)
 	assert.False(t, errors.Is(cache.Err(), discovery.ErrClosed))
@@ -225,7 +227,7 @@ func TestServiceCache_CostsNoGoroutinePerInstance(t *testing.T) {
 	before := runtime.NumGoroutine()
 	cache := d.NewCache("api")
 	require.NoError(t, cache.Start(ctx))
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	awaitCache(t, cache, 5*time.Second, ids...)
 	grown := runtime.NumGoroutine() - before
 	assert.Less(t, grown, 30, "goroutines added by a cache of %d instances", n)
@@ -244,7 +246,7 @@ func TestDiscovery_RegistrationSurvivesServerKillsNeverDuplicated(t *testing.T) 
 	defer d.Close(context.Background())
 	require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "h", Port: 1}))
 	cache := discovery.New(watcher.Session, base).NewCache("api")
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctx))
 	obs := raw(t, ens)
 	for i := 0; i < ens.Size(); i++ {
@@ -267,4 +269,35 @@ func TestDiscovery_RegistrationSurvivesServerKillsNeverDuplicated(t *testing.T) 
 		require.NoError(t, ens.Restart(i))
 		require.NoError(t, ens.WaitServing(ctx, i))
 	}
+}
+
+// Instances is Status-shaped: the instances now, and a channel closed at
+// their next change (a Register seen by the cache), as Provider.All is.
+func TestServiceCache_InstancesChannelClosesAtTheNextChange(t *testing.T) {
+	c := server(t)
+	cl := connect(t, c, nil)
+	base := testPath(t)
+	d := discovery.New(cl.Session, base)
+	defer d.Close(context.Background())
+	ctx := ctxT(t, 30*time.Second)
+	cache := d.NewCache("api")
+	defer cache.Close(context.Background())
+	require.NoError(t, cache.Start(ctx))
+	p := d.NewProvider("api")
+	defer p.Close(context.Background())
+	require.NoError(t, p.Start(ctx))
+
+	insts, changed := cache.Instances()
+	assert.Empty(t, insts)
+	all, allChanged := p.All()
+	assert.Empty(t, all)
+	require.NoError(t, d.Register(ctx, discovery.Instance{Name: "api", ID: "a", Address: "h", Port: 1}))
+	for what, ch := range map[string]<-chan struct{}{"ServiceCache.Instances": changed, "Provider.All": allChanged} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%s: channel not closed at the next change", what)
+		}
+	}
+	awaitCache(t, cache, 5*time.Second, "a")
 }

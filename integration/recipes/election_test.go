@@ -1,5 +1,7 @@
 package recipes_test
 
+//lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.
+
 import (
 	"context"
 	"errors"
@@ -317,7 +319,7 @@ func TestElection_ObserveReportsEachChangeOfLeader(t *testing.T) {
 			ctx := ctxT(t, 30*time.Second)
 			watcher := zr.NewElection(connect(t, c, nil).Session, path, zr.WithLayout(layout))
 			octx, stop := context.WithCancel(ctx)
-			ch, err := watcher.Observe(octx)
+			ch, err := watcher.Subscribe(octx)
 			require.NoError(t, err)
 			next := func() zr.LeaderChange {
 				select {
@@ -397,7 +399,7 @@ func TestElection_ObserveLeavesNoPathBehind(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 30*time.Second)
 	octx, stop := context.WithCancel(ctx)
-	ch, err := zr.NewElection(connect(t, c, nil).Session, path).Observe(octx)
+	ch, err := zr.NewElection(connect(t, c, nil).Session, path).Subscribe(octx)
 	require.NoError(t, err)
 	first := <-ch
 	assert.False(t, first.HasLeader)
@@ -420,7 +422,7 @@ func TestElection_ObserveLeavesNoPathBehindWhenTheSessionCloses(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 30*time.Second)
 	cl := connect(t, c, nil)
-	ch, err := zr.NewElection(cl.Session, path).Observe(ctx)
+	ch, err := zr.NewElection(cl.Session, path).Subscribe(ctx)
 	require.NoError(t, err)
 	<-ch
 	ok, _, err := conn.Exists(path)

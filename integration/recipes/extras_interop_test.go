@@ -173,7 +173,7 @@ func TestInterop_CuratorReadsAProclaimedValueAsTheLeaderID(t *testing.T) {
 			s := connect(t, server(t), nil).Session
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			e := zr.NewElection(s, path, zr.WithLayout(tc.layout), zr.WithParticipantID("go-1"), zr.WithProclaim())
+			e := zr.NewElection(s, path, zr.WithLayout(tc.layout), zr.WithParticipantID("go-1"), zr.WithProclaim(true))
 			lease, err := e.Campaign(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"true", "go-1"}, cur.ask(t, "LEADER", tc.ask, path))

@@ -211,7 +211,7 @@ func TestFlapDamping_KeeperLooksAtItsNodeAtEachReconnectionOrOnceSettled(t *test
 			s := connect(t, c, []string{proxy.Addr()}, opts...)
 			st := watchStates(t, s.Session)
 			n := zr.NewPersistentNode(s.Session, path, []byte("here"))
-			require.NoError(t, n.Start())
+			require.NoError(t, n.Start(context.Background()))
 			t.Cleanup(func() { _ = n.Close(context.Background()) })
 			require.NoError(t, n.WaitInPlace(ctxT(t, 30*time.Second)))
 			looks := obs.looks.Load()

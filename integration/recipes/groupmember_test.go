@@ -19,9 +19,9 @@ func awaitMembers(t *testing.T, g *zr.GroupMember, within time.Duration, want ma
 	t.Helper()
 	deadline := time.After(within)
 	for {
-		ch := g.Changed()
+		members, ch := g.Members()
 		got := map[string]string{}
-		for id, d := range g.Members() {
+		for id, d := range members {
 			got[id] = string(d)
 		}
 		if assert.ObjectsAreEqual(want, got) {

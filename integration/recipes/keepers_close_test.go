@@ -27,7 +27,7 @@ func TestPersistentNode_CloseAfterSessionCloseSaysAPersistentNodeWasLeft(t *test
 			cl := connect(t, c, nil)
 			dir := testPath(t)
 			n := zr.NewPersistentNode(cl.Session, dir+"/member", []byte("x"), zr.WithCreateMode(mode))
-			require.NoError(t, n.Start())
+			require.NoError(t, n.Start(context.Background()))
 			require.NoError(t, n.WaitInPlace(ctxT(t, 10*time.Second)))
 			st, _ := n.Status()
 			require.NoError(t, cl.Close())
@@ -145,11 +145,11 @@ func starters(s *zr.Session, path string) []starter {
 	pn := zr.NewPersistentNode(s, path+"/node", []byte("x"))
 	sc := discovery.New(s, path+"/services").NewCache("api")
 	return []starter{
-		{"TreeCache", tc.Start, func() { _ = tc.Close() }, zr.ErrClosed},
-		{"NodeCache", nc.Start, func() { _ = nc.Close() }, zr.ErrClosed},
+		{"TreeCache", tc.Start, func() { _ = tc.Close(context.Background()) }, zr.ErrClosed},
+		{"NodeCache", nc.Start, func() { _ = nc.Close(context.Background()) }, zr.ErrClosed},
 		{"GroupMember", g.Start, func() { _ = g.Close(context.Background()) }, zr.ErrClosed},
-		{"PersistentNode", func(context.Context) error { return pn.Start() }, func() { _ = pn.Close(context.Background()) }, zr.ErrClosed},
-		{"ServiceCache", sc.Start, func() { _ = sc.Close() }, discovery.ErrClosed},
+		{"PersistentNode", func(context.Context) error { return pn.Start(context.Background()) }, func() { _ = pn.Close(context.Background()) }, zr.ErrClosed},
+		{"ServiceCache", sc.Start, func() { _ = sc.Close(context.Background()) }, discovery.ErrClosed},
 	}
 }
 

@@ -125,7 +125,8 @@ type states struct {
 }
 
 func watchStates(t *testing.T, s *zr.Session) *states {
-	ch, cancel := s.Subscribe()
+	subCtx, cancel := context.WithCancel(context.Background())
+	ch, _ := s.Subscribe(subCtx)
 	t.Cleanup(cancel)
 	return &states{ch: ch}
 }

@@ -45,7 +45,7 @@ func TestNodeData_NilIsWrittenAsZeroBytesAndContainersHoldZeroBytes(t *testing.T
 
 	// PersistentNode with nil data, under two containers it makes.
 	pn := zr.NewPersistentNode(s, base+"/a/b/pn", nil)
-	require.NoError(t, pn.Start())
+	require.NoError(t, pn.Start(ctx))
 	defer pn.Close(context.Background())
 	require.NoError(t, pn.WaitInPlace(ctx))
 	for _, p := range []string{base, base + "/a", base + "/a/b", base + "/a/b/pn"} {
@@ -54,7 +54,7 @@ func TestNodeData_NilIsWrittenAsZeroBytesAndContainersHoldZeroBytes(t *testing.T
 
 	// PersistentNode.SetData(nil) over data.
 	set := zr.NewPersistentNode(s, base+"/set", []byte("x"))
-	require.NoError(t, set.Start())
+	require.NoError(t, set.Start(ctx))
 	defer set.Close(context.Background())
 	require.NoError(t, set.WaitInPlace(ctx))
 	require.NoError(t, set.SetData(ctx, nil))

@@ -20,7 +20,7 @@ import (
 func startNode(t *testing.T, s *zr.Session, path string, data string, mode zr.CreateMode) *zr.PersistentNode {
 	t.Helper()
 	n := zr.NewPersistentNode(s, path, []byte(data), zr.WithCreateMode(mode))
-	require.NoError(t, n.Start())
+	require.NoError(t, n.Start(context.Background()))
 	t.Cleanup(func() { _ = n.Close(context.Background()) })
 	require.NoError(t, n.WaitInPlace(ctxT(t, 20*time.Second)))
 	return n
@@ -271,7 +271,7 @@ func TestPersistentNode_CloseLeavesNoNodeAndNoGoroutine(t *testing.T) {
 			dir := testPath(t)
 			ignore := goleak.IgnoreCurrent()
 			n := zr.NewPersistentNode(cl.Session, dir+"/member", []byte("x"), zr.WithCreateMode(mode))
-			require.NoError(t, n.Start())
+			require.NoError(t, n.Start(context.Background()))
 			require.NoError(t, n.WaitInPlace(ctxT(t, 10*time.Second)))
 			require.Len(t, nodesOf(t, obs, dir, "member"), 1)
 			require.NoError(t, n.Close(ctxT(t, 5*time.Second)))
@@ -279,7 +279,7 @@ func TestPersistentNode_CloseLeavesNoNodeAndNoGoroutine(t *testing.T) {
 			st, _ := n.Status()
 			assert.False(t, st.InPlace)
 			assert.ErrorIs(t, n.WaitInPlace(ctxT(t, time.Second)), zr.ErrClosed)
-			assert.ErrorIs(t, n.Start(), zr.ErrNodeStarted)
+			assert.ErrorIs(t, n.Start(context.Background()), zr.ErrNodeStarted)
 			goleak.VerifyNone(t, append(ownGoroutinesOnly, ignore)...)
 		})
 	}
@@ -307,7 +307,7 @@ func TestPersistentNode_ACreateWhoseReplyIsLostMakesOneNode(t *testing.T) {
 			// protected name); the second, the create, loses its reply.
 			lost := proxy.LoseRepliesAfter(1, 300*time.Millisecond)
 			n := zr.NewPersistentNode(cl.Session, dir+"/member", []byte("x"), zr.WithCreateMode(mode))
-			require.NoError(t, n.Start())
+			require.NoError(t, n.Start(context.Background()))
 			t.Cleanup(func() { _ = n.Close(context.Background()) })
 			<-lost
 			require.NoError(t, n.WaitInPlace(ctxT(t, 20*time.Second)))

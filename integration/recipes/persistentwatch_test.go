@@ -1,6 +1,9 @@
 package recipes_test
 
+//lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.
+
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -70,7 +73,7 @@ func startWatch(t *testing.T, s *zr.Session, path string, opts ...zr.PersistentW
 		t.Skip("persistent watches need the wire layer")
 	}
 	w := zr.NewPersistentWatch(s, path, opts...)
-	t.Cleanup(func() { _ = w.Close() }) // also after a failed Start
+	t.Cleanup(func() { _ = w.Close(context.Background()) }) // also after a failed Start
 	require.NoError(t, w.Start(ctxT(t, 20*time.Second)))
 	return w
 }
@@ -160,7 +163,7 @@ func TestPersistentWatchWithoutTheWireLayerSaysUnsupported(t *testing.T) {
 		err := w.Start(ctxT(t, 10*time.Second))
 		require.ErrorIs(t, err, zr.ErrPersistentWatchUnsupported, name)
 		assert.False(t, open(t, w.Events()), "events closed after a failed Start")
-		require.NoError(t, w.Close())
+		require.NoError(t, w.Close(context.Background()))
 	}
 }
 
@@ -176,7 +179,7 @@ func TestPersistentWatchRequestsReachTheTracer(t *testing.T) {
 		}
 	})))
 	w := startWatch(t, s.Session, testPath(t))
-	require.NoError(t, w.Close())
+	require.NoError(t, w.Close(context.Background()))
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"addWatch", "removeWatches"}, ops)
@@ -194,7 +197,7 @@ func TestSessionCloseWithAPersistentWatchOpenLeavesNoGoroutine(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.False(t, open(t, w.Events()), "events closed with the Session")
 	assert.ErrorIs(t, w.Err(), zr.ErrClosed)
-	require.NoError(t, w.Close())
+	require.NoError(t, w.Close(context.Background()))
 	goleak.VerifyNone(t, before)
 }
 
@@ -337,7 +340,7 @@ func TestPersistentWatchCloseLeavesTheSessionsOtherWatchesAsTheyWere(t *testing.
 			_, _, below, err = s.Conn().GetW(p + "/kid") // set it again
 			require.NoError(t, err)
 
-			require.NoError(t, w.Close())
+			require.NoError(t, w.Close(context.Background()))
 			assert.Equal(t, before, sessionWatches(t, c, sid), "the server holds the Session's watches as before")
 			assert.Equal(t, count, mntrInt(t, c, "zk_watch_count"), "as many watches on the server as before")
 			_, err = other.Set(p, []byte("x"), -1)
@@ -394,7 +397,7 @@ func TestPersistentWatchCloseAfterAResumedSessionLeavesTheSessionsOtherWatchesAs
 	require.Equal(t, zr.ResetReconnected, r.Reset)
 	require.Equal(t, sid, r.SessionID)
 
-	require.NoError(t, w.Close())
+	require.NoError(t, w.Close(context.Background()))
 	assert.Equal(t, before, sessionWatches(t, c, sid), "the server holds the Session's watches as before")
 	assert.Equal(t, count, mntrInt(t, c, "zk_watch_count"), "as many watches on the server as before")
 	_, err = other.Set(p, []byte("x"), -1)
@@ -561,7 +564,7 @@ func TestPersistentWatchOnAServerWithoutAddWatchSaysUnsupportedAndTheSessionGoes
 		t.Fatalf("the Session's state changed again (%v): the watch was tried again", sc.State)
 	case <-time.After(500 * time.Millisecond):
 	}
-	require.NoError(t, w.Close())
+	require.NoError(t, w.Close(context.Background()))
 }
 
 // open receives from events: false once it is closed. It fails the test

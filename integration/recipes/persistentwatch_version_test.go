@@ -1,6 +1,7 @@
 package recipes_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestPersistentWatchCloseRemovesItTheWayTheServerAllows(t *testing.T) {
 				require.Eventually(t, func() bool { return wire.ReadCounts().ReArms > before.ReArms }, 10*time.Second, time.Millisecond,
 					"set again behind the one-shot watch")
 			}
-			require.NoError(t, w.Close())
+			require.NoError(t, w.Close(context.Background()))
 			after := wire.ReadCounts()
 			if v39 {
 				assert.Positive(t, after.TypedRemovals-before.TypedRemovals, "removed by its type")

@@ -80,7 +80,7 @@ func TestElection_ProclaimWhoseWriteReplyIsLostAsTheTermEndsSaysTheOutcomeIsUnkn
 func proclaimRound(obs *zk.Conn, p *zktest.Proxy, s *client, path string, i int) (written bool, problem string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e := zr.NewElection(s.Session, path, zr.WithParticipantID("leader"), zr.WithProclaim())
+	e := zr.NewElection(s.Session, path, zr.WithParticipantID("leader"), zr.WithProclaim(true))
 	lease, err := e.Campaign(ctx)
 	if err != nil {
 		return false, fmt.Sprintf("campaign: %v", err)

@@ -89,7 +89,7 @@ func TestReconfig_SessionFollowsTheEnsembleGrowingAndShrinkingWithItsLeases(t *t
 		"the Session dials the whole ensemble, not only the two servers it was given")
 
 	p := testPath(t)
-	_, err = cl.Create(ctx, p+"/data", nil, zr.WithParents())
+	_, err = cl.Create(ctx, p+"/data", nil, zr.WithParents(true))
 	require.NoError(t, err)
 	fc := newFencedContenders(t, p+"/fenced", p+"/data")
 	t.Cleanup(func() {
@@ -411,7 +411,7 @@ func TestReconfig_RefusalsAreTypedAndTheConfigIsReadOnly(t *testing.T) {
 	require.Equal(t, cfg, parsed)
 	nc := zr.NewNodeCache(cl.Session, zr.ConfigPath)
 	require.NoError(t, nc.Start(ctx))
-	defer nc.Close()
+	defer nc.Close(context.Background())
 	n, ok := nc.Get()
 	require.True(t, ok)
 	require.Equal(t, data, n.Data)

@@ -1,5 +1,7 @@
 package recipes_test
 
+//lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.
+
 import (
 	"bytes"
 	"context"
@@ -35,7 +37,7 @@ func refusedCalls(s *zr.Session, dir string) map[string]func(ctx context.Context
 		return err
 	}
 	keeper := func(n *zr.PersistentNode, ctx context.Context) error {
-		if err := n.Start(); err != nil {
+		if err := n.Start(ctx); err != nil {
 			return err
 		}
 		defer func() { _ = n.Close(context.Background()) }()
@@ -200,7 +202,7 @@ func TestRefused_KeeperRefusedLaterReportsItInStatusDoesNotLoopAndComesBack(t *t
 		{"PersistentNode", "/node", func(t *testing.T, ctx context.Context, s *zr.Session, root string) (func() (zr.NodeStatus, error), func()) {
 			dir := root + "/node"
 			n := zr.NewPersistentNode(s, dir+"/a", []byte("x"))
-			require.NoError(t, n.Start())
+			require.NoError(t, n.Start(ctx))
 			require.NoError(t, n.WaitInPlace(ctx))
 			return func() (zr.NodeStatus, error) {
 					st, _ := n.Status()
@@ -295,17 +297,17 @@ func TestRefused_ReadersOfAnUnreadableNodeFailAtOnceWithErrNotAuthorized(t *test
 	for name, call := range map[string]func(ctx context.Context) error{
 		"NodeCache.Start": func(ctx context.Context) error {
 			nc := zr.NewNodeCache(s, dir)
-			defer func() { _ = nc.Close() }()
+			defer func() { _ = nc.Close(context.Background()) }()
 			return nc.Start(ctx)
 		},
 		"TreeCache.Start": func(ctx context.Context) error {
 			tc := zr.NewTreeCache(s, dir)
-			defer func() { _ = tc.Close() }()
+			defer func() { _ = tc.Close(context.Background()) }()
 			return tc.Start(ctx)
 		},
 		"discovery.ServiceCache.Start": func(ctx context.Context) error {
 			sc := discovery.New(s, "/").NewCache(dir[1:])
-			defer func() { _ = sc.Close() }()
+			defer func() { _ = sc.Close(context.Background()) }()
 			return sc.Start(ctx)
 		},
 		"Mutex.Participants": func(ctx context.Context) error { _, err := zr.NewMutex(s, dir).Participants(ctx); return err },

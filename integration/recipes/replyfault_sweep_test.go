@@ -1,5 +1,7 @@
 package recipes_test
 
+//lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.
+
 import (
 	"bytes"
 	"context"
@@ -293,7 +295,8 @@ func runSweepCell(srv *zktest.Cluster, obs *zk.Conn, peer *zr.Session, root stri
 	defer func() { _ = s.Close() }()
 	// A session that expires (a reconnection slower than the session
 	// timeout: the machine, not the library) voids the cell.
-	changes, unsubscribe := s.Subscribe()
+	subCtx, unsubscribe := context.WithCancel(context.Background())
+	changes, _ := s.Subscribe(subCtx)
 	defer unsubscribe()
 	var lostState atomic.Bool
 	go func() {
@@ -531,7 +534,7 @@ func sweepOps() []sweepOp {
 		return leases(l), err
 	}
 	campaign := func(ctx context.Context, e *sweepEnv) ([]*zr.Lease, error) {
-		el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim())
+		el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim(true))
 		e.set("election", el)
 		l, err := el.Campaign(ctx)
 		return leases(l), err
@@ -1210,7 +1213,7 @@ func keeperOps() []sweepOp {
 			start: func(ctx context.Context, e *sweepEnv) error {
 				n := zr.NewPersistentNode(e.s, e.path+"/n", []byte("v1"), zr.WithCreateMode(mode))
 				e.set("k", n)
-				if err := n.Start(); err != nil {
+				if err := n.Start(ctx); err != nil {
 					return err
 				}
 				return n.WaitInPlace(ctx)
@@ -1388,7 +1391,7 @@ func proclaimOp() sweepOp {
 	return sweepOp{
 		name: "Election.Proclaim",
 		setup: func(ctx context.Context, e *sweepEnv) error {
-			el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim())
+			el := zr.NewElection(e.s, e.path, zr.WithParticipantID("sweep"), zr.WithProclaim(true))
 			l, err := el.Campaign(ctx)
 			e.set("election", el)
 			e.leases = leases(l)

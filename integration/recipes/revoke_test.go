@@ -96,7 +96,7 @@ func TestInterop_CuratorRevocableHolderHearsRevoke(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, data, "a revocable Curator lock's node holds no data")
 
-	m := zr.NewMutex(s.Session, path, zr.WithRevocable())
+	m := zr.NewMutex(s.Session, path, zr.WithRevocable(true))
 	_, err = m.TryAcquire(ctx)
 	require.ErrorIs(t, err, zr.ErrLocked, "the Curator holder excludes zkrecipes")
 
@@ -147,7 +147,7 @@ func TestInterop_RevocableHolderHearsCuratorRevoker(t *testing.T) {
 	assert.Nil(t, plain.Revoked(), "a lease that did not opt in has no revocation channel")
 	startRevokePeer(t, "revoke", c.Servers(), plain.Path()).await(t, "DONE")
 
-	l, err := zr.NewMutex(s.Session, path+"/revocable", zr.WithRevocable()).Acquire(ctx)
+	l, err := zr.NewMutex(s.Session, path+"/revocable", zr.WithRevocable(true)).Acquire(ctx)
 	require.NoError(t, err)
 	require.NotNil(t, l.Revoked())
 	select {

@@ -1,5 +1,7 @@
 package recipes_test
 
+//lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.
+
 import (
 	"context"
 	"testing"
@@ -22,7 +24,7 @@ func TestSession_ConnectAndCloseLeaveNoGoroutine(t *testing.T) {
 	assert.Equal(t, zr.StateConnected, s.State())
 	assert.NotZero(t, s.SessionID())
 	assert.NoError(t, s.Err())
-	changes, _ := s.Subscribe()
+	changes, _ := s.Subscribe(context.Background())
 	l, err := zr.NewMutex(s, testPath(t)).Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())

@@ -55,7 +55,7 @@ func startSharedPath(t *testing.T, s *zr.Session, p, kind string) *sharedPathWat
 	case "TreeCache":
 		c := zr.NewTreeCache(s, p)
 		require.NoError(t, c.Start(ctx))
-		return &sharedPathWatcher{kind: kind, close: c.Close, current: func(i int) (bool, string) {
+		return &sharedPathWatcher{kind: kind, close: func() error { return c.Close(context.Background()) }, current: func(i int) (bool, string) {
 			n, _ := c.Get(p)
 			k, _ := c.Get(p + "/kid")
 			_, ok := c.Get(fmt.Sprintf("%s/c%d", p, i))
@@ -65,7 +65,7 @@ func startSharedPath(t *testing.T, s *zr.Session, p, kind string) *sharedPathWat
 	case "NodeCache":
 		c := zr.NewNodeCache(s, p)
 		require.NoError(t, c.Start(ctx))
-		return &sharedPathWatcher{kind: kind, close: c.Close, current: func(i int) (bool, string) {
+		return &sharedPathWatcher{kind: kind, close: func() error { return c.Close(context.Background()) }, current: func(i int) (bool, string) {
 			n, _ := c.Get()
 			return string(n.Data) == want(i), fmt.Sprintf("%q", n.Data)
 		}}
@@ -77,7 +77,7 @@ func startSharedPath(t *testing.T, s *zr.Session, p, kind string) *sharedPathWat
 		done := make(chan struct{})
 		go func() { defer close(done); m.follow(w) }()
 		return &sharedPathWatcher{kind: kind, current: m.current, close: func() error {
-			err := w.Close()
+			err := w.Close(ctx)
 			<-done
 			return err
 		}}

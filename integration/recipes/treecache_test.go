@@ -1,5 +1,7 @@
 package recipes_test
 
+//lint:file-ignore SA1019 WithTracer is deprecated (an adapter on the Observer); it still sees every request with its absolute path, which this file uses.
+
 import (
 	"context"
 	"errors"
@@ -206,7 +208,7 @@ func TestTreeCache_EqualsAFreshListingAfterEveryFault(t *testing.T) {
 	w.write(60) // a tree before the cache starts
 
 	cache := zr.NewTreeCache(cl.Session, root)
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	r := &treeReplay{tree: map[string]seenNode{}, conn: map[zr.CacheEventKind]int{}}
 	consumed := make(chan struct{})
@@ -273,7 +275,7 @@ func TestTreeCache_EqualsAFreshListingAfterEveryFault(t *testing.T) {
 	converged("a subtree deleted and created again while cut off")
 	require.NotEqual(t, old.czxid, cachedTree(cache)[sub].czxid)
 
-	require.NoError(t, cache.Close())
+	require.NoError(t, cache.Close(context.Background()))
 	<-consumed
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -308,7 +310,7 @@ func TestTreeCache_SlowReaderGetsCoalescedEventsEndingInTheLastTree(t *testing.T
 	_, err := conn.Create(root, nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	cache := zr.NewTreeCache(cl.Session, root)
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	changes := 0
 	for i := range 20 {
@@ -357,7 +359,7 @@ func TestTreeCache_CloseLeavesNoGoroutine(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	cache := zr.NewTreeCache(cl.Session, root)
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
-	require.NoError(t, cache.Close())
+	require.NoError(t, cache.Close(context.Background()))
 	for range cache.Events() { // closed by Close
 	}
 	// The Session keeps idle request workers for its next requests.
@@ -378,7 +380,7 @@ func TestInterop_CuratorWritesATreeTheGoTreeCacheFollows(t *testing.T) {
 	conn := raw(t, c)
 	root := testPath(t)
 	cache := zr.NewTreeCache(cl.Session, root)
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctxT(t, 20*time.Second)))
 	r := &treeReplay{tree: map[string]seenNode{}, conn: map[zr.CacheEventKind]int{}}
 	consumed := make(chan struct{})
@@ -410,7 +412,7 @@ func TestInterop_CuratorWritesATreeTheGoTreeCacheFollows(t *testing.T) {
 		}
 	}
 	assert.Positive(t, curatorData, "Curator's data is there")
-	require.NoError(t, cache.Close())
+	require.NoError(t, cache.Close(ctx))
 	<-consumed
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -447,7 +449,7 @@ func TestTreeCache_ConvergesAcrossALeaderKillOnAnEnsemble(t *testing.T) {
 	w := newTreeWriter(t, conn, root, seed)
 	w.write(40)
 	cache := zr.NewTreeCache(cl.Session, root)
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	require.NoError(t, cache.Start(ctx))
 	converged := func(what string) {
 		t.Helper()
@@ -466,7 +468,7 @@ func TestTreeCache_ConvergesAcrossALeaderKillOnAnEnsemble(t *testing.T) {
 	require.NoError(t, ens.Restart(leader))
 	w.write(40)
 	converged("the old leader's restart")
-	require.NoError(t, cache.Close())
+	require.NoError(t, cache.Close(ctx))
 	assert.NoError(t, cache.Err())
 }
 
@@ -531,7 +533,7 @@ func TestTreeCache_SendsNoReadAfterCloseReturnsWhileCutOff(t *testing.T) {
 		require.Eventually(t, func() bool { return len(log.after(root, begin)) > 10 }, 10*time.Second, time.Millisecond,
 			"%s: the load reads the children", name)
 		proxy.Blackhole()
-		require.NoError(t, cache.Close())
+		require.NoError(t, cache.Close(context.Background()))
 		closed := time.Now()
 		require.Error(t, <-started, "%s: closed before it was loaded", name)
 		proxy.SetDelay(0)

@@ -69,13 +69,13 @@ func TestCompression_ANodeCuratorWroteCompressedIsReadByOurCachesAndSharedValue(
 	// NodeCache, then a TreeCache that sees Curator's change.
 	nc := zr.NewNodeCache(plain, dir+"/cfg", zr.WithCacheCompression(true))
 	require.NoError(t, nc.Start(ctx))
-	defer nc.Close()
+	defer nc.Close(context.Background())
 	n, ok := nc.Get()
 	require.True(t, ok)
 	assert.Equal(t, compressible, n.Data)
 	tc := zr.NewTreeCache(gz, dir)
 	require.NoError(t, tc.Start(ctx))
-	defer tc.Close()
+	defer tc.Close(context.Background())
 	n, ok = tc.Get(dir + "/cfg")
 	require.True(t, ok)
 	assert.Equal(t, compressible, n.Data)
@@ -132,7 +132,7 @@ func TestCompression_DataWrittenUncompressedIsRefusedBySharedValueAndHeldAsStore
 
 	nc := zr.NewNodeCache(plain, dir+"/v", zr.WithCacheCompression(true))
 	require.NoError(t, nc.Start(ctx))
-	defer nc.Close()
+	defer nc.Close(context.Background())
 	n, ok := nc.Get()
 	require.True(t, ok, "the node is in the cache")
 	assert.Equal(t, "plain text", string(n.Data), "with its data as stored")
@@ -156,7 +156,7 @@ func TestPersistentTtlNode_KeepsCuratorsLayoutAndCuratorKeepsOurs(t *testing.T) 
 
 	// Ours: the node holds the data and has the one child "touch".
 	ours := zr.NewPersistentTtlNode(s, dir+"/go", 2*time.Second, []byte("go data"))
-	require.NoError(t, ours.Start())
+	require.NoError(t, ours.Start(ctx))
 	require.NoError(t, ours.WaitInPlace(ctx))
 	require.Eventually(t, func() bool {
 		kids, _, err := s.Children(ctx, dir+"/go")
@@ -204,7 +204,7 @@ func TestPersistentTtlNode_ExpiresOnceItsOwnerStopsTouchingAndPersistentNodeRema
 	// A TTL of 3s: touched every 1.5s, the child has 1.5s of slack for a
 	// touch a busy machine delays.
 	n := zr.NewPersistentTtlNode(owner, "/ttl/node", 3*time.Second, []byte("alive"))
-	require.NoError(t, n.Start())
+	require.NoError(t, n.Start(ctx))
 	require.NoError(t, n.WaitInPlace(ctx))
 	require.Eventually(t, func() bool {
 		kids, _, err := watcher.Children(ctx, "/ttl/node")
@@ -228,7 +228,7 @@ func TestPersistentTtlNode_ExpiresOnceItsOwnerStopsTouchingAndPersistentNodeRema
 
 	// A PersistentNode in a TTL mode is made again once it expires.
 	pn := zr.NewPersistentNode(watcher, "/ttl/kept", []byte("x"), zr.WithCreateMode(zr.ModePersistentWithTTL), zr.WithNodeTTL(500*time.Millisecond))
-	require.NoError(t, pn.Start())
+	require.NoError(t, pn.Start(ctx))
 	require.NoError(t, pn.WaitInPlace(ctx))
 	first, err := watcher.Exists(ctx, "/ttl/kept")
 	require.NoError(t, err)
@@ -242,7 +242,7 @@ func TestPersistentTtlNode_ExpiresOnceItsOwnerStopsTouchingAndPersistentNodeRema
 	// A PersistentNode in container mode: the server deletes it once its
 	// last child is gone, and it is made again.
 	cn := zr.NewPersistentNode(watcher, "/ttl/box", nil, zr.WithCreateMode(zr.ModeContainer))
-	require.NoError(t, cn.Start())
+	require.NoError(t, cn.Start(ctx))
 	require.NoError(t, cn.WaitInPlace(ctx))
 	box, err := watcher.Exists(ctx, "/ttl/box")
 	require.NoError(t, err)
@@ -263,24 +263,24 @@ func TestTTL_AServerWithoutExtendedTypesRefusesWithErrTTLUnsupported(t *testing.
 	defer cancel()
 	s := connect(t, c, nil).Session
 
+	// Start waits for the node and returns the refusal, which no retry
+	// mends; what it began is stopped, and Close has nothing to do.
 	n := zr.NewPersistentTtlNode(s, "/ttl/node", time.Minute, []byte("x"))
-	require.NoError(t, n.Start())
-	err := n.WaitInPlace(ctx)
+	err := n.Start(ctx)
 	require.ErrorIs(t, err, zr.ErrTTLUnsupported)
 	assert.Contains(t, err.Error(), "extendedTypesEnabled")
 	require.NoError(t, n.Close(ctx), "no node was made")
 
 	pn := zr.NewPersistentNode(s, "/ttl/kept", nil, zr.WithCreateMode(zr.ModePersistentSequentialWithTTL), zr.WithNodeTTL(time.Minute))
-	require.NoError(t, pn.Start())
-	require.ErrorIs(t, pn.WaitInPlace(ctx), zr.ErrTTLUnsupported)
+	require.ErrorIs(t, pn.Start(ctx), zr.ErrTTLUnsupported)
 	require.NoError(t, pn.Close(ctx))
 
 	// The node API's Create says the same.
-	_, err = s.Create(ctx, "/ttl/made", nil, zr.WithMode(zr.ModePersistentWithTTL), zr.WithTTL(time.Minute), zr.WithParents())
+	_, err = s.Create(ctx, "/ttl/made", nil, zr.WithMode(zr.ModePersistentWithTTL), zr.WithTTL(time.Minute), zr.WithParents(true))
 	require.ErrorIs(t, err, zr.ErrTTLUnsupported)
 
 	// The connection serves on: the refusal is an answer, not a drop.
-	_, err = s.Create(ctx, "/ttl/plain", nil, zr.WithParents())
+	_, err = s.Create(ctx, "/ttl/plain", nil, zr.WithParents(true))
 	require.NoError(t, err)
 	kids, _, err := s.Children(ctx, "/ttl")
 	require.NoError(t, err)
@@ -311,8 +311,9 @@ func TestDiscovery_CompressedRegistrationsAreReadWithPlainOnesByACompressingDisc
 	assert.JSONEq(t, string(big), string(ins[0].Payload))
 	sc := gz.NewCache("api")
 	require.NoError(t, sc.Start(ctx))
-	defer sc.Close()
-	assert.Len(t, sc.Instances(), 2, "the cache reads both forms too")
+	defer sc.Close(context.Background())
+	insts, _ := sc.Instances()
+	assert.Len(t, insts, 2, "the cache reads both forms too")
 
 	// A discovery without compression skips the compressed one as a bad
 	// instance, as Curator's would fail on it.
@@ -330,7 +331,7 @@ func TestPersistentTtlNode_OursAndCuratorsStayPastTheirTTLWhileRunningAndCurator
 	s := connect(t, c, nil).Session
 
 	ours := zr.NewPersistentTtlNode(s, "/svc/go", time.Second, []byte("go"))
-	require.NoError(t, ours.Start())
+	require.NoError(t, ours.Start(ctx))
 	require.NoError(t, ours.WaitInPlace(ctx))
 	cur.ask(t, "OK", "ttlstart", "/svc/java", "1000", hexOf([]byte("java")))
 	// Both alive over several TTLs on a server that looks for expired

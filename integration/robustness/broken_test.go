@@ -394,7 +394,7 @@ func TestCheckersCatchBrokenRecipes(t *testing.T) {
 			if c.Start(ctx) != nil {
 				return
 			}
-			defer c.Close()
+			defer c.Close(context.Background())
 			var prev []byte
 			for {
 				select {

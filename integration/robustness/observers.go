@@ -88,11 +88,11 @@ func ObserveData(ctx context.Context, s *zr.Session, recipe, path string, seen f
 
 // drain starts a cache and hands its events to fn until ctx ends or the
 // cache stops.
-func drain(ctx context.Context, start func(context.Context) error, events <-chan zr.CacheEvent, closeFn func() error, errFn func() error, fn func(zr.CacheEvent)) error {
+func drain(ctx context.Context, start func(context.Context) error, events <-chan zr.CacheEvent, closeFn func(context.Context) error, errFn func() error, fn func(zr.CacheEvent)) error {
 	if err := start(ctx); err != nil {
 		return err
 	}
-	defer closeFn()
+	defer closeFn(context.Background())
 	for {
 		select {
 		case ev, ok := <-events:

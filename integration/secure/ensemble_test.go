@@ -70,7 +70,8 @@ func failOverAndReauthenticate(t *testing.T, c *zktest.Cluster, addrs []string, 
 	id := s.SessionID()
 	first := slices.Index(addrs, s.Conn().Server())
 	require.GreaterOrEqual(t, first, 0, "connected to %q, not one of %v", s.Conn().Server(), addrs)
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 
 	victim := first

@@ -17,7 +17,7 @@ import (
 func TestSASLKeeperOfASessionRejectedOnReconnectSaysErrAuthFailed(t *testing.T) {
 	srv, s, ctx := aliceToBeRefused(t)
 	n := zr.NewPersistentNode(s, "/keeper/a", []byte("x"))
-	require.NoError(t, n.Start())
+	require.NoError(t, n.Start(ctx))
 	defer func() { _ = n.Close(ctx) }()
 	require.NoError(t, n.WaitInPlace(ctx))
 

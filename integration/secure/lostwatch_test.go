@@ -23,14 +23,14 @@ func TestSASLPersistentWatchAndCachesEndWithTheSessionsErrorWhenRejectedOnReconn
 	persistent := !errors.Is(err, zr.ErrPersistentWatchUnsupported) // the caches fall back to one-shot watches otherwise
 	if persistent {
 		require.NoError(t, err)
-		defer func() { _ = w.Close() }()
+		defer func() { _ = w.Close(context.Background()) }()
 	}
 	tc := zr.NewTreeCache(s, "/lw")
 	require.NoError(t, tc.Start(ctx))
-	defer tc.Close()
+	defer tc.Close(context.Background())
 	nc := zr.NewNodeCache(s, "/lw")
 	require.NoError(t, nc.Start(ctx))
-	defer nc.Close()
+	defer nc.Close(context.Background())
 
 	refuseAlice(t, ctx, srv)
 

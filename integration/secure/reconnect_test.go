@@ -43,7 +43,8 @@ func TestSASLSessionSurvivesServerRestartAndReauthenticates(t *testing.T) {
 	lease, err := zr.NewMutex(s, "/lock").Acquire(ctx)
 	require.NoError(t, err)
 	id := s.SessionID()
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 
 	require.NoError(t, srv.Restart(ctx))
@@ -69,7 +70,8 @@ func TestSASLSessionRejectedOnReconnectIsLostWithErrAuthFailed(t *testing.T) {
 	defer cancel()
 	lease, err := zr.NewMutex(s, "/lock").Acquire(ctx)
 	require.NoError(t, err)
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 
 	require.NoError(t, srv.SetSASLUsers(map[string]string{"alice": "rotated", "bob": "bob-secret"}))
@@ -106,7 +108,8 @@ func TestSASLNewSessionAfterExpiryAuthenticatesAgain(t *testing.T) {
 	_, err := s.Conn().Create(p, nil, 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "sasl", ID: "alice"}})
 	require.NoError(t, err)
 	old := s.SessionID()
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 
 	id, passwd, ok := capture.Session()
@@ -130,7 +133,8 @@ func TestSASLSessionLostWhenServerRestartsWithoutSASL(t *testing.T) {
 	defer cancel()
 	lease, err := zr.NewMutex(s, "/lock").Acquire(ctx)
 	require.NoError(t, err)
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 
 	require.NoError(t, srv.SetServerJAAS(""))
@@ -157,7 +161,8 @@ func TestTLSAndSASLSessionSurvivesServerRestart(t *testing.T) {
 	_, err := v.Set(ctx, []byte("b"))
 	require.NoError(t, err)
 	id := s.SessionID()
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 
 	require.NoError(t, srv.Restart(ctx))

@@ -34,7 +34,7 @@ func exerciseRecipes(t *testing.T, s *zr.Session, dir string) {
 	v := zr.NewSharedValue(s, dir+"/value", []byte("seed"))
 	cache := zr.NewNodeCache(s, dir+"/value")
 	require.NoError(t, cache.Start(ctx))
-	defer cache.Close()
+	defer cache.Close(context.Background())
 	_, err = v.Set(ctx, []byte("v1"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -147,7 +147,8 @@ func TestConnectWithoutSASLToEnforcingServerFailsWithErrSASLRequired(t *testing.
 func TestIdleSessionWithoutSASLIsLostWithErrSASLRequired(t *testing.T) {
 	srv := enforced.get(t)
 	s := connect(t, srv.Addr, zr.WithSessionTimeout(3*time.Second), zr.WithEnsembleTracking(false))
-	states, stop := s.Subscribe()
+	subCtx, stop := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	defer stop()
 	c := waitState(t, states, refuseBound, zr.StateLost, zr.StateReconnected)
 	require.Equal(t, zr.StateLost, c.State)

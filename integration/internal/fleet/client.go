@@ -189,7 +189,8 @@ func Connect(ctx context.Context, servers []string, timeout time.Duration, lg *c
 	if err != nil {
 		return nil, nil, err
 	}
-	states, cancel := s.Subscribe()
+	subCtx, cancel := context.WithCancel(context.Background())
+	states, _ := s.Subscribe(subCtx)
 	SaveSession(&capture, sessFile)
 	var wg sync.WaitGroup
 	wg.Add(1)
