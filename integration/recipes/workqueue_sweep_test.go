@@ -18,6 +18,20 @@ import (
 // success did what it says, and no lock of the consumer's is left once it
 // has returned (and its background clean-up had time to run).
 
+// sweepCheckOf runs wi's Check in a transaction until the server answers
+// it, or wi is lost: a connection lost under the check is the check's own
+// fault, not the take's (seen beside heavy load, after the fault's reset).
+func sweepCheckOf(s *zr.Session, wi *zr.WorkItem) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := s.Multi(context.Background(), wi.Check())
+		if err == nil || errors.Is(err, zr.ErrItemLost) || wi.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond) // paces the tries while the connection comes back; orders nothing
+	}
+}
+
 // sweepWorkQueue is the queue of a cell; its locks are under
 // sweepWorkQueue(e)+"-locks".
 func sweepWorkQueue(e *sweepEnv) string { return e.path + "/q" }
@@ -130,7 +144,7 @@ func workQueueTakeOp() sweepOp {
 				if held && !slices.Contains(sweepWorkLocks(e), wi.Name()) {
 					out = append(out, fmt.Sprintf("took %s, whose lock is not this session's", wi.Name()))
 				}
-				if _, cerr := e.s.Multi(context.Background(), wi.Check()); held && cerr != nil {
+				if cerr := sweepCheckOf(e.s, wi); held && cerr != nil && wi.Err() == nil {
 					out = append(out, fmt.Sprintf("took %s, whose check fails: %v", wi.Name(), cerr))
 				}
 				if !e.competed && held && string(wi.Data()) != "a" {
