@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -189,35 +188,7 @@ func TestWorkQueue_MixedGoAndCuratorConsumersConsumeEachItemOnce(t *testing.T) {
 	curator := startWorkQueuePeer(t, "consume", srv, path, path+"-locks")
 	require.Eventually(t, func() bool { return strings.Contains(curator.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
 
-	var (
-		mu     sync.Mutex
-		goGot  []string
-		wg     sync.WaitGroup
-		errc   = make(chan error, 2)
-		cctx   context.Context
-		stopGo context.CancelFunc
-	)
-	cctx, stopGo = context.WithCancel(ctx)
-	defer stopGo()
-	for range 2 {
-		q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				items, err := takeAck(cctx, q)
-				if err != nil {
-					if cctx.Err() == nil {
-						errc <- err
-					}
-					return
-				}
-				mu.Lock()
-				goGot = append(goGot, items...)
-				mu.Unlock()
-			}
-		}()
-	}
+	consumers := startGoConsumers(t, ctx, c, path, 2)
 	producer := startWorkQueuePeer(t, "put", srv, path, "100", "curator")
 	gq := zr.NewWorkQueue(connect(t, c, nil).Session, path)
 	var want []string
@@ -232,12 +203,8 @@ func TestWorkQueue_MixedGoAndCuratorConsumersConsumeEachItemOnce(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
 	}, 90*time.Second, 20*time.Millisecond, "items or locks left")
-	stopGo()
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Error(err)
-	}
+	consumers.stop(t)
+	goGot := consumers.taken()
 	require.NoError(t, curator.stdin.Close())
 	curator.wait(t, 60*time.Second)
 	got := append(slices.Clone(goGot), curator.items()...)

@@ -27,6 +27,61 @@ func takeAck(ctx context.Context, q *zr.WorkQueue) ([]string, error) {
 	return got, wi.Ack(ctx)
 }
 
+// goConsumers are n Go consumers of a work queue, each on a Session of
+// its own, taking and acking until stopped.
+type goConsumers struct {
+	mu     sync.Mutex
+	got    []string
+	wg     sync.WaitGroup
+	errc   chan error
+	cancel context.CancelFunc
+}
+
+func startGoConsumers(t *testing.T, ctx context.Context, c *zktest.Cluster, path string, n int) *goConsumers {
+	t.Helper()
+	g := &goConsumers{errc: make(chan error, n)}
+	ctx, g.cancel = context.WithCancel(ctx)
+	t.Cleanup(g.cancel)
+	for range n {
+		q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			for {
+				items, err := takeAck(ctx, q)
+				if err != nil {
+					if ctx.Err() == nil {
+						g.errc <- err
+					}
+					return
+				}
+				g.mu.Lock()
+				g.got = append(g.got, items...)
+				g.mu.Unlock()
+			}
+		}()
+	}
+	return g
+}
+
+// taken returns the items acked so far.
+func (g *goConsumers) taken() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.got)
+}
+
+// stop ends the consumers and reports, on t, the errors they met before.
+func (g *goConsumers) stop(t *testing.T) {
+	t.Helper()
+	g.cancel()
+	g.wg.Wait()
+	close(g.errc)
+	for err := range g.errc {
+		t.Error(err)
+	}
+}
+
 func TestWorkQueue_SeveralConsumersTakeEachItemOnce(t *testing.T) {
 	c := server(t)
 	path := testPath(t)
@@ -41,44 +96,10 @@ func TestWorkQueue_SeveralConsumersTakeEachItemOnce(t *testing.T) {
 	require.NoError(t, producer.PutMulti(ctx, batch))
 	want = append(want, "batch-0", "batch-1", "batch-2")
 
-	var (
-		mu    sync.Mutex
-		taken []string
-		wg    sync.WaitGroup
-	)
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	errc := make(chan error, 4)
-	for range 4 {
-		q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				items, err := takeAck(cctx, q)
-				if err != nil {
-					if cctx.Err() == nil {
-						errc <- err
-					}
-					return
-				}
-				mu.Lock()
-				taken = append(taken, items...)
-				mu.Unlock()
-			}
-		}()
-	}
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(taken) >= len(want)
-	}, 60*time.Second, 10*time.Millisecond)
-	stop()
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Error(err)
-	}
+	consumers := startGoConsumers(t, ctx, c, path, 4)
+	require.Eventually(t, func() bool { return len(consumers.taken()) >= len(want) }, 60*time.Second, 10*time.Millisecond)
+	consumers.stop(t)
+	taken := consumers.taken()
 	slices.Sort(taken)
 	slices.Sort(want)
 	assert.Equal(t, want, taken, "every item taken exactly once")
