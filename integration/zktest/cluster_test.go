@@ -84,10 +84,11 @@ func TestStandalone_KillAndRestartKeepData(t *testing.T) {
 	ev.waitState(t, n, zk.StateDisconnected, 10*time.Second)
 	require.NoError(t, c.Restart(0))
 	// A handshake the server took while it was still loading gets no
-	// answer until go-zookeeper's connect timeout (10s here) ends it; the
-	// session may have expired by then, and a new one comes. Either way
-	// the data is there.
-	ev.waitState(t, n, zk.StateHasSession, time.Minute)
+	// answer until go-zookeeper's handshake deadline ends it: ten read
+	// timeouts, 10 × 2/3 of the 10 s session timeout, about 67 s (a wait
+	// of one minute failed beside two busy loops). The session may have
+	// expired by then, and a new one comes. Either way the data is there.
+	ev.waitState(t, n, zk.StateHasSession, 2*time.Minute)
 	b, _, err := conn.Get("/persist")
 	require.NoError(t, err)
 	require.Equal(t, "v", string(b))
