@@ -65,10 +65,8 @@ if [ -n "${ZKR_SNAPSHOT:-}" ]; then
 	stage snapshot scripts/goreleaser.sh
 fi
 # The persistent watch and cache tests again against ZooKeeper 3.9 (Debian 13's jars,
-# fetched by deps.sh): the typed removal of persistent watches runs there only. Lean: without
-# -race, which the integration stage already runs these tests under (against 3.8); this stage
-# checks the server version's behaviour, and -race doubled its time (211 s beside two busy loops).
-stage zk39 scripts/test-zk39.sh
+# fetched by deps.sh): the typed removal of persistent watches runs there only.
+stage zk39 scripts/test-zk39.sh -race
 # The contract suite again with the wire layer off (zkrecipes.WithWireLayer(false)), without
 # -race: with the layer off nothing orders go-zookeeper's reading of its last zxid for SetWatches
 # against the goroutine that records each reply's zxid (go-zookeeper/zk#35, go-zookeeper's own
