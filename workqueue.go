@@ -400,8 +400,12 @@ func (q *WorkQueue) read(ctx context.Context, node ownNode, name string) (*WorkI
 	if err != nil {
 		return nil, err
 	}
+	// The request may run on a worker after call returned (ctx ended):
+	// it reads its own copy of the version, never st, which call's
+	// result overwrites.
+	version := st.Version
 	st, err = call(ctx, s, "setData", p, func() (*zk.Stat, error) {
-		return s.sendSet(p, data, st.Version)
+		return s.sendSet(p, data, version)
 	}, nil)
 	if err == zk.ErrNoNode || err == zk.ErrBadVersion {
 		return nil, errItemGone // taken by a consumer that honours no lock
