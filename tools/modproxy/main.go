@@ -4,14 +4,15 @@
 // compute go.sum lines for modules that are not published yet, and the release test to
 // serve a tagged clone as a user's go get would meet it.
 //
-//	modproxy -out DIR -version vX.Y.Z [-tagged] [-repo ROOT] [-sums FILE] MODDIR...
+//	modproxy -out DIR -version vX.Y.Z [-tagged] [-sums FILE] MODDIR...
 //
-// Each MODDIR is a module's directory relative to ROOT (default: the git top level of
-// the current directory), "." for the root module. With -tagged, each module's zip is
-// made from its git tag (vX.Y.Z for the root module, MODDIR/vX.Y.Z for the others) by
-// git archive, as proxy.golang.org makes it; without, from the files git tracks or
-// would track (not ignored) in the working tree, as they are on disk. -sums appends each
-// module's go.sum lines (the hashes of its zip and of its go.mod) to FILE.
+// Each MODDIR is a module's directory relative to the git top level of the current
+// directory, "." for the root module. With -tagged, each module's zip is made from its
+// git tag (vX.Y.Z for the root module, MODDIR/vX.Y.Z for the others) by git archive, as
+// proxy.golang.org makes it; without, from the files git tracks or would track (not
+// ignored) in the working tree, as they are on disk. Either way a nested module without
+// a LICENSE of its own gets the repository's, as the go command gives it one. -sums
+// appends each module's go.sum lines (the hashes of its zip and of its go.mod) to FILE.
 package main
 
 import (
@@ -41,33 +42,26 @@ func main() {
 	out := flag.String("out", "", "the proxy directory to write (created if missing)")
 	version := flag.String("version", "", "the version to publish every module at (vX.Y.Z)")
 	tagged := flag.Bool("tagged", false, "make each zip from the module's git tag, not the working tree")
-	repo := flag.String("repo", "", "the repository's top level (default: git's, from the current directory)")
 	sums := flag.String("sums", "", "a file to append each module's go.sum lines to")
 	flag.Parse()
-	if err := run(*out, *version, *repo, *sums, *tagged, flag.Args()); err != nil {
+	if err := run(*out, *version, *sums, *tagged, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "modproxy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, version, repo, sums string, tagged bool, dirs []string) error {
+func run(out, version, sums string, tagged bool, dirs []string) error {
 	if out == "" || len(dirs) == 0 {
-		return errors.New("usage: modproxy -out DIR -version vX.Y.Z [-tagged] [-repo ROOT] MODDIR (one or more)")
+		return errors.New("usage: modproxy -out DIR -version vX.Y.Z [-tagged] [-sums FILE] MODDIR (one or more)")
 	}
 	if !semver.IsValid(version) || semver.Canonical(version) != version {
 		return fmt.Errorf("-version %q is not a canonical semantic version (vX.Y.Z)", version)
 	}
-	if repo == "" {
-		top, err := git("", "rev-parse", "--show-toplevel")
-		if err != nil {
-			return err
-		}
-		repo = strings.TrimSpace(string(top))
-	}
-	repo, err := filepath.Abs(repo)
+	top, err := git("", "rev-parse", "--show-toplevel")
 	if err != nil {
 		return err
 	}
+	repo := strings.TrimSpace(string(top))
 	for _, d := range dirs {
 		lines, err := publish(out, version, repo, filepath.ToSlash(filepath.Clean(d)), tagged)
 		if err != nil {
@@ -194,24 +188,38 @@ func addToList(file, version string) error {
 
 // treeFiles lists the files under subdir that git tracks or would track (not ignored),
 // as they are on disk, with paths relative to subdir. zip.Create leaves out the files of
-// nested modules.
+// nested modules. A nested module (subdir not "") without a LICENSE gets the
+// repository's top-level one, as zip.CreateFromVCS and the go command give it.
 func treeFiles(repo, subdir string) ([]zip.File, error) {
+	files, err := listed(repo, subdir)
+	if err != nil || subdir == "" || slices.ContainsFunc(files, func(f diskFile) bool { return f.rel == "LICENSE" }) {
+		return zipFiles(files), err
+	}
+	license, err := listed(repo, "LICENSE")
+	license = slices.DeleteFunc(license, func(f diskFile) bool { return f.full != filepath.Join(repo, "LICENSE") })
+	return zipFiles(append(files, license...)), err
+}
+
+// listed lists the files at or under p (a path from the top, "" for all) that git
+// tracks or would track (not ignored), as they are on disk, with paths relative to
+// p's directory.
+func listed(repo, p string) ([]diskFile, error) {
 	args := []string{"ls-files", "-z", "--cached", "--others", "--exclude-standard"}
-	if subdir != "" {
-		args = append(args, "--", subdir)
+	if p != "" {
+		args = append(args, "--", p)
 	}
 	out, err := git(repo, args...)
 	if err != nil {
 		return nil, err
 	}
-	var files []zip.File
+	var files []diskFile
 	seen := map[string]bool{}
-	for _, p := range strings.Split(string(out), "\x00") {
-		if p == "" || seen[p] {
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f == "" || seen[f] {
 			continue
 		}
-		seen[p] = true
-		full := filepath.Join(repo, filepath.FromSlash(p))
+		seen[f] = true
+		full := filepath.Join(repo, filepath.FromSlash(f))
 		info, err := os.Lstat(full)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // deleted in the working tree
@@ -219,13 +227,21 @@ func treeFiles(repo, subdir string) ([]zip.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		rel := p
-		if subdir != "" {
-			rel = strings.TrimPrefix(p, subdir+"/")
+		rel := f
+		if p != "" && f != p {
+			rel = strings.TrimPrefix(f, p+"/")
 		}
 		files = append(files, diskFile{rel: rel, full: full, info: info})
 	}
 	return files, nil
+}
+
+func zipFiles(files []diskFile) []zip.File {
+	zf := make([]zip.File, len(files))
+	for i, f := range files {
+		zf[i] = f
+	}
+	return zf
 }
 
 type diskFile struct {
