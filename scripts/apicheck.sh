@@ -68,8 +68,8 @@ for d in ${APICHECK_MODULES:-. otelzk kerberos}; do
 		breaks="$(grep -v -x -F -f <(grep -v '^#' "$ACCEPTED" | sed '/^$/d') <<<"$breaks" || true)"
 	fi
 	if [ -n "$breaks" ]; then
-		echo "apicheck.sh: $mod: incompatible with $rev:"
-		cat "$exp.diff"
+		echo "apicheck.sh: $mod: incompatible with $rev (lines apicheck-accepted.txt does not list):"
+		echo "$breaks"
 		rc=1
 	else
 		echo "apicheck.sh: $mod: compatible with $rev"
