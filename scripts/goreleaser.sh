@@ -54,5 +54,5 @@ v="$("$tmp/zkr" version)"
 echo "goreleaser.sh: zkr version: $v"
 [[ "$v" == "zkr "*-snapshot* ]] || { echo "goreleaser.sh: zkr version does not name the snapshot version" >&2; fail=1; }
 "$tmp/zkr" help | grep -q '^usage:' || { echo "goreleaser.sh: zkr help printed no usage" >&2; fail=1; }
-[ $fail = 0 ] && echo "goreleaser.sh: 4 archives, checksums, zkr version and help: ok"
+[ $fail = 0 ] && echo "goreleaser.sh: 6 archives, checksums, zkr version and help: ok"
 exit $fail
