@@ -205,7 +205,7 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 
 	// Each published module at its tag builds on its own: its go.sum holds the hashes of
 	// what was tagged (-mod=readonly: a missing or different sum fails).
-	for _, m := range []string{"kerberos", "cmd/zkr", "otelzk"} {
+	for _, m := range []string{"kerberos", "cmd/zkr", "otelzk", "integration"} {
 		run(t, filepath.Join(clone, m), append(env, "GOFLAGS=-mod=readonly -modcacherw"), "go", "list", "-deps", "-test", "./...")
 	}
 
