@@ -67,7 +67,9 @@ func WithBackend(name string) Option {
 // WithTickTime sets ZooKeeper's tickTime. Optional, defaults to 200ms. The servers
 // accept session timeouts from 2 ticks up to max(20 ticks, 60s), so with the default
 // a client may ask for anything from 400ms to 60s; session expiry is checked once
-// per tick. Values below 10ms are raised to 10ms. Ignored by the "servers" backend.
+// per tick. The members of an ensemble give up on a peer that answers nothing for
+// max(10 ticks, 10s) (syncLimit): a stalled leader is replaced after that long. Values
+// below 10ms are raised to 10ms. Ignored by the "servers" backend.
 func WithTickTime(d time.Duration) Option {
 	return func(c *config) { c.tickTime = d }
 }
