@@ -382,7 +382,9 @@ def parse_args(argv):
 def start_watchdog(args, remaining):
     """Stop the process grace seconds after its duration; remaining() says
     how much of the duration is left."""
-    grace = max(3.0, 2 * args.hold_ms / 1000.0 + args.session_timeout_ms / 2000.0)
+    # Long enough that only a stuck peer meets it: at load 28 a peer took more than the
+    # 5 s this was before to finish its last cycle and close its client.
+    grace = max(30.0, 2 * args.hold_ms / 1000.0 + args.session_timeout_ms / 2000.0)
 
     def watch():
         left = remaining() + grace

@@ -73,7 +73,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gozk: %v\n", err)
 		os.Exit(exitUsage)
 	}
-	grace := max(3*time.Second, 2*time.Duration(opt.holdMs)*time.Millisecond+opt.sessionTimeout/2)
+	// Long enough that only a stuck peer meets it: at load 28 a peer took more than the
+	// 5 s this was before to finish its last cycle and close its client.
+	grace := max(30*time.Second, 2*time.Duration(opt.holdMs)*time.Millisecond+opt.sessionTimeout/2)
 	p := &peer{opt: opt, deadline: time.Now().Add(opt.duration), grace: grace, extra: map[string]any{}}
 	p.watchdog = time.AfterFunc(opt.duration+grace, func() {
 		fmt.Fprintf(os.Stderr, "gozk: watchdog: %s %s still running %v after its duration\n", opt.mode, opt.id, grace)

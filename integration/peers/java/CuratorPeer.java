@@ -383,7 +383,9 @@ public final class CuratorPeer {
     }
 
     private void startWatchdog() {
-        long grace = Math.max(3000, 2 * holdMs + sessionTimeoutMs / 2);
+        // Long enough that only a stuck peer meets it: at load 28 a peer took more than
+        // the 5 s this was before to finish its last cycle and close its client.
+        long grace = Math.max(30000, 2 * holdMs + sessionTimeoutMs / 2);
         Thread t = new Thread(() -> {
             try {
                 for (long left; (left = remainingMs() + grace) > 0; ) {
