@@ -171,42 +171,20 @@ func (q *WorkQueue) makePath(ctx context.Context, dir string) error {
 // bound (all children, as Curator counts them).
 func (q *WorkQueue) awaitRoom(ctx context.Context) error {
 	s := q.s
-	bo := s.cfg.retry()
-	for watching := false; ; {
-		var (
-			kids []string
-			w    <-chan zk.Event
-			err  error
-		)
-		if watching {
-			kids, _, w, err = s.childrenStatW(ctx, q.dir)
-		} else {
-			kids, _, err = s.childrenStat(ctx, q.dir)
-		}
-		switch {
-		case err == zk.ErrNoNode || err == nil && len(kids) < q.cfg.maxItems:
-			return nil
+	_, err := takeLoop(ctx, s, func(watching bool) takeRound[struct{}] {
+		l := listQueue(ctx, s, q.dir, watching)
+		r := takeRound[struct{}]{watch: l.w}
+		switch err := l.err; {
+		case err == zk.ErrNoNode || err == nil && len(l.kids) < q.cfg.maxItems:
+			return r.done(struct{}{}, nil)
 		case queueRetryable(err):
-			if err := q.pause(ctx, bo, err); err != nil {
-				return err
-			}
-			watching = false
-			continue
+			r.err = err
 		case err != nil:
-			return s.opError("getChildren", q.dir, err)
-		case !watching:
-			watching = true
-			continue
+			return r.done(struct{}{}, s.opError("getChildren", q.dir, err))
 		}
-		select {
-		case <-w:
-			watching = false
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.closedCh:
-			return ErrClosed
-		}
-	}
+		return r
+	})
+	return err
 }
 
 // Take locks the first item of the queue that no other consumer holds and
@@ -234,80 +212,43 @@ func (q *WorkQueue) Take(ctx context.Context) (*WorkItem, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
 	}
-	s := q.s
-	bo := s.cfg.retry()
-	// As Queue's take: the first listing sets no watch, so that a take that
-	// finds an item leaves none behind.
-	watching := false
-	for {
-		var (
-			kids  []string
-			w     <-chan zk.Event
-			lockW <-chan zk.Event
-			next  time.Time // when the next item is due (WithDelayOrder)
-			wi    *WorkItem
-			err   error
-		)
-		if watching {
-			kids, _, w, err = s.childrenStatW(ctx, q.dir)
-		} else {
-			kids, _, err = s.childrenStat(ctx, q.dir)
-		}
-		if err == nil {
-			bo.Reset()
-			var names []string
-			names, next = q.ready(kids, time.Now())
-			wi, lockW, err = q.takeFirst(ctx, names, watching)
-			if wi != nil {
-				return wi, err
-			}
-		}
-		switch {
-		case err == errRelist:
-			continue
-		case err == nil && !watching:
-			watching = true
-			continue
-		case err == nil:
-			if err := q.await(ctx, w, lockW, next); err != nil {
-				return nil, err
-			}
-			watching = false
-		case err == zk.ErrNoNode:
-			// No queue yet: make it, to have a node to watch.
-			if err := q.makePath(ctx, q.dir); err != nil && !queueRetryable(err) {
-				return nil, err
-			}
-		case queueRetryable(err):
-			if err := q.pause(ctx, bo, err); err != nil {
-				return nil, err
-			}
-			watching = false
-		default:
-			return nil, s.opError("take", q.dir, err)
-		}
-	}
+	return takeLoop(ctx, q.s, func(watching bool) takeRound[*WorkItem] {
+		return q.round(ctx, watching)
+	})
 }
 
-// await waits for a change of the queue (w), of its locks (lockW), or
-// for the next item to be due (next, unless zero).
-func (q *WorkQueue) await(ctx context.Context, w, lockW <-chan zk.Event, next time.Time) error {
-	var due <-chan time.Time
-	if !next.IsZero() {
-		t := time.NewTimer(time.Until(next))
-		defer t.Stop()
-		due = t.C
+// round is one round of Take's takeLoop: a listing, and a take of the
+// first item it can lock.
+func (q *WorkQueue) round(ctx context.Context, watching bool) takeRound[*WorkItem] {
+	s := q.s
+	l := listQueue(ctx, s, q.dir, watching)
+	err := l.err
+	r := takeRound[*WorkItem]{listed: err == nil, watch: l.w}
+	if err == nil {
+		var names []string
+		var wi *WorkItem
+		names, r.due = q.ready(l.kids, time.Now()) // r.due: when the next item is due (WithDelayOrder)
+		wi, r.also, err = q.takeFirst(ctx, names, watching)
+		if wi != nil {
+			return r.done(wi, err)
+		}
 	}
-	select {
-	case <-w:
-	case <-lockW:
-	case <-due:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-q.s.closedCh:
-		return ErrClosed
+	switch {
+	case err == errRelist:
+		r.step = takeAgain
+	case err == nil: // nothing to take: wait
+	case err == zk.ErrNoNode:
+		// No queue yet: make it, to have a node to watch.
+		if err := q.makePath(ctx, q.dir); err != nil && !queueRetryable(err) {
+			return r.done(nil, err)
+		}
+		r.step = takeAgain
+	case queueRetryable(err):
+		r.err = err
+	default:
+		return r.done(nil, s.opError("take", q.dir, err))
 	}
-	return nil
+	return r
 }
 
 // errRelist is takeFirst's report that the lock of an item it found held
@@ -530,18 +471,4 @@ func (q *WorkQueue) dropIfOwned(p string, gen *generation) {
 			s.removeNode(ownNode{path: p, gen: gen})
 		}
 	})
-}
-
-// pause waits for the connection and a back-off step after a request
-// failed with cause, and fails when the retry policy gives up, ctx ends or
-// the Session is closed.
-func (q *WorkQueue) pause(ctx context.Context, bo BackOff, cause error) error {
-	if _, _, err := q.s.awaitConnected(ctx); err != nil {
-		return err
-	}
-	d := bo.NextBackOff()
-	if d == Stop {
-		return fmt.Errorf("%w: %w", ErrRetriesExhausted, cause)
-	}
-	return sleepCtx(ctx, d)
 }
