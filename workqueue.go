@@ -91,10 +91,16 @@ func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
 // limit with ErrDataTooLarge, before any call; an empty item is valid.
 // With WithMaxItems, Put first waits for room, until ctx ends.
 //
-// On any other error the item may still have been enqueued: when the
-// connection is lost before the reply, the server may have created its
-// node (if ctx ended, Put deletes such a node in the background, unless a
-// consumer took it first).
+// Put sends its create once, and never makes two nodes; it does not
+// retry. When the reply is lost with the connection (or Close cuts it
+// short) it fails with an error matching ErrOutcomeUnknown and the cause:
+// the item may have been enqueued, and a Put sent again may enqueue it
+// twice (as Curator's put; the item's name carries no mark that could
+// tell, since Curator consumers skip any child not named "queue-...").
+// When ctx ends while the create is on its way, Put returns ctx's error
+// and deletes the node, should the create succeed, in the background:
+// a consumer may have taken it meanwhile, and that take is then lost
+// (its Check fails, its Ack reports ErrItemLost).
 func (q *WorkQueue) Put(ctx context.Context, item []byte, opts ...PutOption) error {
 	if item == nil {
 		return invalidArg("nil work item")
@@ -151,6 +157,9 @@ func (q *WorkQueue) put(ctx context.Context, items [][]byte, opts []PutOption) e
 				return err
 			}
 			continue
+		}
+		if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing) {
+			return fmt.Errorf("%w: create %s: no reply: %w", ErrOutcomeUnknown, s.rel(node), err)
 		}
 		return s.opError("create", node, err)
 	}
