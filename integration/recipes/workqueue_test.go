@@ -405,3 +405,38 @@ func TestWorkQueue_ClosedConsumerLeavesItsItemForAnother(t *testing.T) {
 	assert.Empty(t, children(t, observer, path))
 	assert.Empty(t, children(t, observer, path+"-locks"))
 }
+
+// A take that ends by its ctx while every item is held leaves no lock, and
+// nothing that follows the queue: the one-shot watches it was waiting on
+// (go-zookeeper cannot remove them) fire at the next change and are not
+// set again, so the server's watch count comes back to where it was.
+func TestWorkQueue_TakeEndedByCtxLeavesNoLockAndNoWatchFollowed(t *testing.T) {
+	server(t)            // the suite's backend must be available
+	c := zktest.Start(t) // a server of its own: mntr counts every session's watches
+	path := testPath(t)
+	ctx := ctxT(t, 60*time.Second)
+	watches := func() int { total, _ := serverWatches(t, c, 0); return total }
+	a, b := connect(t, c, nil), connect(t, c, nil)
+	qa := zr.NewWorkQueue(a.Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	before := watches() // the Sessions' own, none of the queue's
+	held, err := qa.Take(ctx)
+	require.NoError(t, err)
+
+	short, cancel := context.WithCancel(ctx)
+	defer cancel()
+	took := make(chan error, 1)
+	go func() {
+		_, err := zr.NewWorkQueue(b.Session, path).Take(short)
+		took <- err
+	}()
+	require.Eventually(t, func() bool { return watches() >= before+2 }, 30*time.Second, 20*time.Millisecond,
+		"the take waits on the queue's and the locks' children")
+	cancel()
+	require.ErrorIs(t, <-took, context.Canceled)
+	assert.Equal(t, []string{held.Name()}, children(t, raw(t, c), path+"-locks"), "only the holder's lock")
+
+	require.NoError(t, held.Ack(ctx)) // deletes the item and its lock: both watches fire
+	require.Eventually(t, func() bool { return watches() <= before }, 30*time.Second, 20*time.Millisecond,
+		"a watch of the ended take is still followed")
+}
