@@ -95,8 +95,7 @@ func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
 // retry. When the reply is lost with the connection (or Close cuts it
 // short) it fails with an error matching ErrOutcomeUnknown and the cause:
 // the item may have been enqueued, and a Put sent again may enqueue it
-// twice (as Curator's put; the item's name carries no mark that could
-// tell, since Curator consumers skip any child not named "queue-...").
+// twice, as with Curator's put.
 // When ctx ends while the create is on its way, Put returns ctx's error
 // and deletes the node, should the create succeed, in the background:
 // a consumer may have taken it meanwhile, and that take is then lost
