@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -157,74 +158,149 @@ func (q *Queue) head(ctx context.Context, remove, wait bool) ([]byte, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
 	}
+	return takeLoop(ctx, q.s, func(watching bool) takeRound[[]byte] {
+		return q.round(ctx, remove, wait, watching)
+	})
+}
+
+// round is one round of head's takeLoop: a listing (or the cached rest of
+// the last one), and a take from it.
+func (q *Queue) round(ctx context.Context, remove, wait, watching bool) takeRound[[]byte] {
 	s := q.s
-	bo := s.cfg.retry()
-	// The first listing of each round sets no watch: when it finds an item,
-	// no watch is left behind. Only an empty listing is followed by one that
-	// watches, and the wait.
-	watching := false
-	for {
-		var (
-			l    listed
-			kids []string
-			st   *zk.Stat
-			w    <-chan zk.Event
-			err  error
-		)
-		cached := remove && !watching && q.takeCache(&l)
-		switch {
-		case cached:
-		case watching:
-			kids, st, w, err = s.childrenStatW(ctx, q.dir)
-		default:
-			kids, st, err = s.childrenStat(ctx, q.dir)
+	var (
+		l   listed
+		ls  listing
+		err error
+	)
+	cached := remove && !watching && q.takeCache(&l)
+	if !cached {
+		ls = listQueue(ctx, s, q.dir, watching)
+		err = ls.err
+	}
+	r := takeRound[[]byte]{listed: err == nil && !cached, watch: ls.w}
+	if err == nil {
+		if !cached {
+			l = listed{queueItems(ls.kids), ls.parent.Pzxid}
 		}
-		if err == nil {
-			if !cached {
-				bo.Reset() // a listing went through: the next failure is a new one
-				l = listed{queueItems(kids), st.Pzxid}
-			}
-			var item []byte
-			item, err = q.takeFirst(ctx, l, remove)
-			if err == nil || errors.Is(err, ErrTakeUncertain) {
-				return item, err
-			}
-		}
-		switch {
-		case err == errNoItem && cached, err == errRemade:
-			continue // list
-		case err == errNoItem || err == zk.ErrNoNode:
-			if !wait {
-				return nil, fmt.Errorf("%w: %s", ErrQueueEmpty, s.rel(q.dir))
-			}
-			if err == zk.ErrNoNode && watching {
-				// No node to watch: make the path, as Curator's take does.
-				if err = s.ensureParents(ctx, q.dir); err != nil && !queueRetryable(err) {
-					return nil, s.opError("create", q.dir, err)
-				}
-				continue
-			}
-			if !watching {
-				watching = true
-				continue
-			}
-			select {
-			case <-w:
-				watching = false
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-s.closedCh:
-				return nil, ErrClosed
-			}
-		case queueRetryable(err):
-			if err := q.pause(ctx, bo, err); err != nil {
-				return nil, err
-			}
-			watching = false
-		default:
-			return nil, s.opError("getChildren", q.dir, err)
+		var item []byte
+		item, err = q.takeFirst(ctx, l, remove)
+		if err == nil || errors.Is(err, ErrTakeUncertain) {
+			return r.done(item, err)
 		}
 	}
+	switch {
+	case err == errNoItem && cached, err == errRemade:
+		r.step = takeAgain
+	case err == errNoItem || err == zk.ErrNoNode:
+		if !wait {
+			return r.done(nil, fmt.Errorf("%w: %s", ErrQueueEmpty, s.rel(q.dir)))
+		}
+		if err == zk.ErrNoNode && watching {
+			// No node to watch: make the path, as Curator's take does.
+			if err = s.ensureParents(ctx, q.dir); err != nil && !queueRetryable(err) {
+				return r.done(nil, s.opError("create", q.dir, err))
+			}
+			r.step = takeAgain
+		}
+	case queueRetryable(err):
+		r.err = err
+	default:
+		return r.done(nil, s.opError("getChildren", q.dir, err))
+	}
+	return r
+}
+
+// takeStep is what a round of takeLoop leads to.
+type takeStep int
+
+const (
+	takeWait  takeStep = iota // nothing to take: list with a watch, then wait
+	takeAgain                 // list again at once, watching as before
+	takeDone                  // the take has its result
+)
+
+// takeRound is the outcome of one round of takeLoop: a listing of the
+// queue and a take from it.
+type takeRound[T any] struct {
+	step   takeStep
+	v      T
+	err    error           // with takeDone, the take's; else a retryable failure
+	listed bool            // a listing went through: the retry policy starts over
+	watch  <-chan zk.Event // the listing's children watch
+	also   <-chan zk.Event // another watch that ends the wait (a lock gone)
+	due    time.Time       // when the wait ends, unless zero
+}
+
+// done returns r as the take's result.
+func (r takeRound[T]) done(v T, err error) takeRound[T] {
+	r.step, r.v, r.err = takeDone, v, err
+	return r
+}
+
+// takeLoop is the take loop of the queues (Queue, WorkQueue, and
+// WorkQueue's wait for room): it runs round until round has the result.
+// Each round lists without a watch first, so that a round that finds what
+// it wants leaves no watch behind; only a round that finds nothing is
+// followed by one that lists with a watch and, finding nothing either,
+// waits for the watch (or round's other wake-ups), ctx or Close. A failure
+// round reports (a lost connection, an expiry: a queue holds nothing tied
+// to its session) is waited out under the Session's retry policy.
+func takeLoop[T any](ctx context.Context, s *Session, round func(watching bool) takeRound[T]) (T, error) {
+	var zero T
+	bo := s.cfg.retry()
+	watching := false
+	for {
+		r := round(watching)
+		if r.listed {
+			bo.Reset() // the next failure is a new one
+		}
+		switch {
+		case r.step == takeDone:
+			return r.v, r.err
+		case r.err != nil:
+			if err := queuePause(ctx, s, bo, r.err); err != nil {
+				return zero, err
+			}
+			watching = false
+		case r.step == takeAgain:
+		case !watching:
+			watching = true
+		default:
+			if err := r.await(ctx, s); err != nil {
+				return zero, err
+			}
+			watching = false
+		}
+	}
+}
+
+// listQueue lists a queue's parent dir, with a children watch when
+// watching.
+func listQueue(ctx context.Context, s *Session, dir string, watching bool) listing {
+	if watching {
+		return watchList(s, ctx, dir)
+	}
+	return plainList(s, ctx, dir)
+}
+
+// await waits for r's watches to fire or its due time to come.
+func (r takeRound[T]) await(ctx context.Context, s *Session) error {
+	var due <-chan time.Time
+	if !r.due.IsZero() {
+		t := time.NewTimer(time.Until(r.due))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-r.watch:
+	case <-r.also:
+	case <-due:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closedCh:
+		return ErrClosed
+	}
+	return nil
 }
 
 // errNoItem is takeFirst's report that no listed item could be had.
@@ -336,7 +412,7 @@ func (q *Queue) dropCache() {
 func (q *Queue) settle(ctx context.Context, p string, czxid int64, data []byte, cause error) ([]byte, error) {
 	bo := q.s.cfg.retry()
 	for {
-		if err := q.pause(ctx, bo, cause); err != nil {
+		if err := queuePause(ctx, q.s, bo, cause); err != nil {
 			// Unknown whether this consumer took the item: hand it over.
 			return data, fmt.Errorf("%w: %s: %w", ErrTakeUncertain, q.s.rel(p), err)
 		}
@@ -353,11 +429,11 @@ func (q *Queue) settle(ctx context.Context, p string, czxid int64, data []byte, 
 	}
 }
 
-// pause waits for the connection and a back-off step after a request
-// failed with cause, and fails when the retry policy gives up, ctx ends or
-// the Session is closed.
-func (q *Queue) pause(ctx context.Context, bo BackOff, cause error) error {
-	if _, _, err := q.s.awaitConnected(ctx); err != nil {
+// queuePause waits for the connection and a back-off step after a queue
+// request failed with cause, and fails when the retry policy gives up, ctx
+// ends or the Session is closed.
+func queuePause(ctx context.Context, s *Session, bo BackOff, cause error) error {
+	if _, _, err := s.awaitConnected(ctx); err != nil {
 		return err
 	}
 	d := bo.NextBackOff()

@@ -161,7 +161,8 @@ var (
 	// return it: an AtomicCounter change, a SharedValue or SharedCount
 	// write, an Election.Proclaim whose term ended after its write was
 	// sent, the Session's Create (unprotected), Set, Delete, Multi,
-	// Reconfig and IncrementalReconfig, and a WorkItem's Ack and Release.
+	// Reconfig and IncrementalReconfig, a WorkQueue's Put and PutMulti,
+	// and a WorkItem's Ack and Release.
 	// The error also matches its cause (zk.ErrConnectionClosed, ctx's
 	// error, ErrClosed). Read the value before trying again: a change
 	// retried blindly may be made twice.

@@ -91,10 +91,15 @@ func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
 // limit with ErrDataTooLarge, before any call; an empty item is valid.
 // With WithMaxItems, Put first waits for room, until ctx ends.
 //
-// On any other error the item may still have been enqueued: when the
-// connection is lost before the reply, the server may have created its
-// node (if ctx ended, Put deletes such a node in the background, unless a
-// consumer took it first).
+// Put sends its create once, and never makes two nodes; it does not
+// retry. When the reply is lost with the connection (or Close cuts it
+// short) it fails with an error matching ErrOutcomeUnknown and the cause:
+// the item may have been enqueued, and a Put sent again may enqueue it
+// twice, as with Curator's put.
+// When ctx ends while the create is on its way, Put returns ctx's error
+// and deletes the node, should the create succeed, in the background:
+// a consumer may have taken it meanwhile, and that take is then lost
+// (its Check fails, its Ack reports ErrItemLost).
 func (q *WorkQueue) Put(ctx context.Context, item []byte, opts ...PutOption) error {
 	if item == nil {
 		return invalidArg("nil work item")
@@ -152,6 +157,9 @@ func (q *WorkQueue) put(ctx context.Context, items [][]byte, opts []PutOption) e
 			}
 			continue
 		}
+		if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing) {
+			return fmt.Errorf("%w: create %s: no reply: %w", ErrOutcomeUnknown, s.rel(node), err)
+		}
 		return s.opError("create", node, err)
 	}
 }
@@ -171,42 +179,20 @@ func (q *WorkQueue) makePath(ctx context.Context, dir string) error {
 // bound (all children, as Curator counts them).
 func (q *WorkQueue) awaitRoom(ctx context.Context) error {
 	s := q.s
-	bo := s.cfg.retry()
-	for watching := false; ; {
-		var (
-			kids []string
-			w    <-chan zk.Event
-			err  error
-		)
-		if watching {
-			kids, _, w, err = s.childrenStatW(ctx, q.dir)
-		} else {
-			kids, _, err = s.childrenStat(ctx, q.dir)
-		}
-		switch {
-		case err == zk.ErrNoNode || err == nil && len(kids) < q.cfg.maxItems:
-			return nil
+	_, err := takeLoop(ctx, s, func(watching bool) takeRound[struct{}] {
+		l := listQueue(ctx, s, q.dir, watching)
+		r := takeRound[struct{}]{watch: l.w}
+		switch err := l.err; {
+		case err == zk.ErrNoNode || err == nil && len(l.kids) < q.cfg.maxItems:
+			return r.done(struct{}{}, nil)
 		case queueRetryable(err):
-			if err := q.pause(ctx, bo, err); err != nil {
-				return err
-			}
-			watching = false
-			continue
+			r.err = err
 		case err != nil:
-			return s.opError("getChildren", q.dir, err)
-		case !watching:
-			watching = true
-			continue
+			return r.done(struct{}{}, s.opError("getChildren", q.dir, err))
 		}
-		select {
-		case <-w:
-			watching = false
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.closedCh:
-			return ErrClosed
-		}
-	}
+		return r
+	})
+	return err
 }
 
 // Take locks the first item of the queue that no other consumer holds and
@@ -234,80 +220,43 @@ func (q *WorkQueue) Take(ctx context.Context) (*WorkItem, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
 	}
-	s := q.s
-	bo := s.cfg.retry()
-	// As Queue's take: the first listing sets no watch, so that a take that
-	// finds an item leaves none behind.
-	watching := false
-	for {
-		var (
-			kids  []string
-			w     <-chan zk.Event
-			lockW <-chan zk.Event
-			next  time.Time // when the next item is due (WithDelayOrder)
-			wi    *WorkItem
-			err   error
-		)
-		if watching {
-			kids, _, w, err = s.childrenStatW(ctx, q.dir)
-		} else {
-			kids, _, err = s.childrenStat(ctx, q.dir)
-		}
-		if err == nil {
-			bo.Reset()
-			var names []string
-			names, next = q.ready(kids, time.Now())
-			wi, lockW, err = q.takeFirst(ctx, names, watching)
-			if wi != nil {
-				return wi, err
-			}
-		}
-		switch {
-		case err == errRelist:
-			continue
-		case err == nil && !watching:
-			watching = true
-			continue
-		case err == nil:
-			if err := q.await(ctx, w, lockW, next); err != nil {
-				return nil, err
-			}
-			watching = false
-		case err == zk.ErrNoNode:
-			// No queue yet: make it, to have a node to watch.
-			if err := q.makePath(ctx, q.dir); err != nil && !queueRetryable(err) {
-				return nil, err
-			}
-		case queueRetryable(err):
-			if err := q.pause(ctx, bo, err); err != nil {
-				return nil, err
-			}
-			watching = false
-		default:
-			return nil, s.opError("take", q.dir, err)
-		}
-	}
+	return takeLoop(ctx, q.s, func(watching bool) takeRound[*WorkItem] {
+		return q.round(ctx, watching)
+	})
 }
 
-// await waits for a change of the queue (w), of its locks (lockW), or
-// for the next item to be due (next, unless zero).
-func (q *WorkQueue) await(ctx context.Context, w, lockW <-chan zk.Event, next time.Time) error {
-	var due <-chan time.Time
-	if !next.IsZero() {
-		t := time.NewTimer(time.Until(next))
-		defer t.Stop()
-		due = t.C
+// round is one round of Take's takeLoop: a listing, and a take of the
+// first item it can lock.
+func (q *WorkQueue) round(ctx context.Context, watching bool) takeRound[*WorkItem] {
+	s := q.s
+	l := listQueue(ctx, s, q.dir, watching)
+	err := l.err
+	r := takeRound[*WorkItem]{listed: err == nil, watch: l.w}
+	if err == nil {
+		var names []string
+		var wi *WorkItem
+		names, r.due = q.ready(l.kids, time.Now()) // r.due: when the next item is due (WithDelayOrder)
+		wi, r.also, err = q.takeFirst(ctx, names, watching)
+		if wi != nil {
+			return r.done(wi, err)
+		}
 	}
-	select {
-	case <-w:
-	case <-lockW:
-	case <-due:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-q.s.closedCh:
-		return ErrClosed
+	switch {
+	case err == errRelist:
+		r.step = takeAgain
+	case err == nil: // nothing to take: wait
+	case err == zk.ErrNoNode:
+		// No queue yet: make it, to have a node to watch.
+		if err := q.makePath(ctx, q.dir); err != nil && !queueRetryable(err) {
+			return r.done(nil, err)
+		}
+		r.step = takeAgain
+	case queueRetryable(err):
+		r.err = err
+	default:
+		return r.done(nil, s.opError("take", q.dir, err))
 	}
-	return nil
+	return r
 }
 
 // errRelist is takeFirst's report that the lock of an item it found held
@@ -530,18 +479,4 @@ func (q *WorkQueue) dropIfOwned(p string, gen *generation) {
 			s.removeNode(ownNode{path: p, gen: gen})
 		}
 	})
-}
-
-// pause waits for the connection and a back-off step after a request
-// failed with cause, and fails when the retry policy gives up, ctx ends or
-// the Session is closed.
-func (q *WorkQueue) pause(ctx context.Context, bo BackOff, cause error) error {
-	if _, _, err := q.s.awaitConnected(ctx); err != nil {
-		return err
-	}
-	d := bo.NextBackOff()
-	if d == Stop {
-		return fmt.Errorf("%w: %w", ErrRetriesExhausted, cause)
-	}
-	return sleepCtx(ctx, d)
 }

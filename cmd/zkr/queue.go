@@ -42,8 +42,10 @@ producers and consumers on the same paths share it. Items lock under
 
 Exit status: 0 done; 64 usage error or bad path; 65 take: the item is not in
 Curator's item encoding (it is put back; delete it with zkr rm); 69 ZooKeeper
-unavailable or another ZooKeeper error (take: the item, if taken, is put
-back, or stays in the queue for another consumer); 73 take: no item within
+unavailable or another ZooKeeper error (put: if the connection was lost on
+the way the item may have been put, "outcome unknown": look with ls before
+putting it again; take: the item, if taken, is put back, or stays in the
+queue for another consumer); 73 take: no item within
 --wait; 74 take: the item's lock was lost and another consumer took it
 before the ack (it was written out, and will be processed again); 130
 interrupted (take: nothing was taken).

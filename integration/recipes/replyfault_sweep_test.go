@@ -575,6 +575,7 @@ func sweepOps() []sweepOp {
 		queueOfferOp(true),
 		queueOfferOp(false),
 		queueTakeOp(),
+		workQueuePutOp(),
 		workQueueTakeOp(),
 		workQueueEndOp(false),
 		workQueueEndOp(true),

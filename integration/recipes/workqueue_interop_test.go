@@ -55,6 +55,14 @@ func startWorkQueuePeer(t *testing.T, args ...string) *queuePeer {
 	return p
 }
 
+// awaitReady waits for the work queue peer's consumer to be started (its
+// READY line): the JVM's start may take long on a busy machine.
+func (p *queuePeer) awaitReady(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool { return strings.Contains(p.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond,
+		"the Curator consumer did not start")
+}
+
 // items returns what the peer printed as consumed so far.
 func (p *queuePeer) items() []string {
 	var items []string
@@ -110,9 +118,7 @@ func TestWorkQueue_CuratorConsumerTakesGoPutsUnderItsLocks(t *testing.T) {
 	slices.Sort(got)
 	slices.Sort(want)
 	assert.Equal(t, want, got)
-	require.Eventually(t, func() bool {
-		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
-	}, 30*time.Second, 20*time.Millisecond, "items or locks left")
+	requireWorkQueueDrained(t, c, path, 30*time.Second)
 	require.NoError(t, p.stdin.Close())
 	p.wait(t, 60*time.Second)
 }
@@ -140,8 +146,7 @@ func TestWorkQueue_GoTakesCuratorPutsInOrder(t *testing.T) {
 	got, err := takeAck(ctx, q)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"curator-batch-0", "curator-batch-1", "curator-batch-2"}, got, "a putMulti is one WorkItem")
-	assert.Empty(t, children(t, observer, path))
-	assert.Empty(t, children(t, observer, path+"-locks"))
+	assertWorkQueueEmpty(t, c, path)
 }
 
 // A Curator consumer skips an item a Go consumer holds, takes the others,
@@ -151,12 +156,10 @@ func TestWorkQueue_CuratorConsumerHonoursGoLocksAndTakesReleasedItems(t *testing
 	path := testPath(t)
 	ctx := ctxT(t, 120*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	require.NoError(t, q.Put(ctx, []byte("held")))
-	held, err := q.Take(ctx)
-	require.NoError(t, err)
+	held := putAndTake(t, ctx, q, "held")
 
 	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks")
-	require.Eventually(t, func() bool { return strings.Contains(p.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
+	p.awaitReady(t)
 	require.NoError(t, q.Put(ctx, []byte("free")))
 	require.Eventually(t, func() bool { return slices.Contains(p.items(), "free") }, 60*time.Second, 20*time.Millisecond)
 	assert.NotContains(t, p.items(), "held", "Curator consumed an item a Go consumer held")
@@ -169,10 +172,7 @@ func TestWorkQueue_CuratorConsumerHonoursGoLocksAndTakesReleasedItems(t *testing
 	require.NoError(t, held.Release(ctx))
 	require.Eventually(t, func() bool { return slices.Contains(p.items(), "held") }, 60*time.Second, 20*time.Millisecond,
 		"Curator did not take the released item")
-	observer := raw(t, c)
-	require.Eventually(t, func() bool {
-		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
-	}, 30*time.Second, 20*time.Millisecond, "items or locks left")
+	requireWorkQueueDrained(t, c, path, 30*time.Second)
 	require.NoError(t, p.stdin.Close())
 	p.wait(t, 60*time.Second)
 	assert.Equal(t, []string{"free", "held"}, p.items())
@@ -186,7 +186,7 @@ func TestWorkQueue_MixedGoAndCuratorConsumersConsumeEachItemOnce(t *testing.T) {
 	srv := c.Servers()[0]
 	ctx := ctxT(t, 180*time.Second)
 	curator := startWorkQueuePeer(t, "consume", srv, path, path+"-locks")
-	require.Eventually(t, func() bool { return strings.Contains(curator.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
+	curator.awaitReady(t)
 
 	consumers := startGoConsumers(t, ctx, c, path, 2)
 	producer := startWorkQueuePeer(t, "put", srv, path, "100", "curator")
@@ -198,11 +198,7 @@ func TestWorkQueue_MixedGoAndCuratorConsumersConsumeEachItemOnce(t *testing.T) {
 		require.NoError(t, gq.Put(ctx, []byte(item)))
 	}
 	producer.wait(t, 90*time.Second)
-
-	observer := raw(t, c)
-	require.Eventually(t, func() bool {
-		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
-	}, 90*time.Second, 20*time.Millisecond, "items or locks left")
+	requireWorkQueueDrained(t, c, path, 90*time.Second)
 	consumers.stop(t)
 	goGot := consumers.taken()
 	require.NoError(t, curator.stdin.Close())
@@ -311,7 +307,7 @@ func TestWorkQueue_CuratorDelayConsumerTakesGoDelayedPutsWhenDue(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 120*time.Second)
 	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks", "delay")
-	require.Eventually(t, func() bool { return strings.Contains(p.stdout(), "READY\n") }, 90*time.Second, 20*time.Millisecond)
+	p.awaitReady(t)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
 	late := time.Now().Add(2 * time.Second)
 	soon := time.Now().Add(time.Second)

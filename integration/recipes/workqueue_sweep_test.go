@@ -106,6 +106,48 @@ func sweepNoLockLeft(e *sweepEnv) []string {
 	return nil
 }
 
+// workQueuePutOp: a put item is enqueued once (nil error) or at most once
+// (an error); an error after which it was enqueued, unless ctx ended (the
+// node is then deleted in the background), says so (ErrOutcomeUnknown).
+func workQueuePutOp() sweepOp {
+	return sweepOp{
+		name: "WorkQueue.Put",
+		setup: func(ctx context.Context, e *sweepEnv) error {
+			return sweepWorkPut(e) // the queue's paths, no item
+		},
+		run: func(ctx context.Context, e *sweepEnv) error {
+			return zr.NewWorkQueue(e.s, sweepWorkQueue(e)).Put(ctx, []byte("item"))
+		},
+		compete: func(e *sweepEnv) { // another consumer takes and acks what is there
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			wi, err := zr.NewWorkQueue(e.peer, sweepWorkQueue(e)).Take(ctx)
+			if err == nil && wi.Ack(ctx) == nil {
+				e.set("taken", 1)
+			}
+		},
+		check: func(e *sweepEnv, err error) []string {
+			taken, _ := e.get("taken").(int)
+			count := func() int { return len(sweepWorkItems(e)) + taken }
+			n := count()
+			switch {
+			case n > 1:
+				return []string{fmt.Sprintf("the item was enqueued %d times", n)}
+			case err == nil && n == 0:
+				return []string{"reported enqueued, no item"}
+			case err != nil && errors.Is(err, context.DeadlineExceeded):
+				// ctx ended: the item is deleted in the background.
+				if !eventually(sweepSettle, func() bool { return count() == taken }) {
+					return []string{"ctx ended and the item stayed"}
+				}
+			case err != nil && n == 1 && !errors.Is(err, zr.ErrOutcomeUnknown):
+				return []string{fmt.Sprintf("reported failed, the item enqueued, without ErrOutcomeUnknown: %v", err)}
+			}
+			return nil
+		},
+	}
+}
+
 // workQueueTakeOp: with items a, b queued and another consumer taking and
 // acking the head as the competing change, a take returns an item it holds
 // (its lock and its version in place), or an error and no lock.

@@ -27,6 +27,50 @@ func takeAck(ctx context.Context, q *zr.WorkQueue) ([]string, error) {
 	return got, wi.Ack(ctx)
 }
 
+// putAndTake puts item on q and takes it back, holding it.
+func putAndTake(t *testing.T, ctx context.Context, q *zr.WorkQueue, item string) *zr.WorkItem {
+	t.Helper()
+	require.NoError(t, q.Put(ctx, []byte(item)))
+	wi, err := q.Take(ctx)
+	require.NoError(t, err)
+	return wi
+}
+
+// workTaken is what a Take started by takeLater returned.
+type workTaken struct {
+	wi  *zr.WorkItem
+	err error
+}
+
+// takeLater starts a Take on q, whose result comes on the channel.
+func takeLater(ctx context.Context, q *zr.WorkQueue) <-chan workTaken {
+	tc := make(chan workTaken, 1)
+	go func() {
+		wi, err := q.Take(ctx)
+		tc <- workTaken{wi, err}
+	}()
+	return tc
+}
+
+// assertWorkQueueEmpty asserts that the work queue at path has no item
+// and no lock left.
+func assertWorkQueueEmpty(t *testing.T, c *zktest.Cluster, path string) {
+	t.Helper()
+	observer := raw(t, c)
+	assert.Empty(t, children(t, observer, path), "items left")
+	assert.Empty(t, children(t, observer, path+"-locks"), "locks left")
+}
+
+// requireWorkQueueDrained waits, up to d, until the work queue at path
+// has no item and no lock left (consumers of another process are at work).
+func requireWorkQueueDrained(t *testing.T, c *zktest.Cluster, path string, d time.Duration) {
+	t.Helper()
+	observer := raw(t, c)
+	require.Eventually(t, func() bool {
+		return len(children(t, observer, path)) == 0 && len(children(t, observer, path+"-locks")) == 0
+	}, d, 20*time.Millisecond, "items or locks left")
+}
+
 // goConsumers are n Go consumers of a work queue, each on a Session of
 // its own, taking and acking until stopped.
 type goConsumers struct {
@@ -103,9 +147,7 @@ func TestWorkQueue_SeveralConsumersTakeEachItemOnce(t *testing.T) {
 	slices.Sort(taken)
 	slices.Sort(want)
 	assert.Equal(t, want, taken, "every item taken exactly once")
-	observer := raw(t, c)
-	assert.Empty(t, children(t, observer, path), "items left")
-	assert.Empty(t, children(t, observer, path+"-locks"), "locks left")
+	assertWorkQueueEmpty(t, c, path)
 }
 
 func TestWorkQueue_AckLeavesNoNodeAndEndsTheItem(t *testing.T) {
@@ -113,9 +155,7 @@ func TestWorkQueue_AckLeavesNoNodeAndEndsTheItem(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 30*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	require.NoError(t, q.Put(ctx, []byte("job")))
-	wi, err := q.Take(ctx)
-	require.NoError(t, err)
+	wi := putAndTake(t, ctx, q, "job")
 	assert.Equal(t, "job", string(wi.Data()))
 	assert.Regexp(t, `^queue-\d{10}$`, wi.Name())
 	observer := raw(t, c)
@@ -130,8 +170,7 @@ func TestWorkQueue_AckLeavesNoNodeAndEndsTheItem(t *testing.T) {
 	}
 	assert.ErrorIs(t, wi.Err(), zr.ErrReleased)
 	assert.ErrorIs(t, wi.Ack(ctx), zr.ErrReleased, "a second Ack")
-	assert.Empty(t, children(t, observer, path))
-	assert.Empty(t, children(t, observer, path+"-locks"))
+	assertWorkQueueEmpty(t, c, path)
 }
 
 func TestWorkQueue_ReleaseRequeuesTheItemAtTheTail(t *testing.T) {
@@ -161,9 +200,7 @@ func TestWorkQueue_ReleaseRequeuesTheItemAtTheTail(t *testing.T) {
 	_, err = connect(t, c, nil).Multi(ctx, first.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
 	assert.ErrorIs(t, err, zr.ErrItemLost)
 	require.NoError(t, again.Ack(ctx))
-	observer := raw(t, c)
-	assert.Empty(t, children(t, observer, path))
-	assert.Empty(t, children(t, observer, path+"-locks"))
+	assertWorkQueueEmpty(t, c, path)
 }
 
 // A consumer whose session expires is told (Done, Err), its item goes to
@@ -175,21 +212,11 @@ func TestWorkQueue_ExpiredConsumerIsToldAndItsItemIsTakenAgain(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	a := connect(t, c, nil)
 	qa := zr.NewWorkQueue(a.Session, path)
-	require.NoError(t, qa.Put(ctx, []byte("job")))
-	stale, err := qa.Take(ctx)
-	require.NoError(t, err)
+	stale := putAndTake(t, ctx, qa, "job")
 
 	b := connect(t, c, nil)
 	qb := zr.NewWorkQueue(b.Session, path)
-	type taken struct {
-		wi  *zr.WorkItem
-		err error
-	}
-	tc := make(chan taken, 1)
-	go func() {
-		wi, err := qb.Take(ctx)
-		tc <- taken{wi, err}
-	}()
+	tc := takeLater(ctx, qb)
 	select {
 	case r := <-tc:
 		t.Fatalf("took a locked item: %v, %v", r.wi, r.err)
@@ -209,15 +236,13 @@ func TestWorkQueue_ExpiredConsumerIsToldAndItsItemIsTakenAgain(t *testing.T) {
 	assert.Equal(t, stale.Name(), r.wi.Name(), "the same item, taken again")
 	assert.Greater(t, r.wi.Token(), stale.Token())
 
-	_, err = b.Multi(ctx, stale.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
+	_, err := b.Multi(ctx, stale.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
 	assert.ErrorIs(t, err, zr.ErrItemLost, "a stale take's check")
 	_, err = b.Multi(ctx, r.wi.Check(), zr.CreateOp(path+"-effect", nil, zr.WithMode(zr.ModeEphemeral)))
 	assert.NoError(t, err, "the current take's check")
 	assert.ErrorIs(t, stale.Ack(ctx), zr.ErrItemLost, "a stale take's Ack")
 	require.NoError(t, r.wi.Ack(ctx))
-	observer := raw(t, c)
-	assert.Empty(t, children(t, observer, path))
-	assert.Empty(t, children(t, observer, path+"-locks"))
+	assertWorkQueueEmpty(t, c, path)
 }
 
 func TestWorkQueue_PutWaitsForRoomUnderMaxItems(t *testing.T) {
@@ -308,32 +333,22 @@ func TestWorkQueue_SuspendedConsumerIsToldAndItsItemGoesToAnother(t *testing.T) 
 	ctx := ctxT(t, 60*time.Second)
 	proxy := zktest.NewProxy(t, c.Servers()[0])
 	qa := zr.NewWorkQueue(connect(t, c, []string{proxy.Addr()}).Session, path)
-	require.NoError(t, qa.Put(ctx, []byte("job")))
-	cut, err := qa.Take(ctx)
-	require.NoError(t, err)
+	cut := putAndTake(t, ctx, qa, "job")
 
 	qb := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	type taken struct {
-		wi  *zr.WorkItem
-		err error
-	}
-	tc := make(chan taken, 1)
-	go func() {
-		wi, err := qb.Take(ctx)
-		tc <- taken{wi, err}
-	}()
+	tc := takeLater(ctx, qb)
 
 	proxy.Blackhole()
 	select {
 	case <-cut.Done():
-	case <-time.After(15 * time.Second):
+	case <-ctx.Done(): // a busy machine may take long to see the connection go
 		t.Fatal("the cut-off consumer was not told")
 	}
 	assert.ErrorIs(t, cut.Err(), zr.ErrLockLost)
 	assert.ErrorIs(t, cut.Err(), zr.ErrSuspended)
 	proxy.Heal()
 
-	var r taken
+	var r workTaken
 	select {
 	case r = <-tc:
 	case <-ctx.Done():
@@ -344,9 +359,7 @@ func TestWorkQueue_SuspendedConsumerIsToldAndItsItemGoesToAnother(t *testing.T) 
 	assert.Greater(t, r.wi.Token(), cut.Token())
 	assert.ErrorIs(t, cut.Ack(ctx), zr.ErrItemLost, "the cut-off consumer's Ack")
 	require.NoError(t, r.wi.Ack(ctx))
-	observer := raw(t, c)
-	assert.Empty(t, children(t, observer, path))
-	assert.Empty(t, children(t, observer, path+"-locks"))
+	assertWorkQueueEmpty(t, c, path)
 }
 
 // A take that gives up (its ctx ends) while every item is held by another
@@ -356,14 +369,12 @@ func TestWorkQueue_CancelledTakeReturnsAndLeavesNoLock(t *testing.T) {
 	path := testPath(t)
 	ctx := ctxT(t, 30*time.Second)
 	qa := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	require.NoError(t, qa.Put(ctx, []byte("job")))
-	held, err := qa.Take(ctx)
-	require.NoError(t, err)
+	held := putAndTake(t, ctx, qa, "job")
 
 	b := connect(t, c, nil)
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	_, err = zr.NewWorkQueue(b.Session, path).Take(short)
+	_, err := zr.NewWorkQueue(b.Session, path).Take(short)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	observer := raw(t, c)
 	assert.Equal(t, []string{held.Name()}, children(t, observer, path+"-locks"), "only the holder's lock")
@@ -388,9 +399,7 @@ func TestWorkQueue_ClosedConsumerLeavesItsItemForAnother(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	a := connect(t, c, nil)
 	qa := zr.NewWorkQueue(a.Session, path)
-	require.NoError(t, qa.Put(ctx, []byte("job")))
-	wi, err := qa.Take(ctx)
-	require.NoError(t, err)
+	wi := putAndTake(t, ctx, qa, "job")
 	require.NoError(t, a.Close())
 	select {
 	case <-wi.Done():
@@ -401,7 +410,40 @@ func TestWorkQueue_ClosedConsumerLeavesItsItemForAnother(t *testing.T) {
 	got, err := takeAck(ctx, zr.NewWorkQueue(connect(t, c, nil).Session, path))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"job"}, got)
-	observer := raw(t, c)
-	assert.Empty(t, children(t, observer, path))
-	assert.Empty(t, children(t, observer, path+"-locks"))
+	assertWorkQueueEmpty(t, c, path)
+}
+
+// A take that ends by its ctx while every item is held leaves no lock, and
+// nothing that follows the queue: the one-shot watches it was waiting on
+// (go-zookeeper cannot remove them) fire at the next change and are not
+// set again, so the server's watch count comes back to where it was.
+func TestWorkQueue_TakeEndedByCtxLeavesNoLockAndNoWatchFollowed(t *testing.T) {
+	server(t)            // the suite's backend must be available
+	c := zktest.Start(t) // a server of its own: mntr counts every session's watches
+	path := testPath(t)
+	ctx := ctxT(t, 60*time.Second)
+	watches := func() int { total, _ := serverWatches(t, c, 0); return total }
+	a, b := connect(t, c, nil), connect(t, c, nil)
+	qa := zr.NewWorkQueue(a.Session, path)
+	require.NoError(t, qa.Put(ctx, []byte("job")))
+	before := watches() // the Sessions' own, none of the queue's
+	held, err := qa.Take(ctx)
+	require.NoError(t, err)
+
+	short, cancel := context.WithCancel(ctx)
+	defer cancel()
+	took := make(chan error, 1)
+	go func() {
+		_, err := zr.NewWorkQueue(b.Session, path).Take(short)
+		took <- err
+	}()
+	require.Eventually(t, func() bool { return watches() >= before+2 }, 30*time.Second, 20*time.Millisecond,
+		"the take waits on the queue's and the locks' children")
+	cancel()
+	require.ErrorIs(t, <-took, context.Canceled)
+	assert.Equal(t, []string{held.Name()}, children(t, raw(t, c), path+"-locks"), "only the holder's lock")
+
+	require.NoError(t, held.Ack(ctx)) // deletes the item and its lock: both watches fire
+	require.Eventually(t, func() bool { return watches() <= before }, 30*time.Second, 20*time.Millisecond,
+		"a watch of the ended take is still followed")
 }

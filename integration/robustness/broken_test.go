@@ -251,32 +251,16 @@ func TestCheckersCatchBrokenRecipes(t *testing.T) {
 			if broken {
 				// BROKEN: returns the head it read, whoever deleted it.
 				take = func(ctx context.Context) ([]byte, error) {
-					for ctx.Err() == nil {
-						kids, _, err := conn.Children(path)
-						if err != nil || len(kids) == 0 {
-							time.Sleep(5 * time.Millisecond) // polling: this variant has no watch
-							continue
-						}
-						sort.Strings(kids)
-						data, _, err := conn.Get(path + "/" + kids[0])
-						if err != nil {
-							continue
-						}
-						_ = conn.Delete(path+"/"+kids[0], -1)
-						return data, nil
+					p, data, _, err := pollHead(ctx, conn, path)
+					if err != nil {
+						return nil, err
 					}
-					return nil, ctx.Err()
+					_ = conn.Delete(p, -1)
+					return data, nil
 				}
 			}
 			return func(ctx context.Context, lg *chaos.Log, actor string) {
-				if rand.IntN(2) == 0 {
-					item := fmt.Sprintf("i%d", n.Add(1))
-					lg.Add(robustness.Call, actor, "offer", item)
-					if err := q.Offer(ctx, []byte(item)); err != nil {
-						lg.Add(robustness.Return, actor, "offer", "unknown", err)
-						return
-					}
-					lg.Add(robustness.Return, actor, "offer", "ok")
+				if putHalf(ctx, lg, actor, "offer", &n, q.Offer) {
 					return
 				}
 				tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)

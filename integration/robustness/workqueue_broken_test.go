@@ -35,17 +35,10 @@ type workTake struct {
 // acks by deleting it at that version. Two consumers may hold one item.
 func brokenWorkTake(conn *zk.Conn, path string) func(context.Context) (workTake, error) {
 	return func(ctx context.Context) (workTake, error) {
-		for ctx.Err() == nil {
-			kids, _, err := conn.Children(path)
-			if err != nil || len(kids) == 0 {
-				time.Sleep(5 * time.Millisecond) // polling: this variant has no watch
-				continue
-			}
-			sort.Strings(kids)
-			p := path + "/" + kids[0]
-			data, st, err := conn.Get(p)
+		for {
+			p, data, st, err := pollHead(ctx, conn, path)
 			if err != nil {
-				continue
+				return workTake{}, err
 			}
 			if st, err = conn.Set(p, data, st.Version); err != nil {
 				continue
@@ -55,15 +48,53 @@ func brokenWorkTake(conn *zk.Conn, path string) func(context.Context) (workTake,
 				return workTake{}, fmt.Errorf("bad item %q", data)
 			}
 			v := st.Version
-			return workTake{item: string(data[9 : len(data)-1]), name: kids[0], token: st.Mzxid, ack: func(context.Context) error {
+			return workTake{item: string(data[9 : len(data)-1]), name: p[len(path)+1:], token: st.Mzxid, ack: func(context.Context) error {
 				if err := conn.Delete(p, v); err != nil {
 					return fmt.Errorf("%w: %w", zr.ErrItemLost, err)
 				}
 				return nil
 			}}, nil
 		}
-		return workTake{}, ctx.Err()
 	}
+}
+
+// pollHead polls path's children until there is one, and reads the first
+// by name: the head a broken take, which sets no watch, goes for. It
+// returns its path, data and Stat, or ctx's error.
+func pollHead(ctx context.Context, conn *zk.Conn, path string) (string, []byte, *zk.Stat, error) {
+	for ctx.Err() == nil {
+		kids, _, err := conn.Children(path)
+		if err != nil || len(kids) == 0 {
+			time.Sleep(5 * time.Millisecond) // polling: this variant has no watch
+			continue
+		}
+		sort.Strings(kids)
+		p := path + "/" + kids[0]
+		data, st, err := conn.Get(p)
+		if err != nil {
+			continue
+		}
+		return p, data, st, nil
+	}
+	return "", nil, nil, ctx.Err()
+}
+
+// putHalf is the first half of a driver's step on a queue: every other
+// time (at random) it puts a new item with put, logged under verb as the
+// queue models read it, and reports true; else it does nothing and
+// reports false, for the step to take instead.
+func putHalf(ctx context.Context, lg *chaos.Log, actor, verb string, n *atomic.Int64, put func(context.Context, []byte) error) bool {
+	if rand.IntN(2) != 0 {
+		return false
+	}
+	item := fmt.Sprintf("i%d", n.Add(1))
+	lg.Add(robustness.Call, actor, verb, item)
+	if err := put(ctx, []byte(item)); err != nil {
+		lg.Add(robustness.Return, actor, verb, "unknown", err)
+		return true
+	}
+	lg.Add(robustness.Return, actor, verb, "ok")
+	return true
 }
 
 // TestWorkQueueCheckersCatchABrokenWorkQueue shows that the work queue's
@@ -89,14 +120,7 @@ func TestWorkQueueCheckersCatchABrokenWorkQueue(t *testing.T) {
 				take = brokenWorkTake(rawConn(t, ens), path)
 			}
 			return func(ctx context.Context, lg *chaos.Log, actor string) {
-				if rand.IntN(2) == 0 {
-					item := fmt.Sprintf("i%d", n.Add(1))
-					lg.Add(robustness.Call, actor, "put", item)
-					if err := q.Put(ctx, []byte(item)); err != nil {
-						lg.Add(robustness.Return, actor, "put", "unknown", err)
-						return
-					}
-					lg.Add(robustness.Return, actor, "put", "ok")
+				if putHalf(ctx, lg, actor, "put", &n, func(ctx context.Context, b []byte) error { return q.Put(ctx, b) }) {
 					return
 				}
 				tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
