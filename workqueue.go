@@ -92,14 +92,11 @@ func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
 // With WithMaxItems, Put first waits for room, until ctx ends.
 //
 // Put sends its create once, and never makes two nodes; it does not
-// retry. When the reply is lost with the connection (or Close cuts it
-// short) it fails with an error matching ErrOutcomeUnknown and the cause:
-// the item may have been enqueued, and a Put sent again may enqueue it
-// twice, as with Curator's put.
-// When ctx ends while the create is on its way, Put returns ctx's error
-// and deletes the node, should the create succeed, in the background:
-// a consumer may have taken it meanwhile, and that take is then lost
-// (its Check fails, its Ack reports ErrItemLost).
+// retry. When the reply is lost with the connection, Close cuts it short
+// or ctx ends while it is on its way, it fails with an error matching
+// ErrOutcomeUnknown and the cause: the item may have been enqueued (and
+// stays so: a consumer may already have it), and a Put sent again may
+// enqueue it twice, as with Curator's put.
 func (q *WorkQueue) Put(ctx context.Context, item []byte, opts ...PutOption) error {
 	if item == nil {
 		return invalidArg("nil work item")
@@ -150,14 +147,20 @@ func (q *WorkQueue) put(ctx context.Context, items [][]byte, opts []PutOption) e
 		}
 	}
 	for made := false; ; made = true {
-		_, err := s.create(ctx, node, data, zk.FlagSequence)
-		if err == zk.ErrNoNode && !made {
+		// No abandon: an item created after ctx ended stays, as a
+		// createShared node does; a consumer may already have it.
+		_, err := call(ctx, s, "create", node, func() (string, error) {
+			return s.sendCreate(node, data, zk.FlagSequence)
+		}, nil)
+		switch {
+		case err == zk.ErrNoNode && !made:
 			if err = q.makePath(ctx, q.dir); err != nil {
 				return err
 			}
 			continue
-		}
-		if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing) {
+		case err == ErrClosed: // closed before it was sent
+			return err
+		case replyLost(ctx, err) || errors.Is(err, zk.ErrClosing):
 			return fmt.Errorf("%w: create %s: no reply: %w", ErrOutcomeUnknown, s.rel(node), err)
 		}
 		return s.opError("create", node, err)

@@ -447,3 +447,47 @@ func TestWorkQueue_TakeEndedByCtxLeavesNoLockAndNoWatchFollowed(t *testing.T) {
 	require.Eventually(t, func() bool { return watches() <= before }, 30*time.Second, 20*time.Millisecond,
 		"a watch of the ended take is still followed")
 }
+
+// A Put whose ctx ends while its create is on its way (the server has
+// made the item, its reply is held) says the outcome is unknown, and the
+// item stays in the queue, for a consumer may already have it: a Put
+// never takes back an item it may have enqueued.
+func TestWorkQueue_PutWhoseCtxEndsOnTheWayIsOutcomeUnknownAndTheItemStays(t *testing.T) {
+	c := server(t)
+	path := testPath(t)
+	ctx := ctxT(t, 60*time.Second)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
+	q := zr.NewWorkQueue(cl.Session, path)
+	require.NoError(t, q.Put(ctx, []byte("first"))) // the queue's path exists
+
+	f := proxy.HoldRequestReply(1) // the create's: applied, its reply withheld
+	short, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- q.Put(short, []byte("second")) }()
+	select {
+	case <-f.Hit():
+	case <-ctx.Done():
+		t.Fatal("the create's reply never came")
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		t.Fatal("Put did not return when its ctx ended")
+	}
+	f.Release()
+	require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
+	require.ErrorIs(t, err, context.Canceled)
+
+	consumer := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	var got []string
+	for range 2 {
+		items, err := takeAck(ctx, consumer)
+		require.NoError(t, err)
+		got = append(got, items...)
+	}
+	assert.Equal(t, []string{"first", "second"}, got, "the item put stays in the queue")
+	assertWorkQueueEmpty(t, c, path)
+}
