@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,20 @@ func takeLater(ctx context.Context, q *zr.WorkQueue) <-chan workTaken {
 		tc <- workTaken{wi, err}
 	}()
 	return tc
+}
+
+// lockListings counts a Session's listings of a work queue's lock path,
+// which a Take makes only when every item is held, before it waits.
+type lockListings struct {
+	zr.BaseObserver
+	dir  string
+	seen atomic.Int32
+}
+
+func (l *lockListings) OpDone(_ context.Context, ev zr.OpEvent) {
+	if ev.Op == "getChildren" && ev.Path == l.dir && ev.Err == nil {
+		l.seen.Add(1)
+	}
 }
 
 // assertWorkQueueEmpty asserts that the work queue at path has no item
@@ -214,9 +229,14 @@ func TestWorkQueue_ExpiredConsumerIsToldAndItsItemIsTakenAgain(t *testing.T) {
 	qa := zr.NewWorkQueue(a.Session, path)
 	stale := putAndTake(t, ctx, qa, "job")
 
-	b := connect(t, c, nil)
+	// B's Take waits: it has listed the lock path to watch the held
+	// item's lock, and has not taken the locked item.
+	lists := &lockListings{dir: path + "-locks"}
+	b := connect(t, c, nil, zr.WithObserver(lists))
 	qb := zr.NewWorkQueue(b.Session, path)
 	tc := takeLater(ctx, qb)
+	require.Eventually(t, func() bool { return lists.seen.Load() > 0 }, 30*time.Second, 5*time.Millisecond,
+		"the waiting Take watches the lock path")
 	select {
 	case r := <-tc:
 		t.Fatalf("took a locked item: %v, %v", r.wi, r.err)
