@@ -167,8 +167,9 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		}
 		reqs[i] = s.opRequest(o)
 	}
-	if size, dataLen := s.multiSize(reqs); s.checkWrite(ops[0].abs, dataLen, size) != nil {
-		return nil, s.checkWrite(ops[0].abs, dataLen, size) // before waiting for a connection
+	size, dataLen := s.multiSize(reqs)
+	if err := s.checkWrite(ops[0].abs, dataLen, size); err != nil {
+		return nil, err // before waiting for a connection (sendMulti checks again)
 	}
 	bo := s.cfg.retry()
 	for {
