@@ -99,7 +99,10 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, opts ...
 	}
 	var p string
 	if c.protected {
-		p, err = s.createProtectedNode(ctx, abs, data, flags, ttl, c.parents)
+		var n ownNode
+		n, err = s.createProtectedNode(ctx, protectedCreate{dir: parentPath(abs), uuid: newUUID(), name: baseName(abs),
+			data: data, flags: flags, ttl: ttl, parents: c.parents})
+		p = n.path
 	} else {
 		p, err = s.createNode(ctx, abs, data, flags, ttl, c.parents)
 	}
@@ -164,117 +167,6 @@ func (s *Session) createNode(ctx context.Context, path string, data []byte, flag
 		}
 		return "", err
 	}
-}
-
-// createProtectedNode creates dir/_c_<uuid>-name for path dir/name, under
-// the Session's retry policy, looking for the node by its UUID before
-// any create that follows one whose outcome is unknown (as
-// createProtectedMode does for the recipes, for every mode: a persistent
-// node found is ours whatever session made it).
-func (s *Session) createProtectedNode(ctx context.Context, path string, data []byte, flags int32, ttl time.Duration, parents bool) (p string, err error) {
-	dir, uuid := parentPath(path), newUUID()
-	node := joinPath(dir, protectedName(uuid, baseName(path)))
-	ephemeral := flags&zk.FlagEphemeral != 0
-	uncertain := false // a create may have made a node not yet found
-	defer func() {
-		if err != nil && uncertain {
-			s.cleanupProtected(dir, uuid)
-		}
-	}()
-	bo := s.cfg.retry()
-	for {
-		p, err = s.tryCreateProtectedNode(ctx, dir, uuid, node, data, flags, ttl, ephemeral, &uncertain)
-		switch {
-		case err == nil:
-			return p, nil
-		case err == zk.ErrNoNode && parents:
-			parents = false
-			if err = s.ensureParents(ctx, dir); err == nil {
-				continue
-			}
-		case err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
-			uncertain = true // our own create, sent again: look for it
-			continue
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return "", cerr
-		}
-		if !lostConnection(err) {
-			return "", err
-		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return "", fmt.Errorf("%w: create %s: %w", ErrRetriesExhausted, s.rel(node), err)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return "", err
-		}
-	}
-}
-
-// tryCreateProtectedNode makes one attempt of createProtectedNode.
-func (s *Session) tryCreateProtectedNode(ctx context.Context, dir, uuid, node string, data []byte, flags int32, ttl time.Duration, ephemeral bool, uncertain *bool) (string, error) {
-	gen, _, err := s.awaitConnected(ctx)
-	if err != nil {
-		return "", err
-	}
-	if *uncertain {
-		p, err := s.findProtectedNode(ctx, dir, uuid, ephemeral, gen)
-		switch {
-		case err == zk.ErrNoNode: // no parent: nothing was made
-		case err != nil:
-			return "", err
-		case p != "":
-			return p, nil
-		}
-		*uncertain = false
-	}
-	p, err := call(ctx, s, "create", node, func() (string, error) {
-		return s.sendCreateFlags(node, data, flags, ttl)
-	}, func(_ string, _ error) { s.cleanupProtected(dir, uuid) }) // ctx ended while it was on its way
-	switch {
-	case err == nil:
-		if ephemeral {
-			s.own(p)
-		}
-		return p, nil
-	case lostConnection(err):
-		*uncertain = true
-	}
-	return "", err
-}
-
-// findProtectedNode looks under dir for the node carrying uuid: an
-// ephemeral one of the current session, or a persistent one, is ours; an
-// ephemeral one of an older session is deleted.
-func (s *Session) findProtectedNode(ctx context.Context, dir, uuid string, ephemeral bool, gen *generation) (string, error) {
-	kids, err := s.children(ctx, dir)
-	if err != nil {
-		return "", err
-	}
-	for _, k := range kids {
-		if !strings.HasPrefix(k, protectedPrefix+uuid) {
-			continue
-		}
-		p := joinPath(dir, k)
-		if !ephemeral {
-			return p, nil
-		}
-		st, err := s.exists(ctx, p)
-		switch {
-		case err == zk.ErrNoNode:
-			continue
-		case err != nil:
-			return "", err
-		case st.EphemeralOwner == gen.id:
-			s.own(p)
-			return p, nil
-		}
-		if err := s.delete(ctx, p); err != nil && err != zk.ErrNoNode {
-			return "", err
-		}
-	}
-	return "", nil
 }
 
 // Set writes data (nil: 0 bytes) to the node at path (relative to the
