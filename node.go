@@ -243,12 +243,11 @@ func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.S
 				return nil, unknown // applied, or another write came first: nobody can tell
 			}
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return nil, fmt.Errorf("%w: %w", ErrRetriesExhausted, unknown)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return nil, unknown
+		if err := backOff(ctx, bo, "", unknown); err != nil {
+			if ctx.Err() != nil {
+				return nil, unknown
+			}
+			return nil, err
 		}
 	}
 }
@@ -376,11 +375,7 @@ func (s *Session) deleteTree(ctx context.Context, path string, version int32, ch
 				return fmt.Errorf("%w: delete %s: no reply: %w", ErrOutcomeUnknown, s.rel(path), err)
 			}
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return fmt.Errorf("%w: delete %s: %w", ErrRetriesExhausted, s.rel(path), err)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, "delete "+s.rel(path), err); err != nil {
 			return err
 		}
 	}

@@ -202,12 +202,11 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		case !notApplied:
 			return nil, unknown
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return nil, fmt.Errorf("%w: %w", ErrRetriesExhausted, unknown)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return nil, unknown
+		if err := backOff(ctx, bo, "", unknown); err != nil {
+			if ctx.Err() != nil {
+				return nil, unknown
+			}
+			return nil, err
 		}
 	}
 }
