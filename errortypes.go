@@ -276,18 +276,27 @@ type alsoError struct {
 func (e *alsoError) Error() string        { return e.msg }
 func (e *alsoError) Is(target error) bool { return target == e.also }
 
-// nodeError is the error of a node operation's request that ZooKeeper
-// answered with one of its node errors: it names the operation and the
-// path (relative to the namespace), matches kind (ErrNoNode...) and
-// ZooKeeper's error (cause).
-type nodeError struct {
+// replyError is the error of a request that ZooKeeper answered with one
+// of its errors: it names the request and its path (relative to the
+// namespace), matches kind (ErrNoNode, ErrNotAuthorized...) and
+// ZooKeeper's error (cause). A refusal (refused.go) also shows the cause
+// and says what to do.
+type replyError struct {
 	op, path string
 	kind     error
 	cause    error
+	refused  bool
 }
 
-func (e *nodeError) Error() string {
-	return fmt.Sprintf("zkrecipes: %s %s: %s", e.op, e.path, trimPrefix(e.kind.Error()))
+func (e *replyError) Error() string {
+	what := trimPrefix(e.kind.Error())
+	if !e.refused {
+		return fmt.Sprintf("zkrecipes: %s %s: %s", e.op, e.path, what)
+	}
+	if e.kind == ErrInvalidArgument {
+		what = "the server refused the request's arguments; sending it again cannot help"
+	}
+	return fmt.Sprintf("zkrecipes: %s %s: %v: %s", e.op, e.path, e.cause, what)
 }
-func (e *nodeError) Unwrap() error        { return e.cause }
-func (e *nodeError) Is(target error) bool { return target == e.kind }
+func (e *replyError) Unwrap() error        { return e.cause }
+func (e *replyError) Is(target error) bool { return target == e.kind }

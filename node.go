@@ -509,9 +509,9 @@ func (s *Session) nodeErr(op, path string, err error) error {
 	default:
 		return s.opError(op, path, err)
 	}
-	var ne *nodeError
-	if errors.As(err, &ne) {
+	var done *replyError
+	if errors.As(err, &done) && !done.refused {
 		return err
 	}
-	return &nodeError{op: op, path: s.rel(path), kind: kind, cause: err}
+	return &replyError{op: op, path: s.rel(path), kind: kind, cause: err}
 }
