@@ -220,10 +220,8 @@ func (s *Session) cleanupProtected(dir, uuid string) {
 		case err != nil:
 			s.cfg.log.Warn("zkrecipes: clean-up of an abandoned create stopped", "dir", dir, "uuid", uuid, "err", err)
 		}
-		if tr, ok := s.cfg.obs.(tracing); ok { // not a request: a Tracer's only (trace.go)
-			tr.t.TraceOp(TraceEvent{Op: "cleanup", Path: joinPath(dir, protectedPrefix+uuid),
-				Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
-		}
+		s.traceOnly(TraceEvent{Op: "cleanup", Path: joinPath(dir, protectedPrefix+uuid),
+			Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
 	})
 }
 
