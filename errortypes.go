@@ -35,6 +35,13 @@ func (e *connLostError) Error() string {
 func (e *connLostError) Unwrap() error        { return e.cause }
 func (e *connLostError) Is(target error) bool { return target == zk.ErrConnectionClosed }
 
+// outcomeUnknown is the error of request op on path (relative to the
+// namespace) whose reply was lost (cause: a lost connection, ctx's end,
+// Close): it matches ErrOutcomeUnknown and cause.
+func outcomeUnknown(op, path string, cause error) error {
+	return fmt.Errorf("%w: %s %s: no reply: %w", ErrOutcomeUnknown, op, path, cause)
+}
+
 // errCutShort is the error of a request whose reply Close cut short: it
 // matches ErrClosed (never zk.ErrConnectionClosed: the connection will not
 // come back) and, as a request go-zookeeper failed while closing,

@@ -163,7 +163,7 @@ func (s *Session) createNode(ctx context.Context, path string, data []byte, flag
 			}
 			continue
 		case replyLost(ctx, err):
-			return "", fmt.Errorf("%w: create %s: no reply: %w", ErrOutcomeUnknown, s.rel(path), err)
+			return "", outcomeUnknown("create", s.rel(path), err)
 		}
 		return "", err
 	}
@@ -193,7 +193,7 @@ func (s *Session) Set(ctx context.Context, path string, data []byte, opts ...Nod
 	if err := s.checkNodeData(path, data, abs); err != nil {
 		return nil, err
 	}
-	st, err := writeRetry(ctx, s, abs, func() (*zk.Stat, error) { return s.setVersioned(ctx, abs, data, c.version) },
+	st, err := writeRetry(ctx, s, "setData", abs, func() (*zk.Stat, error) { return s.setVersioned(ctx, abs, data, c.version) },
 		c.version, func(st *zk.Stat) int32 { return st.Version })
 	return newNodeStat(st), s.nodeErr("setData", abs, err)
 }
@@ -212,17 +212,17 @@ func (s *Session) SetACL(ctx context.Context, path string, acl []ACL, opts ...No
 		return nil, invalidArg("empty ACL")
 	}
 	abs, zacl := s.abs(path), toZKACL(acl)
-	st, err := writeRetry(ctx, s, abs, func() (*zk.Stat, error) {
+	st, err := writeRetry(ctx, s, "setACL", abs, func() (*zk.Stat, error) {
 		return call(ctx, s, "setACL", abs, func() (*zk.Stat, error) { return s.sendSetACL(abs, zacl, c.version) }, nil)
 	}, c.version, func(st *zk.Stat) int32 { return st.Aversion })
 	return newNodeStat(st), s.nodeErr("setACL", abs, err)
 }
 
-// writeRetry sends a write (send) until it has a reply, waiting out lost
+// writeRetry sends a write (send, request op) until it has a reply, waiting out lost
 // connections under the Session's retry policy. An unversioned write
 // (version -1) is sent again as it is; a versioned one only once a read of
 // path shows the same node still at version (of, read from its Stat).
-func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.Stat, error), version int32, of func(*zk.Stat) int32) (*zk.Stat, error) {
+func writeRetry(ctx context.Context, s *Session, op, path string, send func() (*zk.Stat, error), version int32, of func(*zk.Stat) int32) (*zk.Stat, error) {
 	bo := s.cfg.retry()
 	for {
 		if err := s.readyToSend(ctx); err != nil {
@@ -233,7 +233,7 @@ func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.S
 		if err == nil || err == ErrClosed || !replyLost(ctx, err) { // ErrClosed: before it was sent
 			return st, err
 		}
-		unknown := fmt.Errorf("%w: %s: no reply to the write: %w", ErrOutcomeUnknown, s.rel(path), err)
+		unknown := outcomeUnknown(op, s.rel(path), err)
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return nil, unknown
 		}
@@ -372,7 +372,7 @@ func (s *Session) deleteTree(ctx context.Context, path string, version int32, ch
 			case serr == nil && unchangedSince(st, before) && st.Version != version:
 				return zk.ErrBadVersion // not applied: the node moved past version
 			case serr != nil || !unchangedSince(st, before):
-				return fmt.Errorf("%w: delete %s: no reply: %w", ErrOutcomeUnknown, s.rel(path), err)
+				return outcomeUnknown("delete", s.rel(path), err)
 			}
 		}
 		if err := backOff(ctx, bo, "delete "+s.rel(path), err); err != nil {

@@ -191,7 +191,7 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		case !replyLost(ctx, err):
 			return nil, s.nodeErr("multi", ops[0].abs, err)
 		}
-		unknown := fmt.Errorf("%w: multi %s: no reply: %w", ErrOutcomeUnknown, s.rel(ops[0].abs), err)
+		unknown := outcomeUnknown("multi", s.rel(ops[0].abs), err)
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return nil, unknown
 		}
