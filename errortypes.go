@@ -46,13 +46,22 @@ func outcomeUnknown(op, path string, cause error) error {
 // matches ErrClosed (never zk.ErrConnectionClosed: the connection will not
 // come back) and, as a request go-zookeeper failed while closing,
 // zk.ErrClosing, so that a write's caller knows it may have been applied.
-var errCutShort error = cutShortError{}
+var errCutShort error = &cutShortError{}
 
-type cutShortError struct{}
+// cutShortError is the error of a request whose reply the end of the
+// Session cut short: Close's (errCutShort), or a failure no redial can
+// mend (reason, which it wraps; it then does not match ErrClosed).
+type cutShortError struct{ reason error }
 
-func (cutShortError) Error() string { return ErrClosed.Error() }
-func (cutShortError) Is(target error) bool {
-	return target == ErrClosed || target == zk.ErrClosing
+func (e *cutShortError) Error() string {
+	if e.reason == nil {
+		return ErrClosed.Error()
+	}
+	return e.reason.Error()
+}
+func (e *cutShortError) Unwrap() error { return e.reason }
+func (e *cutShortError) Is(target error) bool {
+	return target == zk.ErrClosing || target == ErrClosed && e.reason == nil
 }
 
 // ConnectError is how Connect fails when no server accepted the Session,
