@@ -363,9 +363,11 @@ func (s *Session) create(ctx context.Context, path string, data []byte, flags in
 		if err != nil {
 			return
 		}
-		if flags&zk.FlagEphemeral != 0 {
-			s.own(p)
+		if flags&zk.FlagEphemeral == 0 {
+			s.deleteEventually(p, 0) // persistent: logged if the Session closes first
+			return
 		}
+		s.own(p)
 		s.deleteEventually(p, s.conn.SessionID())
 	})
 }
