@@ -65,15 +65,14 @@ func createFlags(m CreateMode) (int32, bool) {
 // server gave it. Options: WithMode (default ModePersistent), WithTTL,
 // WithProtection, WithParents.
 //
-// Without WithProtection, Create sends one create (after waiting for a
-// connection). If its reply is lost with the connection, or ctx ends
-// while it is on its way, it returns an error matching ErrOutcomeUnknown
-// and its cause: the node may or may not have been made. With
-// WithProtection, it retries under the Session's retry policy and finds
-// its node by its UUID, never making two; if it fails all the same (ctx
-// ends, the policy gives up), whatever it may have made is deleted in
-// the background. A protected ephemeral node found under an older
-// ZooKeeper session is deleted, never adopted.
+// Without WithProtection, Create is not retried: if its reply is lost
+// with the connection, or ctx ends while it is on its way, it returns an
+// error matching ErrOutcomeUnknown and its cause, and the node may or may
+// not have been made. With WithProtection, it is retried under the
+// Session's retry policy and never makes two nodes; if it fails all the
+// same (ctx ends, the policy gives up), whatever it may have made is
+// deleted in the background. A protected ephemeral node made under an
+// older ZooKeeper session is deleted, never returned.
 //
 // It fails with ErrNodeExists, ErrNoNode (a missing parent, without
 // WithParents), ErrNoChildrenForEphemerals, ErrNotAuthorized,
@@ -174,12 +173,12 @@ func (s *Session) createNode(ctx context.Context, path string, data []byte, flag
 // writes only while the node's data version is v, else fails with
 // ErrBadVersion.
 //
-// A lost connection is waited out and the write sent again under the
-// Session's retry policy: at once without a version (a second write of
-// the same data leaves the same data), and with one once a read shows the
-// node still at version v (the write was not applied). When no read can
-// tell (the node moved past v), or ctx ends while the write is on its
-// way, it returns an error matching ErrOutcomeUnknown and its cause.
+// A write whose reply is lost with the connection is sent again under the
+// Session's retry policy when that cannot apply it twice: always without
+// a version, and with one while the node it was meant for is still at
+// version v. Otherwise (the node moved past v, or was made again), or
+// when ctx ends while the write is on its way, it returns an error
+// matching ErrOutcomeUnknown and its cause: it may have been applied.
 // It fails with ErrNoNode, ErrBadVersion, ErrNotAuthorized,
 // ErrDataTooLarge, ErrInvalidPath, ErrInvalidArgument, ErrNilSession,
 // ErrClosed, ErrRetriesExhausted, or ctx's error before the write was

@@ -130,13 +130,14 @@ var ErrTxnAborted = errors.New("zkrecipes: op not applied: another op of the tra
 // matches its OpResult.Err (ErrBadVersion...; for a Lease.Check on a lost
 // lease, ErrLockLost and ErrNoNode).
 //
-// A transaction is sent once. If its reply is lost with the connection,
-// Multi settles what happened once connected again: it was applied if the
-// node of a protected CreateOp (WithProtection) is there, and was not if
-// a versioned SetOp or DeleteOp finds its node still at its version; not
-// applied, it is sent again under the Session's retry policy. Otherwise,
-// or when ctx ends while it is on its way, Multi returns an error
-// matching ErrOutcomeUnknown and its cause. It fails before sending with
+// When its reply is lost with the connection, Multi finds out, once
+// connected again, whether the transaction was applied if it holds a
+// protected CreateOp (WithProtection) or a versioned SetOp or DeleteOp
+// alone on its path: applied, it returns the results (OpResult says what
+// they lack); not applied, it sends it again under the Session's retry
+// policy. Otherwise, or when ctx ends while it is on its way, it returns
+// an error matching ErrOutcomeUnknown and its cause: it may have been
+// applied. It fails before sending with
 // ErrInvalidArgument (no op, a nil ctx, an invalid Op), ErrInvalidPath,
 // ErrDataTooLarge, ErrNilSession or ErrClosed.
 func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
