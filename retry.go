@@ -189,12 +189,8 @@ func retryStartOver[T any](ctx context.Context, s *Session, what, name string, a
 			return v, err
 		}
 		s.cfg.log.Info("zkrecipes: "+name+" starts over", "path", what, "err", err)
-		var zero T
-		d := bo.NextBackOff()
-		if d == Stop {
-			return zero, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, what, errors.Unwrap(err))
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, what, errors.Unwrap(err)); err != nil {
+			var zero T
 			return zero, err
 		}
 	}
