@@ -110,7 +110,7 @@ func (s *Session) createProtectedNode(ctx context.Context, c protectedCreate) (n
 		if cerr := ctx.Err(); cerr != nil {
 			return ownNode{}, cerr
 		}
-		if !lostConnection(err) {
+		if !lostConnection(err) || errors.Is(err, ErrClosed) { // closed: no connection comes back
 			return ownNode{}, err
 		}
 		if err := backOff(ctx, bo, "create "+s.rel(path), err); err != nil {
