@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -200,11 +199,7 @@ func (s *Session) retryConnLoss(ctx context.Context, what string, op func() erro
 		if err == nil || !isRetryable(err) {
 			return err
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, what, err)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, what, err); err != nil {
 			return err
 		}
 		if _, _, err := s.awaitConnected(ctx); err != nil {

@@ -35,17 +35,33 @@ func (e *connLostError) Error() string {
 func (e *connLostError) Unwrap() error        { return e.cause }
 func (e *connLostError) Is(target error) bool { return target == zk.ErrConnectionClosed }
 
+// outcomeUnknown is the error of request op on path (relative to the
+// namespace) whose reply was lost (cause: a lost connection, ctx's end,
+// Close): it matches ErrOutcomeUnknown and cause.
+func outcomeUnknown(op, path string, cause error) error {
+	return fmt.Errorf("%w: %s %s: no reply: %w", ErrOutcomeUnknown, op, path, cause)
+}
+
 // errCutShort is the error of a request whose reply Close cut short: it
 // matches ErrClosed (never zk.ErrConnectionClosed: the connection will not
 // come back) and, as a request go-zookeeper failed while closing,
 // zk.ErrClosing, so that a write's caller knows it may have been applied.
-var errCutShort error = cutShortError{}
+var errCutShort error = &cutShortError{}
 
-type cutShortError struct{}
+// cutShortError is the error of a request whose reply the end of the
+// Session cut short: Close's (errCutShort), or a failure no redial can
+// mend (reason, which it wraps; it then does not match ErrClosed).
+type cutShortError struct{ reason error }
 
-func (cutShortError) Error() string { return ErrClosed.Error() }
-func (cutShortError) Is(target error) bool {
-	return target == ErrClosed || target == zk.ErrClosing
+func (e *cutShortError) Error() string {
+	if e.reason == nil {
+		return ErrClosed.Error()
+	}
+	return e.reason.Error()
+}
+func (e *cutShortError) Unwrap() error { return e.reason }
+func (e *cutShortError) Is(target error) bool {
+	return target == zk.ErrClosing || target == ErrClosed && e.reason == nil
 }
 
 // ConnectError is how Connect fails when no server accepted the Session,
@@ -276,18 +292,27 @@ type alsoError struct {
 func (e *alsoError) Error() string        { return e.msg }
 func (e *alsoError) Is(target error) bool { return target == e.also }
 
-// nodeError is the error of a node operation's request that ZooKeeper
-// answered with one of its node errors: it names the operation and the
-// path (relative to the namespace), matches kind (ErrNoNode...) and
-// ZooKeeper's error (cause).
-type nodeError struct {
+// replyError is the error of a request that ZooKeeper answered with one
+// of its errors: it names the request and its path (relative to the
+// namespace), matches kind (ErrNoNode, ErrNotAuthorized...) and
+// ZooKeeper's error (cause). A refusal (refused.go) also shows the cause
+// and says what to do.
+type replyError struct {
 	op, path string
 	kind     error
 	cause    error
+	refused  bool
 }
 
-func (e *nodeError) Error() string {
-	return fmt.Sprintf("zkrecipes: %s %s: %s", e.op, e.path, trimPrefix(e.kind.Error()))
+func (e *replyError) Error() string {
+	what := trimPrefix(e.kind.Error())
+	if !e.refused {
+		return fmt.Sprintf("zkrecipes: %s %s: %s", e.op, e.path, what)
+	}
+	if e.kind == ErrInvalidArgument {
+		what = "the server refused the request's arguments; sending it again cannot help"
+	}
+	return fmt.Sprintf("zkrecipes: %s %s: %v: %s", e.op, e.path, e.cause, what)
 }
-func (e *nodeError) Unwrap() error        { return e.cause }
-func (e *nodeError) Is(target error) bool { return target == e.kind }
+func (e *replyError) Unwrap() error        { return e.cause }
+func (e *replyError) Is(target error) bool { return target == e.kind }

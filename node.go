@@ -65,15 +65,14 @@ func createFlags(m CreateMode) (int32, bool) {
 // server gave it. Options: WithMode (default ModePersistent), WithTTL,
 // WithProtection, WithParents.
 //
-// Without WithProtection, Create sends one create (after waiting for a
-// connection). If its reply is lost with the connection, or ctx ends
-// while it is on its way, it returns an error matching ErrOutcomeUnknown
-// and its cause: the node may or may not have been made. With
-// WithProtection, it retries under the Session's retry policy and finds
-// its node by its UUID, never making two; if it fails all the same (ctx
-// ends, the policy gives up), whatever it may have made is deleted in
-// the background. A protected ephemeral node found under an older
-// ZooKeeper session is deleted, never adopted.
+// Without WithProtection, Create is not retried: if its reply is lost
+// with the connection, or ctx ends while it is on its way, it returns an
+// error matching ErrOutcomeUnknown and its cause, and the node may or may
+// not have been made. With WithProtection, it is retried under the
+// Session's retry policy and never makes two nodes; if it fails all the
+// same (ctx ends, the policy gives up), whatever it may have made is
+// deleted in the background. A protected ephemeral node made under an
+// older ZooKeeper session is deleted, never returned.
 //
 // It fails with ErrNodeExists, ErrNoNode (a missing parent, without
 // WithParents), ErrNoChildrenForEphemerals, ErrNotAuthorized,
@@ -99,7 +98,10 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, opts ...
 	}
 	var p string
 	if c.protected {
-		p, err = s.createProtectedNode(ctx, abs, data, flags, ttl, c.parents)
+		var n ownNode
+		n, err = s.createProtectedNode(ctx, protectedCreate{dir: parentPath(abs), uuid: newUUID(), name: baseName(abs),
+			data: data, flags: flags, ttl: ttl, parents: c.parents})
+		p = n.path
 	} else {
 		p, err = s.createNode(ctx, abs, data, flags, ttl, c.parents)
 	}
@@ -160,121 +162,10 @@ func (s *Session) createNode(ctx context.Context, path string, data []byte, flag
 			}
 			continue
 		case replyLost(ctx, err):
-			return "", fmt.Errorf("%w: create %s: no reply: %w", ErrOutcomeUnknown, s.rel(path), err)
+			return "", outcomeUnknown("create", s.rel(path), err)
 		}
 		return "", err
 	}
-}
-
-// createProtectedNode creates dir/_c_<uuid>-name for path dir/name, under
-// the Session's retry policy, looking for the node by its UUID before
-// any create that follows one whose outcome is unknown (as
-// createProtectedMode does for the recipes, for every mode: a persistent
-// node found is ours whatever session made it).
-func (s *Session) createProtectedNode(ctx context.Context, path string, data []byte, flags int32, ttl time.Duration, parents bool) (p string, err error) {
-	dir, uuid := parentPath(path), newUUID()
-	node := joinPath(dir, protectedName(uuid, baseName(path)))
-	ephemeral := flags&zk.FlagEphemeral != 0
-	uncertain := false // a create may have made a node not yet found
-	defer func() {
-		if err != nil && uncertain {
-			s.cleanupProtected(dir, uuid)
-		}
-	}()
-	bo := s.cfg.retry()
-	for {
-		p, err = s.tryCreateProtectedNode(ctx, dir, uuid, node, data, flags, ttl, ephemeral, &uncertain)
-		switch {
-		case err == nil:
-			return p, nil
-		case err == zk.ErrNoNode && parents:
-			parents = false
-			if err = s.ensureParents(ctx, dir); err == nil {
-				continue
-			}
-		case err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
-			uncertain = true // our own create, sent again: look for it
-			continue
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return "", cerr
-		}
-		if !lostConnection(err) {
-			return "", err
-		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return "", fmt.Errorf("%w: create %s: %w", ErrRetriesExhausted, s.rel(node), err)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return "", err
-		}
-	}
-}
-
-// tryCreateProtectedNode makes one attempt of createProtectedNode.
-func (s *Session) tryCreateProtectedNode(ctx context.Context, dir, uuid, node string, data []byte, flags int32, ttl time.Duration, ephemeral bool, uncertain *bool) (string, error) {
-	gen, _, err := s.awaitConnected(ctx)
-	if err != nil {
-		return "", err
-	}
-	if *uncertain {
-		p, err := s.findProtectedNode(ctx, dir, uuid, ephemeral, gen)
-		switch {
-		case err == zk.ErrNoNode: // no parent: nothing was made
-		case err != nil:
-			return "", err
-		case p != "":
-			return p, nil
-		}
-		*uncertain = false
-	}
-	p, err := call(ctx, s, "create", node, func() (string, error) {
-		return s.sendCreateFlags(node, data, flags, ttl)
-	}, func(_ string, _ error) { s.cleanupProtected(dir, uuid) }) // ctx ended while it was on its way
-	switch {
-	case err == nil:
-		if ephemeral {
-			s.own(p)
-		}
-		return p, nil
-	case lostConnection(err):
-		*uncertain = true
-	}
-	return "", err
-}
-
-// findProtectedNode looks under dir for the node carrying uuid: an
-// ephemeral one of the current session, or a persistent one, is ours; an
-// ephemeral one of an older session is deleted.
-func (s *Session) findProtectedNode(ctx context.Context, dir, uuid string, ephemeral bool, gen *generation) (string, error) {
-	kids, err := s.children(ctx, dir)
-	if err != nil {
-		return "", err
-	}
-	for _, k := range kids {
-		if !strings.HasPrefix(k, protectedPrefix+uuid) {
-			continue
-		}
-		p := joinPath(dir, k)
-		if !ephemeral {
-			return p, nil
-		}
-		st, err := s.exists(ctx, p)
-		switch {
-		case err == zk.ErrNoNode:
-			continue
-		case err != nil:
-			return "", err
-		case st.EphemeralOwner == gen.id:
-			s.own(p)
-			return p, nil
-		}
-		if err := s.delete(ctx, p); err != nil && err != zk.ErrNoNode {
-			return "", err
-		}
-	}
-	return "", nil
 }
 
 // Set writes data (nil: 0 bytes) to the node at path (relative to the
@@ -282,12 +173,12 @@ func (s *Session) findProtectedNode(ctx context.Context, dir, uuid string, ephem
 // writes only while the node's data version is v, else fails with
 // ErrBadVersion.
 //
-// A lost connection is waited out and the write sent again under the
-// Session's retry policy: at once without a version (a second write of
-// the same data leaves the same data), and with one once a read shows the
-// node still at version v (the write was not applied). When no read can
-// tell (the node moved past v), or ctx ends while the write is on its
-// way, it returns an error matching ErrOutcomeUnknown and its cause.
+// A write whose reply is lost with the connection is sent again under the
+// Session's retry policy when that cannot apply it twice: always without
+// a version, and with one while the node it was meant for is still at
+// version v. Otherwise (the node moved past v, or was made again), or
+// when ctx ends while the write is on its way, it returns an error
+// matching ErrOutcomeUnknown and its cause: it may have been applied.
 // It fails with ErrNoNode, ErrBadVersion, ErrNotAuthorized,
 // ErrDataTooLarge, ErrInvalidPath, ErrInvalidArgument, ErrNilSession,
 // ErrClosed, ErrRetriesExhausted, or ctx's error before the write was
@@ -301,7 +192,7 @@ func (s *Session) Set(ctx context.Context, path string, data []byte, opts ...Nod
 	if err := s.checkNodeData(path, data, abs); err != nil {
 		return nil, err
 	}
-	st, err := writeRetry(ctx, s, abs, func() (*zk.Stat, error) { return s.setVersioned(ctx, abs, data, c.version) },
+	st, err := writeRetry(ctx, s, "setData", abs, func() (*zk.Stat, error) { return s.setVersioned(ctx, abs, data, c.version) },
 		c.version, func(st *zk.Stat) int32 { return st.Version })
 	return newNodeStat(st), s.nodeErr("setData", abs, err)
 }
@@ -320,17 +211,17 @@ func (s *Session) SetACL(ctx context.Context, path string, acl []ACL, opts ...No
 		return nil, invalidArg("empty ACL")
 	}
 	abs, zacl := s.abs(path), toZKACL(acl)
-	st, err := writeRetry(ctx, s, abs, func() (*zk.Stat, error) {
+	st, err := writeRetry(ctx, s, "setACL", abs, func() (*zk.Stat, error) {
 		return call(ctx, s, "setACL", abs, func() (*zk.Stat, error) { return s.sendSetACL(abs, zacl, c.version) }, nil)
 	}, c.version, func(st *zk.Stat) int32 { return st.Aversion })
 	return newNodeStat(st), s.nodeErr("setACL", abs, err)
 }
 
-// writeRetry sends a write (send) until it has a reply, waiting out lost
+// writeRetry sends a write (send, request op) until it has a reply, waiting out lost
 // connections under the Session's retry policy. An unversioned write
 // (version -1) is sent again as it is; a versioned one only once a read of
 // path shows the same node still at version (of, read from its Stat).
-func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.Stat, error), version int32, of func(*zk.Stat) int32) (*zk.Stat, error) {
+func writeRetry(ctx context.Context, s *Session, op, path string, send func() (*zk.Stat, error), version int32, of func(*zk.Stat) int32) (*zk.Stat, error) {
 	bo := s.cfg.retry()
 	for {
 		if err := s.readyToSend(ctx); err != nil {
@@ -341,7 +232,7 @@ func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.S
 		if err == nil || err == ErrClosed || !replyLost(ctx, err) { // ErrClosed: before it was sent
 			return st, err
 		}
-		unknown := fmt.Errorf("%w: %s: no reply to the write: %w", ErrOutcomeUnknown, s.rel(path), err)
+		unknown := outcomeUnknown(op, s.rel(path), err)
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return nil, unknown
 		}
@@ -351,12 +242,11 @@ func writeRetry(ctx context.Context, s *Session, path string, send func() (*zk.S
 				return nil, unknown // applied, or another write came first: nobody can tell
 			}
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return nil, fmt.Errorf("%w: %w", ErrRetriesExhausted, unknown)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return nil, unknown
+		if err := backOff(ctx, bo, "", unknown); err != nil {
+			if ctx.Err() != nil {
+				return nil, unknown
+			}
+			return nil, err
 		}
 	}
 }
@@ -481,14 +371,10 @@ func (s *Session) deleteTree(ctx context.Context, path string, version int32, ch
 			case serr == nil && unchangedSince(st, before) && st.Version != version:
 				return zk.ErrBadVersion // not applied: the node moved past version
 			case serr != nil || !unchangedSince(st, before):
-				return fmt.Errorf("%w: delete %s: no reply: %w", ErrOutcomeUnknown, s.rel(path), err)
+				return outcomeUnknown("delete", s.rel(path), err)
 			}
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return fmt.Errorf("%w: delete %s: %w", ErrRetriesExhausted, s.rel(path), err)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, "delete "+s.rel(path), err); err != nil {
 			return err
 		}
 	}
@@ -622,9 +508,9 @@ func (s *Session) nodeErr(op, path string, err error) error {
 	default:
 		return s.opError(op, path, err)
 	}
-	var ne *nodeError
-	if errors.As(err, &ne) {
+	var done *replyError
+	if errors.As(err, &done) && !done.refused {
 		return err
 	}
-	return &nodeError{op: op, path: s.rel(path), kind: kind, cause: err}
+	return &replyError{op: op, path: s.rel(path), kind: kind, cause: err}
 }

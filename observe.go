@@ -309,8 +309,10 @@ func (s *Session) recipeInfo(kind, name, path string) RecipeInfo {
 // cache kind its TreeCache reports.
 func init() {
 	seam.Observer = func(s any) any {
-		if ss, _ := s.(*Session); ss != nil && ss.cfg.userObs != nil {
-			return ss.cfg.userObs
+		if ss, _ := s.(*Session); ss != nil {
+			if o := userObserver(ss.cfg.obs); o != nil {
+				return o
+			}
 		}
 		return nil
 	}

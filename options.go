@@ -25,7 +25,6 @@ type sessionConfig struct {
 	log       *slog.Logger
 	tracer    Tracer
 	obs       Observer            // what the Session reports to: WithObserver's, wrapped for a Tracer (trace.go)
-	userObs   Observer            // WithObserver's, as given
 	names     func(string) string // WithPathNames (observe.go)
 	dialer    func(network, address string, timeout time.Duration) (net.Conn, error)
 	resolver  Resolver // WithResolver (servers.go)

@@ -287,7 +287,14 @@ func (n *PersistentNode) abandon() {
 	}
 	n.closed, n.abandoned = true, true
 	n.mu.Unlock()
-	undo := func(ctx context.Context) { _ = n.finish(ctx) }
+	undo := func(ctx context.Context) {
+		// Start returned its own error, and a Close returns nil: what the
+		// clean-up could not do (a persistent node left by the Session's
+		// Close, ErrNodeLeft; a delete gone to the background) is logged.
+		if err := n.finish(ctx); err != nil {
+			n.s.cfg.log.Warn("zkrecipes: persistent node: the clean-up of a Start that failed did not complete", "path", n.path, "err", err)
+		}
+	}
 	if !n.s.goBackground(0, undo) {
 		undo(context.Background()) // the Session is closed: nothing waits on the server
 	}

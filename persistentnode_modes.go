@@ -48,7 +48,7 @@ func (s *Session) createKept(ctx context.Context, path string, data []byte, m Cr
 		return s.sendCreateTTL(path, data, flags, ttl)
 	}, func(p string, err error) {
 		if err == nil {
-			s.deleteEventually(p, s.conn.SessionID())
+			s.deleteEventually(p, 0) // a TTL node is persistent
 		}
 	})
 }

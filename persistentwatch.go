@@ -367,7 +367,13 @@ func (w *PersistentWatch) Close(ctx context.Context) error {
 		// The removal runs on the Session's background, which its Close
 		// waits for, so that it goes on when ctx ends first.
 		res := make(chan error, 1)
-		rm := func(bg context.Context) { res <- w.remove(bg, ww) }
+		rm := func(bg context.Context) {
+			err := w.remove(bg, ww)
+			res <- err
+			if err != nil && ctx.Err() != nil { // Close may have returned ErrReleaseDeferred already
+				w.s.cfg.log.Warn("zkrecipes: persistent watch's removal after Close failed", "path", w.path, "err", err)
+			}
+		}
 		if !w.s.goBackground(0, rm) {
 			rm(context.Background()) // the Session is closed: remove only forgets
 		}

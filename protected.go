@@ -51,48 +51,69 @@ func (s *Session) createProtected(ctx context.Context, dir, name string, data []
 // and the create flags given:
 // zk.FlagEphemeral alone creates dir/_c_<uuid>-name exactly (the read node
 // of a read-write lock downgrade, which carries the writer's sequence).
+func (s *Session) createProtectedMode(ctx context.Context, dir, uuid, name string, data []byte, flags int32) (ownNode, error) {
+	n, err := s.createProtectedNode(ctx, protectedCreate{dir: dir, uuid: uuid, name: name, data: data, flags: flags, parents: true})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrRetriesExhausted) {
+		err = fmt.Errorf("zkrecipes: create %s: %w", joinPath(dir, protectedName(uuid, name)), err)
+	}
+	return n, err
+}
+
+// protectedCreate is what createProtectedNode creates: dir/_c_<uuid>-name
+// with data, flags (and ttl in a TTL mode), creating missing parents as
+// containers when parents is set.
+type protectedCreate struct {
+	dir, uuid, name string
+	data            []byte
+	flags           int32
+	ttl             time.Duration
+	parents         bool
+}
+
+func (c protectedCreate) ephemeral() bool { return c.flags&zk.FlagEphemeral != 0 }
+
+// createProtectedNode is the protected create of the recipes and of Create
+// WithProtection, under the Session's retry policy.
 //
 // Once a create may have reached the server without its reply coming back
-// (a connection loss; NodeExists for a node without a sequence), the node
+// (a lost connection; NodeExists for a node without a sequence), the node
 // is looked for by its UUID before any new create, and a failed search is
 // retried, never skipped: one call never makes two nodes
-// (Curator's findProtectedNodeInForeground). When the call gives up
-// (ctx ends, retries run out, a lasting error) after such a create, or
-// while a create is in flight, whatever it may have made is removed in
-// the background (cleanupProtected).
-func (s *Session) createProtectedMode(ctx context.Context, dir, uuid, name string, data []byte, flags int32) (n ownNode, err error) {
-	path := joinPath(dir, protectedName(uuid, name))
+// (Curator's findProtectedNodeInForeground). A persistent node found is
+// ours whatever session made it; an ephemeral one only if the current
+// session's. When the call gives up (ctx ends, retries run out, a lasting
+// error) after such a create, or while a create is in flight, whatever it
+// may have made is removed in the background (cleanupProtected,
+// deleteEventually).
+func (s *Session) createProtectedNode(ctx context.Context, c protectedCreate) (n ownNode, err error) {
+	path := joinPath(c.dir, protectedName(c.uuid, c.name))
 	uncertain := false // a create may have made a node we have not found
 	defer func() {
 		if err != nil && uncertain {
-			s.cleanupProtected(dir, uuid)
+			s.cleanupProtected(c.dir, c.uuid)
 		}
 	}()
 	bo := s.cfg.retry()
 	for {
-		n, err = s.tryCreateProtected(ctx, dir, uuid, path, data, flags, &uncertain)
+		n, err = s.tryCreateProtected(ctx, c, path, &uncertain)
 		switch {
 		case err == nil:
 			return n, nil
-		case err == zk.ErrNoNode:
-			if err = s.ensureParents(ctx, dir); err == nil {
+		case err == zk.ErrNoNode && c.parents:
+			if err = s.ensureParents(ctx, c.dir); err == nil {
 				continue
 			}
-		case err == zk.ErrNodeExists && flags&zk.FlagSequence == 0:
+		case err == zk.ErrNodeExists && c.flags&zk.FlagSequence == 0:
 			uncertain = true // our own create, retried: search at once
 			continue
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return ownNode{}, cerr
 		}
-		if !isRetryable(err) && err != zk.ErrSessionExpired {
-			return ownNode{}, fmt.Errorf("zkrecipes: create %s: %w", path, err)
+		if !lostConnection(err) || errors.Is(err, ErrClosed) { // closed: no connection comes back
+			return ownNode{}, err
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return ownNode{}, fmt.Errorf("%w: create %s: %w", ErrRetriesExhausted, path, err)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, "create "+s.rel(path), err); err != nil {
 			return ownNode{}, err
 		}
 	}
@@ -102,13 +123,13 @@ func (s *Session) createProtectedMode(ctx context.Context, dir, uuid, name strin
 // the node first when *uncertain, then creates it. It sets *uncertain when
 // the create's outcome is unknown, and clears it when a search found
 // nothing of ours.
-func (s *Session) tryCreateProtected(ctx context.Context, dir, uuid, path string, data []byte, flags int32, uncertain *bool) (ownNode, error) {
+func (s *Session) tryCreateProtected(ctx context.Context, c protectedCreate, path string, uncertain *bool) (ownNode, error) {
 	gen, _, err := s.awaitConnected(ctx)
 	if err != nil {
 		return ownNode{}, err
 	}
 	if *uncertain {
-		n, found, err := s.findProtected(ctx, dir, uuid)
+		n, found, err := s.findProtected(ctx, c.dir, c.uuid, c.ephemeral(), gen)
 		switch {
 		case err == zk.ErrNoNode: // no parent: nothing was made
 		case err != nil:
@@ -119,33 +140,35 @@ func (s *Session) tryCreateProtected(ctx context.Context, dir, uuid, path string
 		*uncertain = false
 	}
 	p, err := call(ctx, s, "create", path, func() (string, error) {
-		return s.sendCreate(path, data, flags)
+		return s.sendCreateFlags(path, c.data, c.flags, c.ttl)
 	}, func(p string, err error) { // ctx ended while the create was in flight
-		if err == nil {
+		switch {
+		case err != nil:
+			s.cleanupProtected(c.dir, c.uuid)
+		case c.ephemeral():
 			s.own(p)
 			s.deleteEventually(p, s.conn.SessionID())
-		} else {
-			s.cleanupProtected(dir, uuid)
+		default:
+			s.deleteEventually(p, 0)
 		}
 	})
 	switch {
 	case err == nil:
-		s.own(p)
+		if c.ephemeral() {
+			s.own(p)
+		}
 		return ownNode{path: p, gen: gen}, nil
-	case errors.Is(err, zk.ErrConnectionClosed):
+	case lostConnection(err):
 		*uncertain = true
 	}
 	return ownNode{}, err
 }
 
-// findProtected looks for the node carrying uuid under dir once the
-// connection is back. A node owned by the current session is adopted; one
-// owned by another session is deleted.
-func (s *Session) findProtected(ctx context.Context, dir, uuid string) (ownNode, bool, error) {
-	gen, _, err := s.awaitConnected(ctx)
-	if err != nil {
-		return ownNode{}, false, err
-	}
+// findProtected looks under dir for the node carrying uuid, connected
+// under gen: a persistent node (not ephemeral) is ours whatever session
+// made it; an ephemeral one is adopted if gen's, and deleted if of an
+// older session.
+func (s *Session) findProtected(ctx context.Context, dir, uuid string, ephemeral bool, gen *generation) (ownNode, bool, error) {
 	kids, err := s.children(ctx, dir)
 	if err != nil {
 		return ownNode{}, false, err
@@ -155,6 +178,9 @@ func (s *Session) findProtected(ctx context.Context, dir, uuid string) (ownNode,
 			continue
 		}
 		p := joinPath(dir, k)
+		if !ephemeral {
+			return ownNode{path: p, gen: gen}, true, nil
+		}
 		st, err := s.exists(ctx, p)
 		if err == zk.ErrNoNode {
 			continue
@@ -194,10 +220,8 @@ func (s *Session) cleanupProtected(dir, uuid string) {
 		case err != nil:
 			s.cfg.log.Warn("zkrecipes: clean-up of an abandoned create stopped", "dir", dir, "uuid", uuid, "err", err)
 		}
-		if tr, ok := s.cfg.obs.(tracing); ok { // not a request: a Tracer's only (trace.go)
-			tr.t.TraceOp(TraceEvent{Op: "cleanup", Path: joinPath(dir, protectedPrefix+uuid),
-				Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
-		}
+		s.traceOnly(TraceEvent{Op: "cleanup", Path: joinPath(dir, protectedPrefix+uuid),
+			Latency: time.Since(start), Err: err, SessionID: s.conn.SessionID()})
 	})
 }
 

@@ -95,7 +95,7 @@ func (s *Session) reconfig(ctx context.Context, req func() (*zk.Stat, error)) (i
 	case errors.Is(err, zk.ErrBadVersion):
 		return 0, fmt.Errorf("%w (%w)", ErrConfigChanged, zk.ErrBadVersion)
 	case replyLost(ctx, err):
-		return 0, fmt.Errorf("%w: reconfig: no reply: %w", ErrOutcomeUnknown, err)
+		return 0, outcomeUnknown("reconfig", ConfigPath, err)
 	}
 	return 0, s.opError("reconfig", ConfigPath, err)
 }

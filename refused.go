@@ -2,7 +2,6 @@ package zkrecipes
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -17,26 +16,6 @@ import (
 // isRetryable is false for all of them, and the keepers, which try again
 // on any other failure, back off at least maxKeepBackoff and report it
 // (see PersistentNode.keep).
-
-// refusedError is the error of a request ZooKeeper refused: it names the
-// request and its path, says what to do (kind's text), and matches kind
-// (ErrNotAuthorized, ErrInvalidACL or ErrInvalidArgument) and ZooKeeper's
-// error (cause).
-type refusedError struct {
-	op, path string
-	kind     error
-	cause    error
-}
-
-func (e *refusedError) Error() string {
-	what := trimPrefix(e.kind.Error())
-	if e.kind == ErrInvalidArgument {
-		what = "the server refused the request's arguments; sending it again cannot help"
-	}
-	return fmt.Sprintf("zkrecipes: %s %s: %v: %s", e.op, e.path, e.cause, what)
-}
-func (e *refusedError) Unwrap() error        { return e.cause }
-func (e *refusedError) Is(target error) bool { return target == e.kind }
 
 // refusal types the error of request op on path (absolute) when it is a
 // refusal of ZooKeeper's; any other error passes through as it is.
@@ -54,11 +33,11 @@ func (s *Session) refusal(op, path string, err error) error {
 	default:
 		return err
 	}
-	var done *refusedError
-	if errors.As(err, &done) {
+	var done *replyError
+	if errors.As(err, &done) && done.refused {
 		return err
 	}
-	return &refusedError{op: op, path: s.rel(path), kind: kind, cause: err}
+	return &replyError{op: op, path: s.rel(path), kind: kind, cause: err, refused: true}
 }
 
 // refused tells whether err is a reply that sending the request again

@@ -103,7 +103,9 @@ func checked[T any](s *Session, op, path string, fn func() (T, error)) (T, error
 		// The Session ended on a failure no redial can mend (a server
 		// that requires SASL, say) and the connection's close cut this
 		// request short, perhaps before its own reply said so: say why.
-		err = fmt.Errorf("%w (%s %s: %v)", s.fatal.err, op, path, err)
+		// As a request Close cut short (errCutShort), it may have been
+		// applied: a write's caller reports its outcome unknown.
+		err = &cutShortError{reason: fmt.Errorf("%w (%s %s: %v)", s.fatal.err, op, path, err)}
 	}
 	if err != nil && s.isClosed() && errors.Is(err, zk.ErrConnectionClosed) {
 		// Close cut the request short: the Session is closed, not cut off,
@@ -361,9 +363,11 @@ func (s *Session) create(ctx context.Context, path string, data []byte, flags in
 		if err != nil {
 			return
 		}
-		if flags&zk.FlagEphemeral != 0 {
-			s.own(p)
+		if flags&zk.FlagEphemeral == 0 {
+			s.deleteEventually(p, 0) // persistent: logged if the Session closes first
+			return
 		}
+		s.own(p)
 		s.deleteEventually(p, s.conn.SessionID())
 	})
 }

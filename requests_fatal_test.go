@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -21,6 +22,14 @@ func TestRequestCutShortByAFatalEndSaysWhy(t *testing.T) {
 	}
 	if errors.Is(err, zk.ErrConnectionClosed) {
 		t.Fatalf("err = %v: a retry loop would wait for a reconnection that never comes", err)
+	}
+	// The request may have reached the server before the close: a write
+	// cut short so reports its outcome unknown, as one Close cut short.
+	if !replyLost(context.Background(), err) {
+		t.Fatalf("err = %v: a write cut short would be reported as not applied", err)
+	}
+	if errors.Is(err, ErrClosed) {
+		t.Fatalf("err = %v: the Session was not closed", err)
 	}
 
 	live := &Session{fatal: newSignal(), closedCh: make(chan struct{})}

@@ -67,8 +67,14 @@ func storedPath(path string, flags int32) string {
 // stores it: with a sequential node's suffix) with dataLen bytes of data
 // counts against the request size limit.
 func (s *Session) createSize(path string, dataLen int) int {
-	n := createOverhead + len(path) + dataLen
-	for _, a := range s.cfg.acl {
+	return createOverhead + len(path) + dataLen + s.aclSize(toZKACL(s.cfg.acl))
+}
+
+// aclSize is what acl counts in a create or a setACL, as the server
+// stores it.
+func (s *Session) aclSize(acl []zk.ACL) int {
+	n := 0
+	for _, a := range acl {
 		n += s.aclEntrySize(a.Scheme, a.ID)
 	}
 	return n
@@ -108,10 +114,7 @@ func (s *Session) multiSize(ops []any) (size, dataLen int) {
 	for _, op := range ops {
 		switch o := op.(type) {
 		case *zk.CreateRequest:
-			size += s.setSize(storedPath(o.Path, o.Flags), len(o.Data))
-			for _, a := range o.Acl {
-				size += s.aclEntrySize(a.Scheme, a.ID)
-			}
+			size += s.setSize(storedPath(o.Path, o.Flags), len(o.Data)) + s.aclSize(o.Acl)
 			dataLen += len(o.Data)
 		case *zk.SetDataRequest:
 			size += s.setSize(o.Path, len(o.Data))

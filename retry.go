@@ -189,13 +189,23 @@ func retryStartOver[T any](ctx context.Context, s *Session, what, name string, a
 			return v, err
 		}
 		s.cfg.log.Info("zkrecipes: "+name+" starts over", "path", what, "err", err)
-		var zero T
-		d := bo.NextBackOff()
-		if d == Stop {
-			return zero, fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, what, errors.Unwrap(err))
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, what, errors.Unwrap(err)); err != nil {
+			var zero T
 			return zero, err
 		}
 	}
+}
+
+// backOff waits bo's next delay before another try of what, which failed
+// with err: it returns ctx's error when ctx ends first, and an error
+// matching ErrRetriesExhausted and err when bo gives up.
+func backOff(ctx context.Context, bo BackOff, what string, err error) error {
+	d := bo.NextBackOff()
+	if d == Stop {
+		if what == "" {
+			return fmt.Errorf("%w: %w", ErrRetriesExhausted, err)
+		}
+		return fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, what, err)
+	}
+	return sleepCtx(ctx, d)
 }

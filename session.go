@@ -267,7 +267,6 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 	if cfg.err == nil {
 		cfg.err = checkConfigSizes(cfg)
 	}
-	cfg.userObs = cfg.obs
 	if cfg.tracer != nil {
 		cfg.obs = tracerObserver(cfg.obs, cfg.tracer)
 	}

@@ -17,28 +17,22 @@ func (s *Session) Subscribe(ctx context.Context) (<-chan StateChange, error) {
 	if ctx == nil {
 		return nil, invalidArg("nil context")
 	}
-	ch, cancel := s.subscribe()
-	context.AfterFunc(ctx, cancel) // nothing runs for a ctx that never ends
+	ch, _ := s.subscribeUntil(ctx)
 	return ch, nil
 }
 
 // subscribe is Subscribe for the recipes: it returns the channel and the
 // function that ends the subscription.
 func (s *Session) subscribe() (<-chan StateChange, func()) {
+	return s.subscribeUntil(context.Background())
+}
+
+// subscribeUntil subscribes until ctx ends, cancel is called or the
+// Session closes. Whichever comes first unhooks ctx, so that nothing of
+// the subscription outlives it (an AfterFunc on a ctx the context package
+// does not know holds a goroutine until it is stopped).
+func (s *Session) subscribeUntil(ctx context.Context) (<-chan StateChange, func()) {
 	sub := &subscriber{out: make(chan StateChange), wake: make(chan struct{}, 1), stop: make(chan struct{})}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		close(sub.out)
-		return sub.out, func() {}
-	}
-	s.subs[sub] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		sub.run()
-	}()
 	cancel := func() {
 		s.mu.Lock()
 		if _, ok := s.subs[sub]; ok {
@@ -47,6 +41,21 @@ func (s *Session) subscribe() (<-chan StateChange, func()) {
 		}
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		close(sub.out)
+		return sub.out, func() {}
+	}
+	s.subs[sub] = struct{}{}
+	unhook := context.AfterFunc(ctx, cancel) // cancel waits for s.mu on its own goroutine
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer unhook()
+		sub.run()
+	}()
 	return sub.out, cancel
 }
 

@@ -2,6 +2,7 @@ package zkrecipes
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -44,6 +45,35 @@ func TestZKSessionSubscribeChannelClosesWhenTheSessionCloses(t *testing.T) {
 	var nilCtx context.Context
 	_, err = s.Subscribe(nilCtx)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// opaqueCtx is a ctx the context package cannot see into: an AfterFunc
+// on it waits on a goroutine of its own until it ends or is stopped.
+type opaqueCtx struct{ context.Context }
+
+func (opaqueCtx) Value(any) any { return nil }
+
+func TestZKSessionSubscribeLeavesNoGoroutineOnceTheSessionClosesWhileCtxLives(t *testing.T) {
+	_, s := zkSession(t, 30*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base := runtime.NumGoroutine()
+	const n = 50
+	chans := make([]<-chan StateChange, n)
+	for i := range chans {
+		ch, err := s.Subscribe(opaqueCtx{ctx})
+		require.NoError(t, err)
+		chans[i] = ch
+	}
+	require.NoError(t, s.Close())
+	for _, ch := range chans {
+		awaitClosed(t, "Session.Subscribe after the Session's Close", ch)
+	}
+	// The Session's own goroutines end with it too: base is an upper bound.
+	if !assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= base }, 20*time.Second, 10*time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		t.Logf("goroutines: %d before, %d after:\n%s", base, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+	}
 }
 
 func TestZKElectionSubscribeClosesWhenCtxEndsAndObserveIsItsAlias(t *testing.T) {

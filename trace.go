@@ -58,3 +58,25 @@ func (tr tracing) OpDone(ctx context.Context, ev OpEvent) {
 	tr.t.TraceOp(TraceEvent{Op: ev.Op, Path: ev.abs, Latency: ev.Latency, Err: ev.Err, SessionID: ev.SessionID})
 	tr.Observer.OpDone(ctx, ev)
 }
+
+// userObserver is the Observer given with WithObserver (nil: none) within
+// obs, the Session's, which a Tracer's adapter may wrap.
+func userObserver(obs Observer) Observer {
+	tr, ok := obs.(tracing)
+	if !ok {
+		return obs
+	}
+	if _, none := tr.Observer.(BaseObserver); none {
+		return nil
+	}
+	return tr.Observer
+}
+
+// traceOnly reports ev, which is not a request (the clean-up of an
+// abandoned create), to the Session's Tracer, if any: an Observer has no
+// hook for it.
+func (s *Session) traceOnly(ev TraceEvent) {
+	if tr, ok := s.cfg.obs.(tracing); ok {
+		tr.t.TraceOp(ev)
+	}
+}

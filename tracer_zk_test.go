@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	seam "github.com/zkrecipes/zkrecipes/internal/hooks"
 )
 
 // pathRecorder is an Observer that records the paths of the requests it
@@ -53,7 +55,7 @@ func TestZKWithTracerAdapterStillSeesAbsolutePathsBesideAnObserver(t *testing.T)
 	mu.Unlock()
 	assert.Contains(t, got, "getData "+ns+"/x", "the Tracer sees the absolute path")
 	assert.Contains(t, obs.seen(), "getData /x", "the Observer sees the path relative to the namespace")
-	assert.Equal(t, obs, s.cfg.userObs, "the Observer given is the one package discovery is handed")
+	assert.Equal(t, obs, seam.Observer(s), "the Observer given is the one package discovery is handed")
 }
 
 // A Tracer alone (no Observer) still sees every request.
@@ -70,5 +72,5 @@ func TestZKWithTracerAloneSeesEveryRequest(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Contains(t, traced, "exists /zkt")
-	assert.Nil(t, s.cfg.userObs, "no Observer was given: discovery is handed none")
+	assert.Nil(t, seam.Observer(s), "no Observer was given: discovery is handed none")
 }

@@ -130,13 +130,14 @@ var ErrTxnAborted = errors.New("zkrecipes: op not applied: another op of the tra
 // matches its OpResult.Err (ErrBadVersion...; for a Lease.Check on a lost
 // lease, ErrLockLost and ErrNoNode).
 //
-// A transaction is sent once. If its reply is lost with the connection,
-// Multi settles what happened once connected again: it was applied if the
-// node of a protected CreateOp (WithProtection) is there, and was not if
-// a versioned SetOp or DeleteOp finds its node still at its version; not
-// applied, it is sent again under the Session's retry policy. Otherwise,
-// or when ctx ends while it is on its way, Multi returns an error
-// matching ErrOutcomeUnknown and its cause. It fails before sending with
+// When its reply is lost with the connection, Multi finds out, once
+// connected again, whether the transaction was applied if it holds a
+// protected CreateOp (WithProtection) or a versioned SetOp or DeleteOp
+// alone on its path: applied, it returns the results (OpResult says what
+// they lack); not applied, it sends it again under the Session's retry
+// policy. Otherwise, or when ctx ends while it is on its way, it returns
+// an error matching ErrOutcomeUnknown and its cause: it may have been
+// applied. It fails before sending with
 // ErrInvalidArgument (no op, a nil ctx, an invalid Op), ErrInvalidPath,
 // ErrDataTooLarge, ErrNilSession or ErrClosed.
 func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
@@ -167,8 +168,9 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		}
 		reqs[i] = s.opRequest(o)
 	}
-	if size, dataLen := s.multiSize(reqs); s.checkWrite(ops[0].abs, dataLen, size) != nil {
-		return nil, s.checkWrite(ops[0].abs, dataLen, size) // before waiting for a connection
+	size, dataLen := s.multiSize(reqs)
+	if err := s.checkWrite(ops[0].abs, dataLen, size); err != nil {
+		return nil, err // before waiting for a connection (sendMulti checks again)
 	}
 	bo := s.cfg.retry()
 	for {
@@ -190,7 +192,7 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		case !replyLost(ctx, err):
 			return nil, s.nodeErr("multi", ops[0].abs, err)
 		}
-		unknown := fmt.Errorf("%w: multi %s: no reply: %w", ErrOutcomeUnknown, s.rel(ops[0].abs), err)
+		unknown := outcomeUnknown("multi", s.rel(ops[0].abs), err)
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return nil, unknown
 		}
@@ -201,12 +203,11 @@ func (s *Session) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		case !notApplied:
 			return nil, unknown
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return nil, fmt.Errorf("%w: %w", ErrRetriesExhausted, unknown)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return nil, unknown
+		if err := backOff(ctx, bo, "", unknown); err != nil {
+			if ctx.Err() != nil {
+				return nil, unknown
+			}
+			return nil, err
 		}
 	}
 }

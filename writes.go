@@ -47,11 +47,7 @@ func (s *Session) sendCreateTTL(path string, data []byte, flags int32, ttl time.
 
 // sendSetACL sets path's ACL if its ACL version is version (-1: any).
 func (s *Session) sendSetACL(path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
-	size := s.setSize(path, 0)
-	for _, a := range acl {
-		size += s.aclEntrySize(a.Scheme, a.ID)
-	}
-	if err := s.checkWrite(path, 0, size); err != nil {
+	if err := s.checkWrite(path, 0, s.setSize(path, 0)+s.aclSize(acl)); err != nil {
 		return nil, err
 	}
 	return s.conn.SetACL(path, acl, version)
