@@ -50,13 +50,23 @@ func (p *queuePeer) stdout() string {
 // CI). The process is killed when the test ends.
 func startQueuePeer(t *testing.T, args ...string) *queuePeer {
 	t.Helper()
+	return startCuratorQueuePeer(t, "CuratorQueuePeer", args...)
+}
+
+// startCuratorQueuePeer runs the Java peer class (peers/java/CLASS.java)
+// with args, its standard input and output piped to the queuePeer. It
+// skips the test when Curator is not installed (fails it under CI); the
+// process is killed when the test ends, and its output logged if the test
+// failed.
+func startCuratorQueuePeer(t *testing.T, class string, args ...string) *queuePeer {
+	t.Helper()
 	peers.Require(t, peers.Curator)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := peers.BuildJava(ctx)
 	require.NoError(t, err)
 	p := &queuePeer{done: make(chan struct{})}
-	p.cmd = exec.Command("java", append([]string{"-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers.CuratorQueuePeer"}, args...)...)
+	p.cmd = exec.Command("java", append([]string{"-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers." + class}, args...)...)
 	p.cmd.Stdout = p
 	var stderr bytes.Buffer
 	p.cmd.Stderr = &stderr
@@ -73,7 +83,7 @@ func startQueuePeer(t *testing.T, args ...string) *queuePeer {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 		if t.Failed() {
-			t.Logf("curator queue peer %v: stdout:\n%s\nstderr:\n%s", args, p.stdout(), stderr.String())
+			t.Logf("%s %v: stdout:\n%s\nstderr:\n%s", class, args, p.stdout(), stderr.String())
 		}
 	})
 	return p

@@ -1,15 +1,11 @@
 package recipes_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/hex"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/peers"
 )
 
 // startWorkQueuePeer runs peers/java/CuratorWorkQueuePeer.java (a Curator
@@ -26,33 +21,7 @@ import (
 // ends.
 func startWorkQueuePeer(t *testing.T, args ...string) *queuePeer {
 	t.Helper()
-	peers.Require(t, peers.Curator)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cp, err := peers.BuildJava(ctx)
-	require.NoError(t, err)
-	p := &queuePeer{done: make(chan struct{})}
-	p.cmd = exec.Command("java", append([]string{"-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers.CuratorWorkQueuePeer"}, args...)...)
-	p.cmd.Stdout = p
-	var stderr bytes.Buffer
-	p.cmd.Stderr = &stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	in, err := p.cmd.StdinPipe()
-	require.NoError(t, err)
-	p.stdin = in
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		if t.Failed() {
-			t.Logf("curator work queue peer %v: stdout:\n%s\nstderr:\n%s", args, p.stdout(), stderr.String())
-		}
-	})
-	return p
+	return startCuratorQueuePeer(t, "CuratorWorkQueuePeer", args...)
 }
 
 // awaitReady waits for the work queue peer's consumer to be started (its
