@@ -1,8 +1,10 @@
 package zkr_test
 
 import (
+	"context"
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
 )
 
 // zkr queue's exit statuses besides the node commands' (zkr queue --help).
@@ -175,8 +179,9 @@ func TestZkrQueue_TakeWaitsForAnItemUntilWaitElapsesOrInterrupted(t *testing.T) 
 	assert.Equal(t, exitNoItem, code, stderr)
 	assert.Empty(t, out)
 
+	w := watchCount(t, c)
 	taker := start(t, c.ConnectString(), "queue", "take", q, "-v")
-	require.Eventually(t, func() bool { return strings.Contains(taker.stderr.String(), "state=CONNECTED") }, 20*time.Second, 10*time.Millisecond)
+	awaitWaitingTake(t, c, w) // the take found the queue empty and waits for an item
 	code, _, stderr = run(t, c.ConnectString(), "queue", "put", q, "late")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, exitOK, taker.wait(t, 30*time.Second), taker.stderr.String())
@@ -184,11 +189,37 @@ func TestZkrQueue_TakeWaitsForAnItemUntilWaitElapsesOrInterrupted(t *testing.T) 
 	assert.Empty(t, queueItems(t, conn, q))
 
 	taker = start(t, c.ConnectString(), "queue", "take", q, "-v")
-	require.Eventually(t, func() bool { return strings.Contains(taker.stderr.String(), "state=CONNECTED") }, 20*time.Second, 10*time.Millisecond)
+	awaitWaitingTake(t, c, w)
 	require.NoError(t, taker.cmd.Process.Signal(syscall.SIGINT))
 	assert.Equal(t, exitInterrupted, taker.wait(t, 30*time.Second))
 	assert.Empty(t, taker.stdout.String())
 	assert.Empty(t, children(t, conn, q+"-locks"), "an interrupted take holds nothing")
+}
+
+// watchCount is the number of watches (data and child, every session) on
+// c's server.
+func watchCount(t *testing.T, c *zktest.Cluster) int {
+	t.Helper()
+	m, err := zktest.Mntr(context.Background(), c.Servers()[0])
+	require.NoError(t, err)
+	n, err := strconv.Atoi(m["zk_watch_count"])
+	require.NoError(t, err, "mntr: %v", m)
+	return n
+}
+
+// awaitWaitingTake waits until a zkr queue take started after the server
+// held watches watches waits for an item: its Session watches the
+// ensemble's configuration, and its take the queue's children (wchp lists
+// data watches only, so the count tells).
+func awaitWaitingTake(t *testing.T, c *zktest.Cluster, watches int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for n := watchCount(t, c); n < watches+2; n = watchCount(t, c) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no take waits after 30 s: %d watches on the server, %d before the take", n, watches)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestZkrQueue_BadArgumentsAreUsageErrors(t *testing.T) {
