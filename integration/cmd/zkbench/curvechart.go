@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,6 +19,13 @@ import (
 type curvePanel struct {
 	title, unit string
 	value       func(p CurvePoint) (float64, bool) // false: the point has no such figure
+	// ref, when above 0, is drawn as a dashed line named refName: a target.
+	ref     float64
+	refName string
+}
+
+func panel(title, unit string, value func(CurvePoint) (float64, bool)) curvePanel {
+	return curvePanel{title: title, unit: unit, value: value}
 }
 
 // drawCurveCharts draws one chart per curve that has points into dir:
@@ -56,27 +64,27 @@ func drawCurveCharts(points []CurvePoint, dir string) []error {
 		panels              []curvePanel
 	}{
 		{curveLock, "curve-lock.png", "sessions contending", []curvePanel{
-			{"Throughput", "acquisitions/s (higher is better)", lock(func(l *LockPoint) float64 { return l.Throughput })},
-			{"Requests per acquisition", "zk_packets_received / acquisition", lock(func(l *LockPoint) float64 { return l.ReqPerAcq })},
-			{"Response bytes per acquisition", "bytes (lower is better)", lock(func(l *LockPoint) float64 { return l.BytesPerAcq })},
-			{"Handoff p99", "ms (lower is better)", lock(func(l *LockPoint) float64 { return ms(l.HandoffP99) })},
-			{"Server CPU per acquisition", "µs (lower is better)", func(p CurvePoint) (float64, bool) {
+			panel("Throughput", "acquisitions/s (higher is better)", lock(func(l *LockPoint) float64 { return l.Throughput })),
+			panel("Requests per acquisition", "zk_packets_received / acquisition", lock(func(l *LockPoint) float64 { return l.ReqPerAcq })),
+			panel("Response bytes per acquisition", "bytes (lower is better)", lock(func(l *LockPoint) float64 { return l.BytesPerAcq })),
+			panel("Handoff p99", "ms (lower is better)", lock(func(l *LockPoint) float64 { return ms(l.HandoffP99) })),
+			panel("Server CPU per acquisition", "µs (lower is better)", func(p CurvePoint) (float64, bool) {
 				if p.LockPoint == nil || p.ServerCPUPerAcq == 0 {
 					return 0, false
 				}
 				return usf(p.ServerCPUPerAcq), true
-			}},
+			}),
 		}},
 		{curveDrain, "curve-drain.png", "waiters queued", []curvePanel{
-			{"Time per handoff", "µs (lower is better)", drain(func(d *DrainPoint) (float64, bool) { return usf(d.PerHandoff), true })},
-			{"Against the marked chain, same run", "× the chain's time per handoff", drain(func(d *DrainPoint) (float64, bool) {
+			panel("Time per handoff", "µs (lower is better)", drain(func(d *DrainPoint) (float64, bool) { return usf(d.PerHandoff), true })),
+			{title: "Against the marked chain, same run", unit: "× the chain's time per handoff", value: drain(func(d *DrainPoint) (float64, bool) {
 				return d.VsMarkedFloor, d.VsMarkedFloor > 0
-			})},
-			{"Response bytes per handoff", "bytes (lower is better)", drain(func(d *DrainPoint) (float64, bool) { return d.BytesPerHandoff, true })},
+			}), ref: 1.3, refName: "zkrecipes' target: 1.3×"},
+			panel("Response bytes per handoff", "bytes (lower is better)", drain(func(d *DrainPoint) (float64, bool) { return d.BytesPerHandoff, true })),
 		}},
 		{curveMemory, "curve-memory.png", "sessions open", []curvePanel{
-			{"Heap per session", "KB (live heap after a GC)", mem(func(m *MemoryPoint) float64 { return m.HeapPerSession / 1024 })},
-			{"Goroutines per session", "goroutines", mem(func(m *MemoryPoint) float64 { return m.GoroutinesPerSession })},
+			panel("Heap per session", "KB (live heap after a GC)", mem(func(m *MemoryPoint) float64 { return m.HeapPerSession / 1024 })),
+			panel("Goroutines per session", "goroutines", mem(func(m *MemoryPoint) float64 { return m.GoroutinesPerSession })),
 		}},
 	}
 	var errs []error
@@ -98,7 +106,13 @@ func drawCurveChart(points []CurvePoint, curve, xLabel string, panels []curvePan
 	for i, n := range sizes {
 		ticks[i] = plot.Tick{Value: float64(n), Label: strconv.Itoa(n)}
 	}
-	row := make([]*plot.Plot, 0, len(panels))
+	row := make([]*plot.Plot, 0, len(panels)+1)
+	// The legend has a panel of its own, after the figures, so that it
+	// hides no line.
+	legend := plot.New()
+	legend.HideAxes()
+	legend.Legend.Top, legend.Legend.Left = true, true
+	var failedAny []string
 	for _, pn := range panels {
 		p := plot.New()
 		p.Title.Text = pn.title
@@ -132,7 +146,9 @@ func drawCurveChart(points []CurvePoint, curve, xLabel string, panels []curvePan
 				line.Color, marks.Color = col, col
 				marks.Shape = draw.CircleGlyph{}
 				p.Add(line, marks)
-				p.Legend.Add(impl, line, marks)
+				if len(row) == 0 {
+					legend.Legend.Add(impl, line, marks)
+				}
 			}
 			if len(failed) > 0 {
 				marks, err := plotter.NewScatter(failed)
@@ -143,14 +159,25 @@ func drawCurveChart(points []CurvePoint, curve, xLabel string, panels []curvePan
 				marks.Shape = draw.CrossGlyph{}
 				marks.Radius = vg.Points(5)
 				p.Add(marks)
-				p.Legend.Add(impl+": failed (curves.jsonl says why)", marks)
+				if !slices.Contains(failedAny, impl) {
+					failedAny = append(failedAny, impl)
+					legend.Legend.Add(impl+" failed (curves.jsonl says why)", marks)
+				}
 			}
 		}
-		p.Legend.Top = true
-		p.Legend.Left = true
+		if pn.ref > 0 && len(sizes) > 0 {
+			ref, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: pn.ref}, {X: p.X.Max, Y: pn.ref}})
+			if err != nil {
+				return err
+			}
+			ref.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(ref)
+			legend.Legend.Add(pn.refName, ref)
+		}
 		row = append(row, p)
 	}
-	width := vg.Length(len(panels)) * 5 * vg.Inch
+	row = append(row, legend)
+	width := vg.Length(len(row)) * 4 * vg.Inch
 	const height = 5 * vg.Inch
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
