@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -232,4 +234,91 @@ func TestRotate_BeginsAtTheKthElement(t *testing.T) {
 	assert.Equal(t, []int{3, 1, 2}, rotate([]int{1, 2, 3}, 2))
 	assert.Equal(t, []int{2, 3, 1}, rotate([]int{1, 2, 3}, 4))
 	assert.Nil(t, rotate([]int(nil), 3))
+}
+
+// fakeRunner is an implementation that needs no server: its runs return
+// fixed results, or fail with err.
+type fakeRunner struct {
+	id    string
+	err   error
+	calls *[]string
+}
+
+func (f fakeRunner) name() string { return f.id }
+
+func (f fakeRunner) uncontended(context.Context, bench.Env, string) (bench.UncontendedResult, error) {
+	return bench.UncontendedResult{}, errors.New("not used")
+}
+
+func (f fakeRunner) contended(_ context.Context, _ bench.Env, _ string, load bench.Load) (bench.ContendedResult, error) {
+	*f.calls = append(*f.calls, fmt.Sprintf("lock %s %d", f.id, load.Sessions))
+	if f.err != nil {
+		return bench.ContendedResult{}, f.err
+	}
+	return bench.ContendedResult{Sessions: load.Sessions, Acquisitions: 100, Throughput: 1000}, nil
+}
+
+func (f fakeRunner) drain(_ context.Context, _ bench.Env, _ string, n int) (bench.DrainResult, error) {
+	*f.calls = append(*f.calls, fmt.Sprintf("drain %s %d", f.id, n))
+	if f.err != nil {
+		return bench.DrainResult{}, f.err
+	}
+	return bench.DrainResult{Waiters: n, PerHandoff: time.Millisecond}, nil
+}
+
+// A peer that cannot run a size is tried once at that size, then left
+// out of it, and its point says why; the others' points are whole, and
+// the points are on disk after each size.
+func TestCurveRun_APeerThatFailsAtASizeGetsAPointSayingWhy(t *testing.T) {
+	var calls []string
+	ok := fakeRunner{id: "zkrecipes", calls: &calls}
+	bad := fakeRunner{id: "curator", err: errors.New("java.lang.OutOfMemoryError: unable to create native thread"), calls: &calls}
+	dir := t.TempDir()
+	cr := &curveRun{cc: curveConfig{Reps: 2, DrainsPerRep: 5, LockDuration: time.Second}, dir: dir, started: "2026-11-29T07:00:00Z"}
+
+	require.NoError(t, cr.lock(context.Background(), []runner{ok, bad}, 32))
+	require.NoError(t, cr.drain(context.Background(), []drainer{ok, bad, markedChainOf(&calls)}, 10))
+
+	count := func(prefix string) int {
+		n := 0
+		for _, c := range calls {
+			if c == prefix {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 2, count("lock zkrecipes 32"), "once a repetition")
+	assert.Equal(t, 1, count("lock curator 32"), "not tried again at the size it failed at")
+	assert.Equal(t, 10, count("drain zkrecipes 10"), "5 drains in each of 2 repetitions")
+	assert.Equal(t, 1, count("drain curator 10"))
+
+	back, err := readCurves(filepath.Join(dir, "curves.jsonl"))
+	require.NoError(t, err)
+	byKey := map[string]CurvePoint{}
+	for _, p := range back {
+		byKey[fmt.Sprintf("%s %s %d", p.Curve, p.Impl, p.Size)] = p
+	}
+	require.Len(t, byKey, 5)
+	assert.Equal(t, 2, byKey["lock zkrecipes 32"].Runs)
+	assert.Contains(t, byKey["lock curator 32"].Error, "unable to create native thread")
+	assert.Equal(t, 0, byKey["lock curator 32"].Runs)
+	z := byKey["drain zkrecipes 10"]
+	require.NotNil(t, z.DrainPoint)
+	assert.Equal(t, 10, z.Runs)
+	assert.Equal(t, []float64{2, 2}, z.RepVsMarkedFloor, "each repetition against its own chain")
+	assert.Equal(t, "2026-11-29T07:00:00Z", z.Run)
+	assert.Contains(t, byKey["drain curator 10"].Error, "unable to create native thread")
+}
+
+// fakeChain is a marked chain twice as fast as fakeRunner's drains.
+type fakeChain struct{ calls *[]string }
+
+func markedChainOf(calls *[]string) drainer { return fakeChain{calls} }
+
+func (fakeChain) name() string { return markedChainName }
+
+func (f fakeChain) drain(_ context.Context, _ bench.Env, _ string, n int) (bench.DrainResult, error) {
+	*f.calls = append(*f.calls, fmt.Sprintf("drain chain %d", n))
+	return bench.DrainResult{Waiters: n, PerHandoff: time.Millisecond / 2}, nil
 }
