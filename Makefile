@@ -67,9 +67,12 @@ demo:
 
 # One fresh local ZooKeeper; zkrecipes, go-zookeeper's zk.Lock, Curator 5.4 and kazoo 2.8
 # on the same workloads, 3 repetitions, medians; writes integration/bench/results.{json,md}
-# and chart.png. (The Go-only benchmarks: cd integration && go test -run '^$$' -bench . ./bench/)
+# and chart.png. Then the scale curves (contended lock at 8-512 sessions, drain of 10-1,000
+# waiters, memory per Session at 1-1,000): curves.jsonl, curves.md and curve-*.png there;
+# CURVES=off skips them, CURVES=quick runs the smallest sizes once.
+# (The Go-only benchmarks: cd integration && go test -run '^$$' -bench . ./bench/)
 bench:
-	cd integration && go run ./cmd/zkbench -out bench
+	cd integration && go run ./cmd/zkbench -out bench -curves $${CURVES:-full}
 
 # The same on a 3-server ensemble on 127.0.0.1; writes integration/bench/ensemble/.
 bench-ensemble:

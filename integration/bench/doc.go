@@ -20,6 +20,10 @@
 //     RawLock, the contended workload on raw requests, the fewest any
 //     queueing lock can make, with the next acquisitions running beside
 //     each handoff as they do for a lock.
+//   - MarkedChain: the floor's marked chain alone, with as many links as a
+//     drain has waiters (the drain curve's floor), reported as a drain.
+//   - SessionMemory: the live heap and goroutines that n idle zkrecipes
+//     Sessions, or n bare go-zookeeper connections, add to this process.
 //   - WorkQueue: items put beforehand (FillWorkQueue) are consumed by 1 or
 //     more consumers, each its own session, each item taken under its lock
 //     and acked (WorkQueueConsume, zkrecipes' WorkQueue; zkbench runs

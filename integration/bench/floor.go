@@ -173,7 +173,7 @@ func Floor(ctx context.Context, env Env, path string, warmup, cycles, links int)
 // and this process's CPU per link.
 type chainResult struct {
 	p50, p99, per        time.Duration
-	bytes                float64
+	bytes, requests      float64
 	serverCPU, clientCPU time.Duration
 }
 
@@ -294,9 +294,39 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 	r.p50, r.p99 = Percentile(link, 0.5), Percentile(link, 0.99)
 	r.per = total / time.Duration(links)
 	r.bytes = float64(delta.ResponseBytes) / float64(links)
+	r.requests = float64(delta.PacketsReceived) / float64(links)
 	r.serverCPU = PerOp(delta.ServerCPU, links)
 	r.clientCPU = PerOp(clientCPU(cpu1-cpu0, cpuErr), links)
 	return r, nil
+}
+
+// MarkedChain runs the marked chain alone (FloorResult.MarkedPerHandoff)
+// with links handoffs under path: the drain's floor at a queue of links
+// waiters, a holder and links sessions behind it, each releasing as
+// zkrecipes' Mutex does once both of its notifications have come. It
+// returns what it measured as a drain of links waiters: from the first
+// release to the last link's second notification.
+func MarkedChain(ctx context.Context, env Env, path string, links int) (DrainResult, error) {
+	if links < 1 {
+		return DrainResult{}, fmt.Errorf("bench: a marked chain of %d links", links)
+	}
+	conn, err := ConnectRaw(ctx, env.ServerFor(0))
+	if err != nil {
+		return DrainResult{}, err
+	}
+	err = ensurePath(conn, path)
+	conn.Close()
+	if err != nil {
+		return DrainResult{}, err
+	}
+	c, err := chain(ctx, env, path, links, true)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	return DrainResult{
+		Waiters: links, Total: c.per * time.Duration(links), PerHandoff: c.per,
+		BytesPerHandoff: c.bytes, ReqPerHandoff: c.requests,
+	}, nil
 }
 
 // ensurePath creates path and its parents as persistent nodes if missing.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,19 +80,6 @@ func holdMany(ctx context.Context, s *zr.Session, dir string, n int) ([]*zr.Leas
 	wg.Wait()
 	close(errs)
 	return leases, <-errs
-}
-
-// settled returns the live heap after a GC and the goroutine count, once
-// the count is at most atMost (0: at once), or after 10 s.
-func settled(atMost int) (heap uint64, goroutines int) {
-	deadline := time.Now().Add(10 * time.Second)
-	for atMost > 0 && runtime.NumGoroutine() > atMost && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polls the count; orders nothing
-	}
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc, runtime.NumGoroutine()
 }
 
 // BenchmarkPerEntityLocks: 50 goroutines acquire and release locks on

@@ -130,6 +130,10 @@ func NewMeter(ctx context.Context, addrs ...string) (*Meter, error) {
 	return m, nil
 }
 
+// MeasuresCPU reports whether the Meter reads the servers' CPU time
+// (Counters.ServerCPU): it found every server's process.
+func (m *Meter) MeasuresCPU() bool { return m.measuresCPU() }
+
 func (m *Meter) measuresCPU() bool {
 	for _, s := range m.servers {
 		if s.pid == 0 {

@@ -16,6 +16,16 @@
 //
 //	cd integration && go run ./cmd/zkbench -out bench
 //
+// With -curves full (make bench) or quick, it then measures the scale
+// curves: the contended lock at 8 to 512 sessions, the drain of 10 to
+// 1,000 waiters against the marked chain of as many links, and the memory
+// of 1 to 1,000 Sessions (quick: the smallest sizes, one repetition). It
+// writes curves.jsonl (one JSON line a point), curves.md and
+// curve-lock.png, curve-drain.png and curve-memory.png into -out; with
+// -curves-only it measures the curves alone:
+//
+//	cd integration && go run ./cmd/zkbench -curves quick -curves-only -out /tmp/curves
+//
 // Every server and client is on 127.0.0.1.
 package main
 
@@ -55,6 +65,8 @@ type config struct {
 	WorkQueueItems     int   `json:"workqueue_items,omitempty"`
 	WorkQueueConsumers []int `json:"workqueue_consumers,omitempty"`
 	ChainLinks         int   `json:"floor_chain_links"`
+	// CurvesOnly: the curves were measured alone.
+	CurvesOnly bool `json:"-"`
 	// Servers is 1 for a standalone server, 3 (or more) for an ensemble on
 	// 127.0.0.1.
 	Servers int `json:"servers"`
@@ -62,6 +74,8 @@ type config struct {
 	// server i mod Servers (runs before 2026-11-25 17:10 UTC gave the
 	// in-process clients every server, and the peers the first).
 	Pinned bool `json:"pinned_sessions,omitempty"`
+	// Curves are the scale curves measured after the repetitions.
+	Curves curveConfig `json:"curves"`
 }
 
 func main() {
@@ -83,18 +97,66 @@ func main() {
 	flag.IntVar(&c.ChainLinks, "links", 200, "floor: delete→notification chain links")
 	c.Pinned = true
 	flag.IntVar(&c.Servers, "servers", 1, "1: one standalone server; 3: a 3-server ensemble on 127.0.0.1 (its servers share this machine's cores with the clients)")
-	rerender := flag.String("render", "", "measure nothing: re-render this results.json into -out")
+	rerender := flag.String("render", "", "measure nothing: re-render this results.json (or curves.jsonl) into -out")
+	curves := flag.String("curves", "off", "scale curves after the workloads: full (make bench), quick (the smallest sizes, one repetition) or off")
+	curvesOnly := flag.Bool("curves-only", false, "measure the curves alone (no results.json, results.md or chart.png)")
+	curveLocks := flag.String("curve-locks", "", "curves: contended-lock session counts, comma-separated (default: -curves' preset)")
+	curveDrains := flag.String("curve-drains", "", "curves: drain waiter counts (default: -curves' preset)")
+	curveMemory := flag.String("curve-memory", "", "curves: Session counts for memory per Session (default: -curves' preset)")
+	curveReps := flag.Int("curve-reps", 0, "curves: repetitions (default: -curves' preset, 3 for full)")
+	curveDrainsPerRep := flag.Int("curve-drains-per-rep", 0, "curves: interleaved drains of each implementation per size and repetition (default 5)")
+	curveDuration := flag.Duration("curve-duration", 0, "curves: measured time of each contended run (default: -curves' preset, 5s for full)")
 	flag.Parse()
 	if *rerender != "" {
-		if err := render(*rerender, c.Out); err != nil {
+		r := render
+		if strings.HasSuffix(*rerender, ".jsonl") {
+			r = renderCurves
+		}
+		if err := r(*rerender, c.Out); err != nil {
 			fatalf("%v", err)
 		}
 		return
 	}
+	cc, err := curvePreset(*curves)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, dst := range map[string]*[]int{"curve-locks": &cc.LockSessions, "curve-drains": &cc.DrainWaiters, "curve-memory": &cc.MemorySessions} {
+		if !set[name] {
+			continue
+		}
+		v := map[string]string{"curve-locks": *curveLocks, "curve-drains": *curveDrains, "curve-memory": *curveMemory}[name]
+		if *dst, err = parseSizes(v); err != nil {
+			fatalf("-%s: %v", name, err)
+		}
+	}
+	if *curveReps > 0 {
+		cc.Reps = *curveReps
+	}
+	if *curveDrainsPerRep > 0 {
+		cc.DrainsPerRep = *curveDrainsPerRep
+	}
+	if *curveDuration > 0 {
+		cc.LockDuration = *curveDuration
+	}
+	if cc.enabled() && (cc.Reps < 1 || cc.DrainsPerRep < 1 || cc.LockDuration <= 0) {
+		fatalf("-curves %s: set -curve-reps, -curve-drains-per-rep and -curve-duration", cc.Mode)
+	}
+	if *curvesOnly && !cc.enabled() {
+		fatalf("-curves-only with no curve to measure: set -curves full or quick")
+	}
+	c.Curves = cc
+	c.CurvesOnly = *curvesOnly
 	if c.Servers != 1 && (c.Servers < 3 || c.Servers%2 == 0) {
 		fatalf("bad -servers %d: 1 (standalone) or an odd number from 3 (an ensemble)", c.Servers)
 	}
 	c.Impls = strings.Split(impls, ",")
+	if c.CurvesOnly {
+		// The curves leave the variants out: do not build or warm them.
+		c.Impls = slices.DeleteFunc(c.Impls, isVariant)
+	}
 	for _, d := range strings.Split(drains, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(d))
 		if err != nil || n < 1 {
@@ -194,6 +256,22 @@ func run(c config) error {
 		logf("warm-up: %s contended", r.name())
 	}
 
+	if !c.CurvesOnly {
+		if err := workloads(ctx, c, env, runners, contenders); err != nil {
+			return err
+		}
+	}
+	if c.Curves.enabled() {
+		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, %d repetitions", c.Curves.Mode,
+			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.Reps)
+		return runCurves(ctx, env, runners, c.Curves, c.Out)
+	}
+	return nil
+}
+
+// workloads runs the repetitions of every workload and writes their
+// results into c.Out.
+func workloads(ctx context.Context, c config, env bench.Env, runners, contenders []runner) error {
 	res := newResults(c, machine())
 	for rep := range c.Reps {
 		order := rotate(runners, rep)
@@ -335,7 +413,12 @@ func (c config) contendedPhases() []phase {
 	return ps
 }
 
-func rotate(rs []runner, k int) []runner {
+// rotate returns rs begun at its k-th element (mod its length), the
+// elements before it at the end.
+func rotate[T any](rs []T, k int) []T {
+	if len(rs) == 0 {
+		return nil
+	}
 	k %= len(rs)
-	return append(append([]runner(nil), rs[k:]...), rs[:k]...)
+	return append(append([]T(nil), rs[k:]...), rs[:k]...)
 }

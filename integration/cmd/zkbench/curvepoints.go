@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/integration/bench"
+)
+
+// The scale curves (issue 45): how each cost grows with the work. Every
+// point is one implementation at one size of one curve, aggregated over
+// the curve's repetitions, and is written as one JSON line of curves.jsonl.
+
+// The curves.
+const (
+	curveLock   = "lock"   // the contended lock: size is the sessions contending
+	curveDrain  = "drain"  // the drain: size is the waiters queued behind a holder
+	curveMemory = "memory" // memory per Session: size is the sessions open at once
+)
+
+// curveConfig is the shape of the curves of one run.
+type curveConfig struct {
+	// Mode is the preset the sizes came from: "full" or "quick".
+	Mode           string `json:"mode"`
+	LockSessions   []int  `json:"lock_sessions"`
+	DrainWaiters   []int  `json:"drain_waiters"`
+	MemorySessions []int  `json:"memory_sessions"`
+	Reps           int    `json:"repetitions"`
+	// DrainsPerRep is the drains of each implementation (and of the
+	// marked chain) at each size in each repetition, interleaved: the
+	// first drain of each, then the second of each, ...
+	DrainsPerRep int `json:"drains_per_repetition"`
+	// LockDuration is each contended run's measured time.
+	LockDuration time.Duration `json:"lock_duration_ns"`
+}
+
+// enabled reports whether any curve is to be measured.
+func (c curveConfig) enabled() bool {
+	return len(c.LockSessions)+len(c.DrainWaiters)+len(c.MemorySessions) > 0
+}
+
+// curvePreset returns the sizes, repetitions and durations of mode:
+// "full" (make bench: 8 to 512 sessions, 10 to 1,000 waiters, 1 to 1,000
+// sessions' memory, 3 repetitions), "quick" (the smallest sizes, one
+// repetition: a check that the curves run end to end) or "off" (none).
+func curvePreset(mode string) (curveConfig, error) {
+	switch mode {
+	case "full":
+		return curveConfig{Mode: mode, LockSessions: []int{8, 32, 128, 512}, DrainWaiters: []int{10, 100, 1000},
+			MemorySessions: []int{1, 100, 1000}, Reps: 3, DrainsPerRep: 5, LockDuration: 5 * time.Second}, nil
+	case "quick":
+		return curveConfig{Mode: mode, LockSessions: []int{8, 32}, DrainWaiters: []int{10},
+			MemorySessions: []int{1, 100}, Reps: 1, DrainsPerRep: 5, LockDuration: 2 * time.Second}, nil
+	case "off", "":
+		return curveConfig{Mode: "off"}, nil
+	}
+	return curveConfig{}, fmt.Errorf("bad -curves %q: full, quick or off", mode)
+}
+
+// parseSizes reads a comma-separated list of sizes ("8,32,128"): positive
+// integers, returned ascending without repeats. An empty list is nil (the
+// curve is skipped).
+func parseSizes(s string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad size %q in %q: want positive integers, comma-separated", f, s)
+		}
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	return slices.Compact(ns), nil
+}
+
+// CurvePoint is one implementation at one size of one curve. Exactly one
+// of LockPoint, DrainPoint and MemoryPoint is set, by Curve; Error says
+// why some run of the point failed (Runs counts those that did not, and
+// the figures are theirs; a point with no run has no figures).
+type CurvePoint struct {
+	Curve string `json:"curve"`
+	Size  int    `json:"size"`
+	Impl  string `json:"impl"`
+	// Run is when the run that measured the point started (RFC 3339).
+	Run string `json:"run"`
+	// LoadAvg is the machine's load average (1, 5, 15 minutes) when the
+	// point was done: the curves' times mean little on a loaded machine.
+	LoadAvg string `json:"loadavg,omitempty"`
+	Runs    int    `json:"runs"`
+	Error   string `json:"error,omitempty"`
+	*LockPoint
+	*DrainPoint
+	*MemoryPoint
+}
+
+// LockPoint is a contended-lock point: the medians of its runs, each
+// Size sessions contending for one path for the run's duration.
+type LockPoint struct {
+	Throughput   float64       `json:"throughput_per_s"`
+	ReqPerAcq    float64       `json:"requests_per_acquisition"`
+	BytesPerAcq  float64       `json:"response_bytes_per_acquisition"`
+	NotifsPerAcq float64       `json:"notifications_per_acquisition"`
+	HandoffP50   time.Duration `json:"handoff_p50_ns"`
+	HandoffP99   time.Duration `json:"handoff_p99_ns"`
+	// ServerCPUPerAcq is absent when the server's CPU time could not be
+	// read; ClientCPUPerAcq when the clients' could not.
+	ServerCPUPerAcq time.Duration `json:"server_cpu_per_acquisition_ns,omitempty"`
+	ClientCPUPerAcq time.Duration `json:"client_cpu_per_acquisition_ns,omitempty"`
+	// Acquisitions and Violations are summed over the runs.
+	Acquisitions int `json:"acquisitions"`
+	Violations   int `json:"violations"`
+	// RepThroughput is each run's throughput, in order.
+	RepThroughput []float64 `json:"rep_throughput_per_s"`
+}
+
+// DrainPoint is a drain point: Size waiters queued behind a holder,
+// drained DrainsPerRep times in each repetition, interleaved with the
+// other implementations and with the marked chain of Size links.
+type DrainPoint struct {
+	// Medians over every drain of the point.
+	PerHandoff      time.Duration `json:"per_handoff_ns"`
+	BytesPerHandoff float64       `json:"response_bytes_per_handoff"`
+	ReqPerHandoff   float64       `json:"requests_per_handoff"`
+	// RepPerHandoff is the median time per handoff of each repetition's
+	// drains.
+	RepPerHandoff []time.Duration `json:"rep_per_handoff_ns"`
+	// VsMarkedFloor is the median over the repetitions of RepVsMarkedFloor:
+	// each repetition's median drain over that repetition's median marked
+	// chain of as many links (absent for the chain itself, or when the
+	// chain failed).
+	VsMarkedFloor    float64   `json:"vs_marked_floor,omitempty"`
+	RepVsMarkedFloor []float64 `json:"rep_vs_marked_floor,omitempty"`
+}
+
+// MemoryPoint is a memory point: what Size sessions open at once cost
+// this process, per session (medians of the repetitions).
+type MemoryPoint struct {
+	HeapPerSession       float64 `json:"heap_bytes_per_session"`
+	GoroutinesPerSession float64 `json:"goroutines_per_session"`
+}
+
+// lockPoint aggregates the contended runs of impl at n sessions; err is
+// the failure of a run that did not finish, if any.
+func lockPoint(impl string, n int, runs []bench.ContendedResult, err error) CurvePoint {
+	p := CurvePoint{Curve: curveLock, Size: n, Impl: impl, Runs: len(runs), Error: errText(err)}
+	if len(runs) == 0 {
+		return p
+	}
+	lp := &LockPoint{
+		Throughput:      med(runs, func(k bench.ContendedResult) float64 { return k.Throughput }),
+		ReqPerAcq:       med(runs, func(k bench.ContendedResult) float64 { return k.ReqPerAcq }),
+		BytesPerAcq:     med(runs, func(k bench.ContendedResult) float64 { return k.ResponseBytesPerAcq }),
+		NotifsPerAcq:    med(runs, func(k bench.ContendedResult) float64 { return k.NotificationsPerAcq }),
+		HandoffP50:      medD(runs, func(k bench.ContendedResult) time.Duration { return k.HandoffP50 }),
+		HandoffP99:      medD(runs, func(k bench.ContendedResult) time.Duration { return k.HandoffP99 }),
+		ServerCPUPerAcq: medD(runs, func(k bench.ContendedResult) time.Duration { return k.ServerCPUPerAcq }),
+		ClientCPUPerAcq: medD(runs, func(k bench.ContendedResult) time.Duration { return k.ClientCPUPerAcq }),
+	}
+	for _, k := range runs {
+		lp.Acquisitions += k.Acquisitions
+		lp.Violations += k.Violations
+		lp.RepThroughput = append(lp.RepThroughput, k.Throughput)
+	}
+	p.LockPoint = lp
+	return p
+}
+
+// drainPoint aggregates the drains of impl at n waiters, reps[i] being
+// repetition i's drains, against floor[i], the marked chain's drains of
+// the same repetition (nil for the chain itself); err is the failure of a
+// drain that did not finish, if any.
+func drainPoint(impl string, n int, reps, floor [][]bench.DrainResult, err error) CurvePoint {
+	var all []bench.DrainResult
+	for _, ds := range reps {
+		all = append(all, ds...)
+	}
+	p := CurvePoint{Curve: curveDrain, Size: n, Impl: impl, Runs: len(all), Error: errText(err)}
+	if len(all) == 0 {
+		return p
+	}
+	dp := &DrainPoint{
+		PerHandoff:      medD(all, func(d bench.DrainResult) time.Duration { return d.PerHandoff }),
+		BytesPerHandoff: med(all, func(d bench.DrainResult) float64 { return d.BytesPerHandoff }),
+		ReqPerHandoff:   med(all, func(d bench.DrainResult) float64 { return d.ReqPerHandoff }),
+	}
+	perHandoff := func(d bench.DrainResult) time.Duration { return d.PerHandoff }
+	for i, ds := range reps {
+		if len(ds) == 0 {
+			continue
+		}
+		m := medD(ds, perHandoff)
+		dp.RepPerHandoff = append(dp.RepPerHandoff, m)
+		if i < len(floor) && len(floor[i]) > 0 {
+			dp.RepVsMarkedFloor = append(dp.RepVsMarkedFloor, bench.Ratio(float64(m), float64(medD(floor[i], perHandoff))))
+		}
+	}
+	dp.VsMarkedFloor = bench.Median(dp.RepVsMarkedFloor)
+	p.DrainPoint = dp
+	return p
+}
+
+// memoryPoint aggregates the memory runs of kind at n sessions.
+func memoryPoint(kind string, n int, runs []bench.SessionMemoryResult, err error) CurvePoint {
+	p := CurvePoint{Curve: curveMemory, Size: n, Impl: kind, Runs: len(runs), Error: errText(err)}
+	if len(runs) == 0 {
+		return p
+	}
+	p.MemoryPoint = &MemoryPoint{
+		HeapPerSession:       med(runs, func(m bench.SessionMemoryResult) float64 { return m.HeapPerSession }),
+		GoroutinesPerSession: med(runs, func(m bench.SessionMemoryResult) float64 { return m.GoroutinesPerSession }),
+	}
+	return p
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// writeCurves writes points to path, one JSON line each.
+func writeCurves(path string, points []CurvePoint) error {
+	var b bytes.Buffer
+	for _, p := range points {
+		line, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// readCurves reads the points of a curves.jsonl.
+func readCurves(path string) ([]CurvePoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ps []CurvePoint
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var p CurvePoint
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		ps = append(ps, p)
+	}
+	return ps, sc.Err()
+}
+
+// curveImpls returns the implementations with a point on curve, in the
+// order they first appear in points.
+func curveImpls(points []CurvePoint, curve string) []string {
+	var names []string
+	for _, p := range points {
+		if p.Curve == curve && !slices.Contains(names, p.Impl) {
+			names = append(names, p.Impl)
+		}
+	}
+	return names
+}
+
+// curveSizes returns the sizes of curve's points, ascending.
+func curveSizes(points []CurvePoint, curve string) []int {
+	var ns []int
+	for _, p := range points {
+		if p.Curve == curve {
+			ns = append(ns, p.Size)
+		}
+	}
+	slices.Sort(ns)
+	return slices.Compact(ns)
+}
+
+// curvesMarkdown renders the points as one table per curve; a point that
+// failed shows its error beneath the table.
+func curvesMarkdown(points []CurvePoint) string {
+	var b strings.Builder
+	var failures []string
+	fail := func(p CurvePoint) {
+		if p.Error != "" {
+			failures = append(failures, fmt.Sprintf("- %s, %s at %d (%d runs measured): %s", p.Curve, p.Impl, p.Size, p.Runs, oneLine(p.Error, 300)))
+		}
+	}
+	if ps := pointsOf(points, curveLock); len(ps) > 0 {
+		b.WriteString("Contended lock (medians of the repetitions; server CPU absent where it could not be read):\n\n")
+		b.WriteString("| sessions | implementation | runs | acquisitions/s | requests/acq | response bytes/acq | handoff p99 µs | server CPU µs/acq | violations |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, p := range ps {
+			fail(p)
+			if p.LockPoint == nil {
+				fmt.Fprintf(&b, "| %d | %s | 0 | **failed** | | | | | |\n", p.Size, p.Impl)
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %s | %d | %.0f | %.2f | %.0f | %s | %s | %d |\n", p.Size, p.Impl, p.Runs, p.Throughput, p.ReqPerAcq,
+				p.BytesPerAcq, us(p.HandoffP99), cpuCell(p.ServerCPUPerAcq), p.Violations)
+		}
+		b.WriteString("\n")
+	}
+	if ps := pointsOf(points, curveDrain); len(ps) > 0 {
+		b.WriteString("Drain (medians; against the marked chain of as many links in the same repetition):\n\n")
+		b.WriteString("| waiters | implementation | drains | µs/handoff | × marked chain (each repetition) | requests/handoff | response bytes/handoff |\n|---|---|---|---|---|---|---|\n")
+		for _, p := range ps {
+			fail(p)
+			if p.DrainPoint == nil {
+				fmt.Fprintf(&b, "| %d | %s | 0 | **failed** | | | |\n", p.Size, p.Impl)
+				continue
+			}
+			vs := "–"
+			if len(p.RepVsMarkedFloor) > 0 {
+				each := make([]string, len(p.RepVsMarkedFloor))
+				for i, v := range p.RepVsMarkedFloor {
+					each[i] = fmt.Sprintf("%.2f", v)
+				}
+				vs = fmt.Sprintf("%.2f (%s)", p.VsMarkedFloor, strings.Join(each, ", "))
+			}
+			fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %.2f | %.0f |\n", p.Size, p.Impl, p.Runs, us(p.PerHandoff), vs, p.ReqPerHandoff, p.BytesPerHandoff)
+		}
+		b.WriteString("\n")
+	}
+	if ps := pointsOf(points, curveMemory); len(ps) > 0 {
+		b.WriteString("Memory per session (live heap after a GC, and goroutines, added by that many idle sessions open at once; medians):\n\n")
+		b.WriteString("| sessions | kind | runs | heap KB/session | goroutines/session |\n|---|---|---|---|---|\n")
+		for _, p := range ps {
+			fail(p)
+			if p.MemoryPoint == nil {
+				fmt.Fprintf(&b, "| %d | %s | 0 | **failed** | |\n", p.Size, p.Impl)
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %s | %d | %.1f | %.2f |\n", p.Size, p.Impl, p.Runs, p.HeapPerSession/1024, p.GoroutinesPerSession)
+		}
+		b.WriteString("\n")
+	}
+	if len(failures) > 0 {
+		b.WriteString("Failures:\n\n" + strings.Join(failures, "\n") + "\n")
+	}
+	return b.String()
+}
+
+// pointsOf returns curve's points, by size, in their order within a size.
+func pointsOf(points []CurvePoint, curve string) []CurvePoint {
+	var ps []CurvePoint
+	for _, p := range points {
+		if p.Curve == curve {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b CurvePoint) int { return a.Size - b.Size })
+	return ps
+}
+
+func cpuCell(d time.Duration) string {
+	if d == 0 {
+		return "–"
+	}
+	return us(d)
+}
+
+// oneLine flattens s to one line of at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
