@@ -1,6 +1,9 @@
 package zkrecipes
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by this package. Compare with errors.Is: most are wrapped
 // with detail (the path, the cause from ZooKeeper) before they reach you.
@@ -373,3 +376,12 @@ var (
 	// matches the server's answer (ErrNoNode or ErrBadVersion).
 	ErrItemLost = errors.New("zkrecipes: work item lost: another consumer took it since, or it is gone")
 )
+
+// ErrInvalidItemID reports, before any call, a work item id (WithID,
+// WorkQueue.Remove) that cannot name an item: an empty one (Curator's
+// DistributedIdQueue refuses it too), one holding '/' or '|' (they would
+// break the item's node name), or one holding a character ZooKeeper
+// refuses in a node name (control and reserved characters, and those past
+// U+FFFF). Give a non-empty id of other characters. It matches
+// ErrInvalidArgument.
+var ErrInvalidItemID = fmt.Errorf("%w: work item id: give a non-empty id without '/', '|' or control characters", ErrInvalidArgument)

@@ -469,8 +469,9 @@ func WithMaxItems(n int) WorkQueueOption {
 // put WithDelayUntil, as Curator's DistributedDelayQueue does: Take takes
 // the items that are due, earliest due first, and waits for the first
 // item that is not. An item with no delay in its name is due at once.
-// The default is Curator's DistributedQueue order: items by name, delays
-// ignored.
+// The default is Curator's DistributedQueue order, delays ignored: items
+// by name, less any id or due time in it (as Curator's DistributedIdQueue
+// orders them), so in the order put but for priorities.
 func WithDelayOrder() WorkQueueOption {
 	return func(c *workQueueConfig) { c.delays = true }
 }
@@ -486,7 +487,7 @@ type putConfig struct {
 
 func (c *putConfig) set(name, infix string) {
 	if c.given != "" {
-		c.err = invalidArg("%s and %s: an item has a priority or a delay, not both", c.given, name)
+		c.err = invalidArg("%s and %s: an item has one of a priority, a delay or an id, no more", c.given, name)
 		return
 	}
 	c.given, c.infix = name, infix
@@ -513,5 +514,22 @@ func WithDelayUntil(t time.Time) PutOption {
 			return
 		}
 		c.set("WithDelayUntil", workItemDelay(ms))
+	}
+}
+
+// WithID puts the item with id, in the node name of Curator's
+// DistributedIdQueue: WorkQueue.Remove, and that queue's remove, delete
+// the items of an id that no consumer holds. Consumers take items with an
+// id in the order put, among the others, and see the id (WorkItem.ID).
+// Ids need not be unique. An item has one of a priority, a delay or an id.
+// A bad id (empty, or holding '/', '|' or a character ZooKeeper refuses)
+// fails the Put with ErrInvalidItemID before any call.
+func WithID(id string) PutOption {
+	return func(c *putConfig) {
+		if err := checkWorkItemID(id); err != nil {
+			c.err = err
+			return
+		}
+		c.set("WithID", workItemID(id))
 	}
 }

@@ -26,9 +26,10 @@ import (
 // lock path (WithLockPath). Curator producers and consumers on the same
 // paths share the queue with WorkQueues: each takes the other's items.
 //
-// Put's WithPriority and WithDelayUntil name items as Curator's
-// DistributedPriorityQueue and DistributedDelayQueue do; consumers built
-// WithDelayOrder honour delays, as the latter's do.
+// Put's WithPriority, WithDelayUntil and WithID name items as Curator's
+// DistributedPriorityQueue, DistributedDelayQueue and DistributedIdQueue
+// do; consumers built WithDelayOrder honour delays, as the delay queue's
+// do, and Remove deletes the items of an id, as the id queue's remove.
 //
 // Items are offered in the order the server sequenced their puts; with
 // several consumers, or an item released, they may be processed out of
@@ -84,10 +85,11 @@ func NewWorkQueue(s *Session, path string, opts ...WorkQueueOption) *WorkQueue {
 }
 
 // Put appends item to the queue, as one node holding a batch of one item
-// (a Curator consumer receives it as one message). WithPriority and
-// WithDelayUntil put it as Curator's priority and delay queues do. A nil
-// item, or a bad option, fails with
-// ErrInvalidArgument and one too large for the Session's request size
+// (a Curator consumer receives it as one message). WithPriority,
+// WithDelayUntil and WithID put it as Curator's priority, delay and id
+// queues do. A nil item, or a bad option, fails with
+// ErrInvalidArgument (a bad id with ErrInvalidItemID, which matches it)
+// and one too large for the Session's request size
 // limit with ErrDataTooLarge, before any call; an empty item is valid.
 // With WithMaxItems, Put first waits for room, until ctx ends.
 //
@@ -311,8 +313,10 @@ func (q *WorkQueue) takeFirst(ctx context.Context, names []string, watch bool) (
 }
 
 // workItemNames returns the item names among kids, sorted as Curator's
-// DistributedQueue sorts them (as strings), skipping foreign children as
-// Curator does.
+// DistributedIdQueue sorts them (as strings, less any "|...|" part: an id
+// leaves the order of sequence numbers alone), skipping foreign children
+// as Curator does. For plain and priority names that is
+// DistributedQueue's order, as strings.
 func workItemNames(kids []string) []string {
 	names := make([]string, 0, len(kids))
 	for _, k := range kids {
@@ -320,7 +324,12 @@ func workItemNames(kids []string) []string {
 			names = append(names, k)
 		}
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, func(a, b string) int {
+		if c := strings.Compare(workItemOrderKey(a), workItemOrderKey(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
 	return names
 }
 

@@ -48,6 +48,16 @@ func (wi *WorkItem) Items() [][]byte { return wi.items }
 // ("queue-0000000042").
 func (wi *WorkItem) Name() string { return wi.name }
 
+// ID returns the id the item was put with (WithID, or Curator's
+// DistributedIdQueue.put), "" for an item put without one. It reads the
+// id from the item's name, as Curator's DistributedIdQueue does: for an
+// item put WithDelayUntil, whose due time sits where an id goes, it is
+// that time in hexadecimal. A released item keeps its id.
+func (wi *WorkItem) ID() string {
+	id, _ := workItemIDOf(wi.name)
+	return id
+}
+
 // Done returns a channel that is closed when the item's lock is lost or
 // the item ended (Ack, Release).
 func (wi *WorkItem) Done() <-chan struct{} { return wi.h.sig.done }

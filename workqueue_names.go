@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The names of a WorkQueue's item nodes, as Curator's DistributedQueue
@@ -17,9 +18,12 @@ import (
 //	DistributedPriorityQueue  queue-<p><seq>    p: "1" and %08X of a priority >= 0,
 //	                                             "0" and %08X of its 32-bit two's complement if < 0
 //	DistributedDelayQueue     queue-|<due>|<seq> due: %08X of the epoch milliseconds
+//	DistributedIdQueue        queue-|<id>|<seq>  id: as given, '/' and '|' refused
 //
 // A priority queue's consumers sort names as strings, as the plain queue's
-// do; a delay queue's sort them by due time and leave the items not due.
+// do; a delay queue's sort them by due time and leave the items not due;
+// an id queue's sort them as strings with the "|<id>|" part cut out, so
+// that ids leave the order of the sequence numbers alone.
 
 // workItemPriority is the name part of an item of priority p.
 func workItemPriority(p int32) string {
@@ -77,4 +81,62 @@ func (q *WorkQueue) ready(kids []string, now time.Time) (names []string, next ti
 		next = time.UnixMilli(nextMs)
 	}
 	return names, next
+}
+
+// workItemID is the name part of an item put with id (checked).
+func workItemID(id string) string { return "|" + id + "|" }
+
+// workItemIDOf reads the id of an item's name as Curator's
+// DistributedIdQueue does (parseId): the text between the name's first
+// '|' and the next one. ok is false when there are not two; Curator then
+// takes the whole name for the id, and logs the node as bad.
+func workItemIDOf(name string) (id string, ok bool) {
+	_, rest, ok := strings.Cut(name, "|")
+	if !ok {
+		return "", false
+	}
+	id, _, ok = strings.Cut(rest, "|")
+	if !ok {
+		return "", false
+	}
+	return id, true
+}
+
+// workItemOrderKey is what consumers sort an item's name by: the name less
+// its first "|...|" part (Curator's DistributedIdQueue sorts by this
+// "cleaned" name). For a plain or a priority name it is the name itself.
+func workItemOrderKey(name string) string {
+	head, rest, ok := strings.Cut(name, "|")
+	if !ok {
+		return name
+	}
+	_, tail, ok := strings.Cut(rest, "|")
+	if !ok {
+		return name
+	}
+	return head + tail
+}
+
+// checkWorkItemID refuses an id that Curator's DistributedIdQueue refuses
+// (an empty one), that would break the item's name or its parsing ('/',
+// '|'; Curator writes '_' for them, and its remove then no longer finds
+// the item by the id given), or that ZooKeeper refuses in a node name.
+func checkWorkItemID(id string) error {
+	bad := func(reason string) error { return fmt.Errorf("%w: %q: %s", ErrInvalidItemID, id, reason) }
+	switch {
+	case id == "":
+		return bad("empty")
+	case strings.ContainsAny(id, "/|"):
+		return bad("'/' and '|' would break the item's node name; use another character ('_' is what Curator's DistributedIdQueue writes for them)")
+	case !utf8.ValidString(id):
+		return bad("not valid UTF-8")
+	}
+	for _, r := range id {
+		// The server's rule for node names, on UTF-16 code units: a
+		// character past U+FFFF is a surrogate pair, which it refuses.
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0 {
+			return bad(fmt.Sprintf("ZooKeeper refuses %U in a node name", r))
+		}
+	}
+	return nil
 }

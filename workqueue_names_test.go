@@ -1,8 +1,11 @@
 package zkrecipes
 
 import (
+	"errors"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,7 +92,104 @@ func TestWorkQueueNames_DelayOrderTakesDueItemsEarliestFirst(t *testing.T) {
 
 	q.cfg.delays = false
 	names, next = q.ready(kids, now)
-	if len(names) != 6 || !next.IsZero() || names[0] != "queue-0000000004" {
-		t.Errorf("without delay order: %q, %v; want every item by name", names, next)
+	want = []string{
+		name(0x0800, "0000000000"), name(0x0900, "0000000001"), name(0x2000, "0000000002"),
+		name(0x0800, "0000000003"), "queue-0000000004", name(0x1800, "0000000005"),
 	}
+	if !slices.Equal(names, want) || !next.IsZero() {
+		t.Errorf("without delay order: %q, %v; want every item in sequence order, delays ignored", names, next)
+	}
+}
+
+// The expected names are Curator's DistributedIdQueue's: makeIdPath writes
+// the item path, '|', the id and '|' (before the server's sequence
+// number); parseId reads the id between the first '|' and the next, and
+// sorts by the name with that part cut out. Worked out by hand from its
+// source (5.4.0).
+func TestWorkQueueNames_IDAsCuratorWritesAndReadsIt(t *testing.T) {
+	if got := workItemPrefix + workItemID("job-42"); got != "queue-|job-42|" {
+		t.Errorf("id job-42: %q", got)
+	}
+	for name, want := range map[string]string{
+		"queue-|job-42|0000000007":      "job-42",
+		"queue-|a b.c-ü|0000000000":     "a b.c-ü",
+		"queue-|0000ABCD|0000000001":    "0000ABCD", // a delay item reads as its due time, as in Curator
+		"queue-||0000000001":            "",
+		"queue-|x|y|0000000001":         "x", // first and next '|' (no WorkQueue writes it)
+		"queue-0000000001":              "",  // no id (Curator takes the whole name, and logs a bad node)
+		"queue-|unterminated0000000001": "",
+	} {
+		if got, _ := workItemIDOf(name); got != want {
+			t.Errorf("id of %q: %q, want %q", name, got, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"queue-|job-42|0000000007":   "queue-0000000007",
+		"queue-0000000007":           "queue-0000000007",
+		"queue-1000000050000000001":  "queue-1000000050000000001",
+		"queue-|0000ABCD|0000000003": "queue-0000000003",
+		"queue-|x|y|0000000001":      "queue-y|0000000001",
+		"queue-|open0000000001":      "queue-|open0000000001",
+	} {
+		if got := workItemOrderKey(name); got != want {
+			t.Errorf("order key of %q: %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestWorkQueueNames_IDsLeaveTheSequenceOrderAlone(t *testing.T) {
+	kids := []string{
+		"queue-|zzz|0000000004",
+		"queue-0000000002",
+		"queue-|aaa|0000000003",
+		"queue-|~|0000000000",
+		"queue-0000000001",
+		"foreign",
+	}
+	want := []string{"queue-|~|0000000000", "queue-0000000001", "queue-0000000002", "queue-|aaa|0000000003", "queue-|zzz|0000000004"}
+	if got := workItemNames(kids); !slices.Equal(got, want) {
+		t.Errorf("sorted %q, want %q", got, want)
+	}
+}
+
+func TestWorkQueueNames_BadIDsAreRefusedWithWhatToDo(t *testing.T) {
+	for _, id := range []string{"", "a/b", "/", "a|b", "|", "nul\x00", "tab\t", "del\x7f", "c1\u0085",
+		"private\ue000", "noncharacter\ufff0", "emoji\U0001F600", "bad utf-8 \xff"} {
+		id := unquote(t, id)
+		err := checkWorkItemID(id)
+		if !errors.Is(err, ErrInvalidItemID) || !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("id %q: %v, want ErrInvalidItemID", id, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "zkrecipes: ") || strings.Count(err.Error(), "zkrecipes:") != 1 {
+			t.Errorf("id %q: %q", id, err)
+		}
+		var c putConfig
+		WithID(id)(&c)
+		if !errors.Is(c.err, ErrInvalidItemID) {
+			t.Errorf("WithID(%q): %v", id, c.err)
+		}
+	}
+	for _, id := range []string{"job-42", "a b", ".", "..", "queue-", "ü", "日本", "\u00a0", strings.Repeat("x", 200)} {
+		id := unquote(t, id)
+		if err := checkWorkItemID(id); err != nil {
+			t.Errorf("id %q refused: %v", id, err)
+		}
+	}
+	var c putConfig
+	WithID("job")(&c)
+	WithPriority(3)(&c)
+	if !errors.Is(c.err, ErrInvalidArgument) {
+		t.Errorf("WithID and WithPriority: %v, want ErrInvalidArgument", c.err)
+	}
+}
+
+// unquote reads s as a Go string literal's body.
+func unquote(t *testing.T, s string) string {
+	t.Helper()
+	u, err := strconv.Unquote(`"` + s + `"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
