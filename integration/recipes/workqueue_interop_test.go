@@ -290,3 +290,132 @@ func TestWorkQueue_CuratorDelayConsumerTakesGoDelayedPutsWhenDue(t *testing.T) {
 	assert.GreaterOrEqual(t, at["soon"], soon.UnixMilli())
 	assert.GreaterOrEqual(t, at["late"], late.UnixMilli())
 }
+
+// removedCounts returns, per id, the count the peer printed on its lines
+// "REMOVED id n".
+func (p *queuePeer) removedCounts() map[string]int {
+	out := map[string]int{}
+	for _, l := range strings.Split(p.stdout(), "\n") {
+		var id string
+		var n int
+		if rest, ok := strings.CutPrefix(l, "REMOVED "); ok {
+			if _, err := fmt.Sscan(rest, &id, &n); err == nil {
+				out[id] = n
+			}
+		}
+	}
+	return out
+}
+
+// checkIDNames checks that the item nodes under path are named as
+// Curator's DistributedIdQueue names them: want maps each item (by its
+// data) to its name less the sequence number.
+func checkIDNames(t *testing.T, c interface{ Observer(testing.TB) *zk.Conn }, path string, want map[string]string) {
+	t.Helper()
+	observer := c.Observer(t)
+	kids := children(t, observer, path)
+	require.Len(t, kids, len(want))
+	for _, k := range kids {
+		data, _, err := observer.Get(path + "/" + k)
+		require.NoError(t, err)
+		require.Greater(t, len(data), 10)
+		item := string(data[9 : len(data)-1])
+		assert.Equal(t, curatorFrame(item), hex.EncodeToString(data))
+		assert.Regexp(t, `^`+regexp.QuoteMeta(want[item])+`\d{10}$`, k, "the node of %s", item)
+	}
+}
+
+// Curator's ids are taken in the order put (not in the ids' string order),
+// each with its id; Curator's '_' for a '/' or '|' is the id Go sees.
+func TestWorkQueue_GoTakesCuratorIDPutsInOrderWithTheirIDs(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	startWorkQueuePeer(t, "putid", c.Servers()[0], path, "job-b:b0", "job-a:a0", "job-b:b1", "x/y:slash", "p|q:pipe").wait(t, 90*time.Second)
+	checkIDNames(t, c, path, map[string]string{
+		"b0": "queue-|job-b|", "a0": "queue-|job-a|", "b1": "queue-|job-b|", "slash": "queue-|x_y|", "pipe": "queue-|p_q|",
+	})
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, want := range []struct{ data, id string }{{"b0", "job-b"}, {"a0", "job-a"}, {"b1", "job-b"}, {"slash", "x_y"}, {"pipe", "p_q"}} {
+		data, id := takeID(t, ctx, q)
+		assert.Equal(t, want.data, data)
+		assert.Equal(t, want.id, id, "the id of %s", data)
+	}
+	assertWorkQueueEmpty(t, c, path)
+}
+
+func TestWorkQueue_CuratorIDConsumerTakesGoIDPutsInOrder(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, it := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", "mm"}, {"fourth", "aa"}} {
+		require.NoError(t, q.Put(ctx, []byte(it.data), zr.WithID(it.id)))
+	}
+	checkIDNames(t, c, path, map[string]string{
+		"first": "queue-|zz|", "second": "queue-|aa|", "third": "queue-|mm|", "fourth": "queue-|aa|",
+	})
+	p := startWorkQueuePeer(t, "consume", c.Servers()[0], path, path+"-locks", "id")
+	require.Eventually(t, func() bool { return len(p.items()) >= 4 }, 90*time.Second, 20*time.Millisecond)
+	requireWorkQueueDrained(t, c, path, 30*time.Second)
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 60*time.Second)
+	assert.Equal(t, []string{"first", "second", "third", "fourth"}, p.items())
+}
+
+// Curator's remove deletes Go's items of the id, but not the one a Go
+// consumer holds (it honours the Go lock, as Go's Remove honours
+// Curator's); released, that one keeps its id and a second remove
+// deletes it.
+func TestWorkQueue_CuratorRemoveDeletesGoIDPutsButNotOneAGoConsumerHolds(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	srv := c.Servers()[0]
+	ctx := ctxT(t, 180*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, it := range []struct{ data, id string }{{"j0", "job"}, {"j1", "job"}, {"o", "other"}, {"j2", "job"}} {
+		require.NoError(t, q.Put(ctx, []byte(it.data), zr.WithID(it.id)))
+	}
+	held, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "j0", string(held.Data()))
+
+	p := startWorkQueuePeer(t, "removeid", srv, path, path+"-locks", "job", "nobody")
+	p.wait(t, 90*time.Second)
+	assert.Equal(t, map[string]int{"job": 2, "nobody": 0}, p.removedCounts())
+	assert.Equal(t, []string{"job", "other"}, queueIDs(t, raw(t, c), path))
+	select {
+	case <-held.Done():
+		t.Fatalf("the Go consumer lost its item: %v", held.Err())
+	default:
+	}
+
+	require.NoError(t, held.Release(ctx))
+	p = startWorkQueuePeer(t, "removeid", srv, path, path+"-locks", "job")
+	p.wait(t, 90*time.Second)
+	assert.Equal(t, map[string]int{"job": 1}, p.removedCounts(), "the released j0, under its id")
+	data, id := takeID(t, ctx, q)
+	assert.Equal(t, "o", data)
+	assert.Equal(t, "other", id)
+	assertWorkQueueEmpty(t, c, path)
+}
+
+// Go's Remove deletes Curator's items of the id, by the id as Curator
+// wrote it ('_' for a '/'), and leaves the others.
+func TestWorkQueue_GoRemoveDeletesCuratorIDPuts(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	startWorkQueuePeer(t, "putid", c.Servers()[0], path, "job:1", "other:2", "job:3", "x/y:4").wait(t, 90*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	n, err := q.Remove(ctx, "job")
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	n, err = q.Remove(ctx, "x_y")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	data, id := takeID(t, ctx, q)
+	assert.Equal(t, "2", data)
+	assert.Equal(t, "other", id)
+	assertWorkQueueEmpty(t, c, path)
+}

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
 import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
 import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.MultiItem;
@@ -29,10 +30,15 @@ import org.apache.curator.framework.state.ConnectionState;
  * CuratorWorkQueuePeer putprio  SERVERS PATH P:ITEM ...          DistributedPriorityQueue.put(ITEM, P) each
  * CuratorWorkQueuePeer putdelay SERVERS PATH MS:ITEM ...         DistributedDelayQueue.put(ITEM, now + MS) each,
  *                                                                 printing "DUE ITEM epoch-ms"
+ * CuratorWorkQueuePeer putid    SERVERS PATH ID:ITEM ...         DistributedIdQueue.put(ITEM, ID) each (ID up
+ *                                                                 to the first colon)
+ * CuratorWorkQueuePeer removeid SERVERS PATH LOCKPATH ID ...     DistributedIdQueue.remove(ID) each, on a queue
+ *                                                                 with a lock path, printing "REMOVED ID n"
  * CuratorWorkQueuePeer consume SERVERS PATH LOCKPATH [KIND]       a consumer with a lock path, of a
  *                                                                 DistributedQueue (KIND plain, the default),
- *                                                                 DistributedPriorityQueue (priority) or
- *                                                                 DistributedDelayQueue (delay): prints
+ *                                                                 DistributedPriorityQueue (priority),
+ *                                                                 DistributedDelayQueue (delay) or
+ *                                                                 DistributedIdQueue (id): prints
  *                                                                 "READY", then every item it consumes,
  *                                                                 until its standard input closes
  * </pre>
@@ -58,7 +64,7 @@ public final class CuratorWorkQueuePeer {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
-            System.err.println("usage: CuratorWorkQueuePeer <put|consume> SERVERS PATH ...");
+            System.err.println("usage: CuratorWorkQueuePeer <put|putprio|putdelay|putid|removeid|consume> SERVERS PATH ...");
             System.exit(2);
         }
         CuratorFramework client = Peers.connect(args[1]);
@@ -73,6 +79,12 @@ public final class CuratorWorkQueuePeer {
                     break;
                 case "putdelay":
                     putDelay(client, args[2], Arrays.copyOfRange(args, 3, args.length));
+                    break;
+                case "putid":
+                    putId(client, args[2], Arrays.copyOfRange(args, 3, args.length));
+                    break;
+                case "removeid":
+                    removeId(client, args[2], args[3], Arrays.copyOfRange(args, 4, args.length));
                     break;
                 case "consume":
                     consume(client, args[2], args[3], args.length > 4 ? args[4] : "plain");
@@ -154,6 +166,38 @@ public final class CuratorWorkQueuePeer {
         System.out.println("DONE " + items.length);
     }
 
+    private static void putId(CuratorFramework client, String path, String[] items) throws Exception {
+        DistributedIdQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+                .putInBackground(false)
+                .buildIdQueue();
+        q.start();
+        try {
+            for (String it : items) {
+                int colon = it.indexOf(':');
+                q.put(utf8(it.substring(colon + 1)), it.substring(0, colon));
+            }
+        } finally {
+            q.close();
+        }
+        System.out.println("DONE " + items.length);
+    }
+
+    /** Removes the items of each id, locking them under lockPath as its consumers do. */
+    private static void removeId(CuratorFramework client, String path, String lockPath, String[] ids) throws Exception {
+        DistributedIdQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+                .lockPath(lockPath)
+                .buildIdQueue();
+        q.start();
+        try {
+            for (String id : ids) {
+                System.out.println("REMOVED " + id + " " + q.remove(id));
+            }
+        } finally {
+            q.close();
+        }
+        System.out.println("DONE " + ids.length);
+    }
+
     /** Consumes items under locks in lockPath until standard input reaches its end. */
     private static void consume(CuratorFramework client, String path, String lockPath, String kind) throws Exception {
         AtomicInteger n = new AtomicInteger();
@@ -184,6 +228,11 @@ public final class CuratorWorkQueuePeer {
                 DistributedDelayQueue<byte[]> dq = b.buildDelayQueue();
                 dq.start();
                 q = dq;
+                break;
+            case "id":
+                DistributedIdQueue<byte[]> iq = b.buildIdQueue();
+                iq.start();
+                q = iq;
                 break;
             default:
                 DistributedQueue<byte[]> plain = b.buildQueue();

@@ -1,0 +1,228 @@
+package recipes_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/integration/zktest"
+)
+
+// The WorkQueue's items with an id (Curator's DistributedIdQueue): Put
+// WithID, WorkItem.ID, Remove.
+
+// freshWorkQueue returns the test's queue path, with no queue and no lock
+// left there by an earlier run (-count=2).
+func freshWorkQueue(t *testing.T, c *zktest.Cluster) string {
+	t.Helper()
+	path := testPath(t)
+	obs := raw(t, c)
+	require.NoError(t, deleteTree(obs, path))
+	require.NoError(t, deleteTree(obs, path+"-locks"))
+	return path
+}
+
+// takeID takes one item of q and acks it, returning its data and its id.
+func takeID(t *testing.T, ctx context.Context, q *zr.WorkQueue) (data, id string) {
+	t.Helper()
+	wi, err := q.Take(ctx)
+	require.NoError(t, err)
+	data, id = string(wi.Data()), wi.ID()
+	require.NoError(t, wi.Ack(ctx))
+	return data, id
+}
+
+// queueIDs returns the ids in the names of the items under path, in
+// sequence order, from outside.
+func queueIDs(t *testing.T, obs *zk.Conn, path string) []string {
+	t.Helper()
+	kids := children(t, obs, path)
+	slices.SortFunc(kids, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
+	var ids []string
+	for _, k := range kids {
+		_, rest, _ := strings.Cut(k, "|")
+		id, _, _ := strings.Cut(rest, "|")
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Ids that sort before and after the sequence numbers as strings: taken in
+// the order put all the same, each with its id.
+func TestWorkQueue_IDItemsComeOutInTheOrderPutWithTheirID(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, it := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}} {
+		var opts []zr.PutOption
+		if it.id != "" {
+			opts = append(opts, zr.WithID(it.id))
+		}
+		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
+	}
+	obs := raw(t, c)
+	for _, k := range children(t, obs, path) {
+		assert.Regexp(t, `^queue-(\|(zz|aa|mm)\|)?\d{10}$`, k)
+	}
+	for _, want := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}} {
+		data, id := takeID(t, ctx, q)
+		assert.Equal(t, want.data, data)
+		assert.Equal(t, want.id, id, "the id of %s", data)
+	}
+	assertWorkQueueEmpty(t, c, path)
+}
+
+func TestWorkQueue_ReleasedIDItemKeepsItsID(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	require.NoError(t, q.Put(ctx, []byte("job"), zr.WithID("job-7")))
+	wi, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, wi.Release(ctx))
+	assert.Equal(t, []string{"job-7"}, queueIDs(t, raw(t, c), path))
+	data, id := takeID(t, ctx, q)
+	assert.Equal(t, "job", data)
+	assert.Equal(t, "job-7", id)
+	n, err := q.Remove(ctx, "job-7")
+	require.NoError(t, err)
+	assert.Zero(t, n, "acked: nothing left to remove")
+}
+
+// Remove deletes every item of the id that no consumer holds, counts
+// them, and leaves the held one to its consumer, which can still ack it;
+// released, the held item is back and a second Remove deletes it.
+func TestWorkQueue_RemoveDeletesTheFreeItemsOfAnIDAndLeavesAHeldOne(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, it := range []struct{ data, id string }{{"j0", "job"}, {"j1", "job"}, {"o", "other"}, {"j2", "job"}, {"p", ""}} {
+		var opts []zr.PutOption
+		if it.id != "" {
+			opts = append(opts, zr.WithID(it.id))
+		}
+		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
+	}
+	held, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "j0", string(held.Data()))
+
+	remover := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	n, err := remover.Remove(ctx, "job")
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "j1 and j2; j0 is held")
+	obs := raw(t, c)
+	assert.Equal(t, []string{"job", "other", ""}, queueIDs(t, obs, path))
+	select {
+	case <-held.Done():
+		t.Fatalf("the consumer lost the held item: %v", held.Err())
+	default:
+	}
+	assert.Equal(t, []string{held.Name()}, children(t, obs, path+"-locks"), "Remove left a lock, or took the consumer's")
+
+	require.NoError(t, held.Release(ctx))
+	n, err = remover.Remove(ctx, "job")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the released j0")
+	for _, want := range []string{"o", "p"} {
+		data, _ := takeID(t, ctx, q)
+		assert.Equal(t, want, data)
+	}
+	assertWorkQueueEmpty(t, c, path)
+}
+
+// An item held when Remove runs is its consumer's to end: acked, it is
+// gone, and nothing is left.
+func TestWorkQueue_ItemHeldThroughARemoveIsAckedByItsConsumer(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	require.NoError(t, q.Put(ctx, []byte("x"), zr.WithID("job")))
+	held, err := q.Take(ctx)
+	require.NoError(t, err)
+	n, err := zr.NewWorkQueue(connect(t, c, nil).Session, path).Remove(ctx, "job")
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	require.NoError(t, held.Ack(ctx))
+	assertWorkQueueEmpty(t, c, path)
+}
+
+func TestWorkQueue_RemoveOfAnIDWithNoItemRemovesNothingAndMakesNoNode(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	n, err := q.Remove(ctx, "job")
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	obs := raw(t, c)
+	for _, p := range []string{path, path + "-locks"} {
+		ok, _, err := obs.Exists(p)
+		require.NoError(t, err)
+		assert.False(t, ok, "Remove made %s", p)
+	}
+	require.NoError(t, q.Put(ctx, []byte("x"), zr.WithID("other")))
+	require.NoError(t, q.Put(ctx, []byte("y")))
+	n, err = q.Remove(ctx, "job")
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, []string{"other", ""}, queueIDs(t, obs, path))
+}
+
+func TestWorkQueue_BadIDsAreRefusedBeforeAnyCall(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, id := range []string{"", "a/b", "a|b", "tab\t", "\U0001F600"} {
+		err := q.Put(ctx, []byte("x"), zr.WithID(id))
+		assert.ErrorIs(t, err, zr.ErrInvalidItemID, "Put WithID(%q)", id)
+		assert.ErrorIs(t, err, zr.ErrInvalidArgument, "Put WithID(%q)", id)
+		_, err = q.Remove(ctx, id)
+		assert.ErrorIs(t, err, zr.ErrInvalidItemID, "Remove(%q)", id)
+	}
+	assert.ErrorIs(t, q.Put(ctx, []byte("x"), zr.WithID("a"), zr.WithPriority(1)), zr.ErrInvalidArgument)
+	//lint:ignore SA1012 a nil context is the bad input under test
+	_, err := q.Remove(nil, "a")
+	assert.ErrorIs(t, err, zr.ErrInvalidArgument)
+	ok, _, err := raw(t, c).Exists(path)
+	require.NoError(t, err)
+	assert.False(t, ok, "a refused call made the queue")
+}
+
+// The characters WithID refuses besides '/' and '|' are those the server
+// refuses in a node name (its PathUtils rule, on UTF-16 code units), and
+// the ones it accepts pass: checked with a plain go-zookeeper create
+// (which refuses some of them itself; U+E000 and the emoji, a surrogate
+// pair to the server, reach the server and are refused there).
+func TestWorkQueue_IDCharactersRefusedAreThoseTheServerRefuses(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	obs := raw(t, c)
+	_, err := obs.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+	for _, id := range []string{"\u007f", "\u0085", "\ue000", "\uf8ff", "\ufff0", "\U0001F600"} {
+		require.ErrorIs(t, q.Put(ctx, []byte("x"), zr.WithID(id)), zr.ErrInvalidItemID, "%q", id)
+		_, err := obs.Create(path+"/queue-|"+id+"|", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		assert.Error(t, err, "the server took %q in a node name", id)
+	}
+	for _, id := range []string{"\u00a0", "日本", "\uf900", "\uffef", "a b.c:d~e"} {
+		require.NoError(t, q.Put(ctx, []byte("x"), zr.WithID(id)), "%q", id)
+		n, err := q.Remove(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "%q", id)
+	}
+	assertWorkQueueEmpty(t, c, path)
+}
