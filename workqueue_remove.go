@@ -4,6 +4,7 @@ package zkrecipes
 // the items put with an id.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,13 +30,15 @@ import (
 // A bad id fails with ErrInvalidItemID before any call; an id Curator's
 // DistributedIdQueue wrote with '_' for a '/' or '|' is removed by that
 // form. A queue never used holds nothing to remove. Remove waits through
-// connection losses under the Session's retry policy. When ctx ends, or
-// another error stops it, it returns the items deleted so far and the
-// error. A deletion whose reply was lost with the connection is settled
-// once connected: the item still there is tried again; the item gone
-// cannot tell whether this Remove or a consumer had it: Remove does not
-// count it, goes on with the other items, and then fails with an error
-// matching ErrOutcomeUnknown that names it.
+// connection losses under the Session's retry policy, and settles a
+// deletion whose reply was lost with the connection once connected again
+// under the same ZooKeeper session. When ctx ends, or another error stops
+// it, it returns the items deleted so far and the error, which matches
+// ErrOutcomeUnknown if an item's deletion was on its way. If the session
+// ends with a deletion's reply, an item found gone cannot tell whether
+// this Remove or a consumer had it: Remove does not count it, goes on
+// with the other items, and then fails with an error matching
+// ErrOutcomeUnknown that names it.
 func (q *WorkQueue) Remove(ctx context.Context, id string) (int, error) {
 	if q.err != nil {
 		return 0, q.err
@@ -88,23 +91,31 @@ func (q *WorkQueue) listOnce(ctx context.Context) ([]string, error) {
 }
 
 // remove deletes the item name unless a consumer holds it. One
-// transaction creates the item's lock (NodeExists: a consumer holds it),
-// deletes the item and deletes the lock: what Curator's remove does in
-// three requests under its lock path (create, delete, guaranteed delete).
+// transaction creates the item's lock (NodeExists: a consumer holds it)
+// and deletes the item; the lock is deleted after it. Curator's remove
+// does the same in three requests under its lock path (create, delete,
+// guaranteed delete). The lock holds a token of this call, so that a
+// transaction whose reply was lost is settled by reading it: there, the
+// transaction was applied; gone under the same ZooKeeper session, it was
+// not (a lock of the transaction goes only with the session or the
+// delete that follows it here); the item still there was not either.
+// Only a lost reply and a session ended since leave the outcome unknown.
 func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 	s := q.s
 	item, lock := joinPath(q.dir, name), joinPath(q.lockDir, name)
-	ops := []Op{
-		CreateOp(s.rel(lock), nil, WithMode(ModeEphemeral)),
-		DeleteOp(s.rel(item)),
-		DeleteOp(s.rel(lock)),
-	}
+	token := []byte(newUUID())
+	ops := []Op{CreateOp(s.rel(lock), token, WithMode(ModeEphemeral)), DeleteOp(s.rel(item))}
 	bo := s.cfg.retry()
 	for made := false; ; {
+		sent, _, err := s.awaitConnected(ctx)
+		if err != nil {
+			return false, err
+		}
 		res, err := s.Multi(ctx, ops...)
 		failed := func(op int, kind error) bool { return len(res) == len(ops) && errors.Is(res[op].Err, kind) }
 		switch {
 		case err == nil:
+			q.dropLock(lock)
 			return true, nil
 		case failed(0, ErrNodeExists): // held
 			return false, nil
@@ -119,21 +130,44 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 		case !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil:
 			return false, err
 		}
-		// The reply was lost. Applied, the transaction deleted the item;
-		// sequence numbers are not reused, so the item still there was not.
-		var there bool
-		if err := q.retrying(ctx, "exists", item, func() error {
-			st, err := s.exists(ctx, item)
-			there = st != nil && err == nil
-			if err == zk.ErrNoNode {
-				return nil
+		// The reply was lost.
+		var mine, there, moved bool
+		if rerr := q.retrying(ctx, "getData", lock, func() error {
+			mine, there, moved = false, false, false
+			now, _, err := s.awaitConnected(ctx)
+			if err != nil {
+				return err
 			}
-			return err
-		}); err != nil {
-			return false, err
+			if moved = now != sent; !moved {
+				data, _, err := s.get(ctx, lock)
+				switch {
+				case err == nil:
+					mine = bytes.Equal(data, token)
+				case err != zk.ErrNoNode:
+					return err
+				}
+			}
+			if !mine {
+				_, err := s.exists(ctx, item)
+				switch {
+				case err == nil:
+					there = true
+				case err != zk.ErrNoNode:
+					return err
+				}
+			}
+			return nil
+		}); rerr != nil {
+			return false, fmt.Errorf("%w: %w", err, rerr)
 		}
-		if !there {
+		switch {
+		case mine:
+			q.dropLock(lock)
+			return true, nil
+		case !there && moved: // the lock, if made, went with its session
 			return false, err
+		case !there: // another consumer had it
+			return false, nil
 		}
 		d := bo.NextBackOff()
 		if d == Stop {
@@ -143,6 +177,16 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 			return false, err
 		}
 	}
+}
+
+// dropLock deletes the lock node p that a remove made with its item's
+// delete, under the current ZooKeeper session (gone with an earlier one).
+// The item is gone: no consumer locks p any more, and a consumer's lock
+// made there by a take that listed the item before is deleted by that
+// take too.
+func (q *WorkQueue) dropLock(p string) {
+	gen, _ := q.s.current()
+	q.s.removeNode(ownNode{path: p, gen: gen})
 }
 
 // retrying runs read once connected, again after a connection loss or a

@@ -579,6 +579,7 @@ func sweepOps() []sweepOp {
 		workQueueTakeOp(),
 		workQueueEndOp(false),
 		workQueueEndOp(true),
+		workQueueRemoveOp(),
 		barrierOp("Barrier.Set", true),
 		barrierOp("Barrier.Set(no parent)", true),
 		barrierOp("Barrier.Remove", false),

@@ -38,7 +38,11 @@ func sweepWorkQueue(e *sweepEnv) string { return e.path + "/q" }
 
 // sweepWorkPut puts items, from outside, as Curator's DistributedQueue
 // does: a queue-<seq> node each, in Curator's item encoding.
-func sweepWorkPut(e *sweepEnv, items ...string) error {
+func sweepWorkPut(e *sweepEnv, items ...string) error { return sweepWorkPutAs(e, "queue-", items...) }
+
+// sweepWorkPutAs puts items, from outside, as nodes named prefix<seq>
+// ("queue-|<id>|" for Curator's DistributedIdQueue).
+func sweepWorkPutAs(e *sweepEnv, prefix string, items ...string) error {
 	q := sweepWorkQueue(e)
 	for _, p := range []string{q, q + "-locks"} {
 		if _, err := e.obs.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -50,7 +54,7 @@ func sweepWorkPut(e *sweepEnv, items ...string) error {
 		b = append(b, 1)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(it)))
 		b = append(append(b, it...), 2)
-		if _, err := e.obs.Create(q+"/queue-", b, zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := e.obs.Create(q+"/"+prefix, b, zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 			return err
 		}
 	}
@@ -252,6 +256,68 @@ func workQueueEndOp(release bool) sweepOp {
 				return append(out, sweepWorkConserved(e, []string{"a"}, "a", "b")...)
 			}
 			return append(out, sweepWorkConserved(e, nil, "a", "b")...)
+		},
+	}
+}
+
+// workQueueRemoveOp: with items a and b of the id "job" and c of another
+// queued, and another consumer taking and acking the head as the
+// competing change, Remove counts only items it deleted, deletes no item
+// of another id, on success leaves no free item of the id, settles a lost
+// reply (the session stays: it succeeds), and leaves no lock.
+func workQueueRemoveOp() sweepOp {
+	return sweepOp{
+		name: "WorkQueue.Remove",
+		setup: func(ctx context.Context, e *sweepEnv) error {
+			if err := sweepWorkPutAs(e, "queue-|job|", "a", "b"); err != nil {
+				return err
+			}
+			return sweepWorkPutAs(e, "queue-|other|", "c")
+		},
+		run: func(ctx context.Context, e *sweepEnv) error {
+			n, err := zr.NewWorkQueue(e.s, sweepWorkQueue(e)).Remove(ctx, "job")
+			e.set("n", n)
+			return err
+		},
+		compete: func(e *sweepEnv) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			wi, err := zr.NewWorkQueue(e.peer, sweepWorkQueue(e)).Take(ctx)
+			if err == nil && wi.Ack(ctx) == nil {
+				e.set("other", string(wi.Data()))
+			}
+		},
+		check: func(e *sweepEnv, err error) []string {
+			n, _ := e.get("n").(int)
+			acked, _ := e.get("other").(string)
+			out := sweepNoLockLeft(e)
+			left := map[string]bool{}
+			for _, it := range sweepWorkItems(e) {
+				left[it] = true
+			}
+			if !left["c"] && acked != "c" {
+				out = append(out, "c, of another id, was removed")
+			}
+			gone := 0 // items of the id gone, not acked by the competitor
+			for _, it := range []string{"a", "b"} {
+				if !left[it] && acked != it {
+					gone++
+				}
+			}
+			switch {
+			case n > gone:
+				out = append(out, fmt.Sprintf("counted %d removed, %d gone", n, gone))
+			case err == nil && n != gone:
+				out = append(out, fmt.Sprintf("reported done, counted %d removed, %d gone", n, gone))
+			case err == nil && !e.competed && (left["a"] || left["b"]):
+				out = append(out, fmt.Sprintf("reported done, items of the id left: %v", sweepWorkItems(e)))
+			case err != nil && n < gone && !errors.Is(err, zr.ErrOutcomeUnknown) && !ctxOrConn(err):
+				out = append(out, fmt.Sprintf("%d gone uncounted, without ErrOutcomeUnknown: %v", gone-n, err))
+			case err != nil && e.fault != "hold":
+				// A lost reply on the same session is settled by the lock's token.
+				out = append(out, fmt.Sprintf("failed after a lost reply, on the same session: %v", err))
+			}
+			return out
 		},
 	}
 }
