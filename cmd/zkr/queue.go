@@ -14,8 +14,9 @@ import (
 	"github.com/zkrecipes/zkrecipes"
 )
 
-const queueHelp = `usage: zkr queue put PATH DATA|- [--priority N | --delay D] [flags]
+const queueHelp = `usage: zkr queue put PATH DATA|- [--priority N | --delay D | --id ID] [flags]
        zkr queue take PATH [--release] [--wait D] [--delay-order] [flags]
+       zkr queue remove PATH ID [flags]
        zkr queue ls PATH [flags]
 
 A work queue on PATH (zkrecipes.WorkQueue), in the node layout and item
@@ -27,7 +28,8 @@ producers and consumers on the same paths share it. Items lock under
                   it is); data that starts with "-" goes after "--".
                   --priority N names it as Curator's DistributedPriorityQueue
                   (lower N first); --delay D as its DistributedDelayQueue
-                  (due D from now). Prints nothing.
+                  (due D from now); --id ID as its DistributedIdQueue (for
+                  remove; no '/' or '|'). Prints nothing.
   take PATH       take the first item no other consumer holds, under its
                   lock, waiting for one; write it to stdout as it is (an item
                   put as a batch of several, by Curator's putMulti: each item
@@ -35,12 +37,16 @@ producers and consumers on the same paths share it. Items lock under
                   --release, put it back at the tail of the queue instead.
                   --delay-order takes only items that are due, as a
                   DistributedDelayQueue consumer.
+  remove PATH ID  delete every item put with id ID that no consumer holds,
+                  as Curator's DistributedIdQueue.remove; print how many.
+                  An item a consumer holds is left to it.
   ls PATH         list the items in the order consumers take them (by name,
-                  as Curator's DistributedQueue), one a line: the name, a
-                  tab, and "locked" while a consumer holds it, else "ready".
-                  A queue never used (no node at PATH) lists nothing.
+                  less any "|ID|" in it, as Curator's DistributedIdQueue),
+                  one a line: the name, a tab, and "locked" while a
+                  consumer holds it, else "ready". A queue never used (no
+                  node at PATH) lists nothing.
 
-Exit status: 0 done; 64 usage error or bad path; 65 take: the item is not in
+Exit status: 0 done; 64 usage error, bad path or bad ID; 65 take: the item is not in
 Curator's item encoding (it is put back; delete it with zkr rm); 69 ZooKeeper
 unavailable or another ZooKeeper error (put: if the connection was lost on
 the way the item may have been put, "outcome unknown": look with ls before
@@ -57,18 +63,19 @@ func cmdQueue(args []string) int {
 	fs := newFlagSet("zkr queue", queueHelp)
 	var c common
 	c.register(fs)
-	lockPath := fs.String("lock-path", "", "take, ls: the path items lock under, as Curator's QueueBuilder.lockPath (default PATH-locks)")
+	lockPath := fs.String("lock-path", "", "take, remove, ls: the path items lock under, as Curator's QueueBuilder.lockPath (default PATH-locks)")
 	release := fs.Bool("release", false, "take: put the item back at the tail of the queue instead of acking it")
 	wait := fs.Duration("wait", 0, "take: exit 73 if no item is taken within this long (0: wait forever)")
 	delayOrder := fs.Bool("delay-order", false, "take: take only items that are due, earliest first (Curator's DistributedDelayQueue)")
 	priority := fs.Int("priority", 0, "put: the item's priority, as Curator's DistributedPriorityQueue (lower first; only with this flag given)")
 	delay := fs.Duration("delay", 0, "put: the item is due this long from now, as Curator's DistributedDelayQueue")
+	id := fs.String("id", "", "put: the item's id, as Curator's DistributedIdQueue (for remove)")
 	pos, rest, code, ok := parseOrExit(fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) < 2 {
-		return usageErr(fs.Name(), "want put, take or ls and a PATH")
+		return usageErr(fs.Name(), "want put, take, remove or ls and a PATH")
 	}
 	action, path := pos[0], pos[1]
 	set := map[string]bool{}
@@ -95,8 +102,10 @@ func cmdQueue(args []string) int {
 		}
 		var popts []zkrecipes.PutOption
 		switch {
-		case set["priority"] && set["delay"]:
-			return usageErr(fs.Name(), "put: --priority or --delay, not both")
+		case set["priority"] && set["delay"], set["priority"] && set["id"], set["delay"] && set["id"]:
+			return usageErr(fs.Name(), "put: one of --priority, --delay and --id, no more")
+		case set["id"]:
+			popts = append(popts, zkrecipes.WithID(*id))
 		case set["priority"] && int(int32(*priority)) != *priority:
 			return usageErr(fs.Name(), "put: --priority %d does not fit 32 bits", *priority)
 		case set["priority"]:
@@ -120,13 +129,18 @@ func cmdQueue(args []string) int {
 			opts = append(opts, zkrecipes.WithDelayOrder())
 		}
 		return queueTake(&c, fs.Name(), path, opts, *wait, *release)
+	case "remove":
+		if args := append(pos[2:], rest...); len(args) != 1 {
+			return usageErr(fs.Name(), "remove: want PATH and one ID, got %d", len(args))
+		}
+		return queueRemove(&c, fs.Name(), path, append(pos[2:], rest...)[0], opts)
 	case "ls":
 		if len(pos) != 2 || rest != nil {
 			return usageErr(fs.Name(), "ls: want one PATH")
 		}
 		return queueLs(&c, fs.Name(), path, *lockPath)
 	}
-	return usageErr(fs.Name(), "unknown action %q: want put, take or ls", action)
+	return usageErr(fs.Name(), "unknown action %q: want put, take, remove or ls", action)
 }
 
 func queuePut(c *common, name, path string, data []byte, opts []zkrecipes.WorkQueueOption, popts []zkrecipes.PutOption) int {
@@ -141,6 +155,28 @@ func queuePut(c *common, name, path string, data []byte, opts []zkrecipes.WorkQu
 			return exitUsage
 		}
 		return zkErr(name, err)
+	}
+	return 0
+}
+
+// queueRemove removes the items of id that no consumer holds and prints
+// how many.
+func queueRemove(c *common, name, path, id string, opts []zkrecipes.WorkQueueOption) int {
+	ctx, s, done, code := c.request(name)
+	if s == nil {
+		return code
+	}
+	defer done()
+	n, err := zkrecipes.NewWorkQueue(s, path, opts...).Remove(ctx, id)
+	if err != nil {
+		if n > 0 {
+			fmt.Fprintf(os.Stderr, "%s: removed %d before the error\n", name, n)
+		}
+		return zkErr(name, err)
+	}
+	if _, err := fmt.Fprintln(os.Stdout, n); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return exitUnavailable
 	}
 	return 0
 }
@@ -261,7 +297,10 @@ func queueLs(c *common, name, path, lockPath string) int {
 			items = append(items, k)
 		}
 	}
-	sort.Strings(items)
+	sort.Slice(items, func(i, j int) bool {
+		a, b := queueOrderKey(items[i]), queueOrderKey(items[j])
+		return a < b || a == b && items[i] < items[j]
+	})
 	var b strings.Builder
 	for _, it := range items {
 		state := "ready"
@@ -275,4 +314,20 @@ func queueLs(c *common, name, path, lockPath string) int {
 		return exitUnavailable
 	}
 	return 0
+}
+
+// queueOrderKey is what consumers sort an item's name by: the name less
+// its first "|...|" part (an id, or a due time), as Curator's
+// DistributedIdQueue sorts, so that the ids leave the sequence order
+// alone; a plain or priority name is itself.
+func queueOrderKey(name string) string {
+	head, rest, ok := strings.Cut(name, "|")
+	if !ok {
+		return name
+	}
+	_, tail, ok := strings.Cut(rest, "|")
+	if !ok {
+		return name
+	}
+	return head + tail
 }

@@ -136,6 +136,50 @@ func TestZkrQueue_TakeReleasePutsTheItemBackAtTheTail(t *testing.T) {
 	assert.Empty(t, queueItems(t, conn, q))
 }
 
+// Items put --id are listed and taken in the order put, whatever their
+// ids; remove deletes those of an id that no consumer holds and prints
+// how many.
+func TestZkrQueue_PutWithIDListsInOrderAndRemoveDeletesTheFreeOnes(t *testing.T) {
+	c := server(t)
+	conn := raw(t, c)
+	base := testPath(t)
+	fresh(t, conn, base)
+	q, locks := base+"/jobs", base+"/jobs-locks"
+	for _, it := range [][2]string{{"first", "zz"}, {"second", "aa"}, {"third", "zz"}, {"fourth", "zz"}} {
+		code, _, stderr := run(t, c.ConnectString(), "queue", "put", q, it[0], "--id", it[1])
+		require.Equal(t, exitOK, code, stderr)
+	}
+	items := children(t, conn, q)
+	slices.SortFunc(items, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
+	require.Len(t, items, 4)
+	for i, id := range []string{"zz", "aa", "zz", "zz"} {
+		assert.Regexp(t, `^queue-\|`+id+`\|\d{10}$`, items[i], "Curator's DistributedIdQueue name")
+	}
+	code, out, stderr := run(t, c.ConnectString(), "queue", "ls", q)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, items[0]+"\tready\n"+items[1]+"\tready\n"+items[2]+"\tready\n"+items[3]+"\tready\n", out, "in the order put")
+
+	// Another consumer (as Curator's: an ephemeral node named as the item
+	// under the lock path) holds the third item.
+	other := c.Observer(t)
+	_, err := other.Create(locks, nil, 0, zk.WorldACL(zk.PermAll))
+	require.True(t, err == nil || err == zk.ErrNodeExists, "%v", err)
+	_, err = other.Create(locks+"/"+items[2], nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	code, out, stderr = run(t, c.ConnectString(), "queue", "remove", q, "zz")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "2\n", out, "first and fourth; the third is held")
+	assert.Equal(t, []string{items[1], items[2]}, queueItems(t, conn, q))
+	assert.Equal(t, []string{items[2]}, children(t, conn, locks), "the holder's lock, and no other")
+
+	code, out, stderr = run(t, c.ConnectString(), "queue", "take", q)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "second", out)
+	code, out, stderr = run(t, c.ConnectString(), "queue", "remove", q, "nobody")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "0\n", out)
+}
+
 func TestZkrQueue_TakeWritesEveryItemOfACuratorBatchAndRefusesForeignData(t *testing.T) {
 	c := server(t)
 	conn := raw(t, c)
@@ -236,6 +280,13 @@ func TestZkrQueue_BadArgumentsAreUsageErrors(t *testing.T) {
 		{"queue", "take", "/q", "--wait", "-1s"},
 		{"queue", "take", "/q", "--lock-path", "/q/locks", "--wait", "1s"},
 		{"queue", "ls", "relative"},
+		{"queue", "put", "/q", "a", "--id", "a/b"},
+		{"queue", "put", "/q", "a", "--id", ""},
+		{"queue", "put", "/q", "a", "--id", "x", "--priority", "1"},
+		{"queue", "put", "/q", "a", "--id", "x", "--delay", "1s"},
+		{"queue", "remove", "/q"},
+		{"queue", "remove", "/q", "a", "b"},
+		{"queue", "remove", "/q", "a|b"},
 	} {
 		code, _, stderr := run(t, c.ConnectString(), args...)
 		assert.Equal(t, exitUsage, code, "%q: %s", args, stderr)
