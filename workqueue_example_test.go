@@ -47,3 +47,28 @@ func ExampleWorkQueue() {
 func render(ctx context.Context, job []byte) ([]byte, error) {
 	return append([]byte("rendered "), job...), ctx.Err()
 }
+
+// Jobs put with an id can be called off: Remove deletes those no worker
+// has taken yet and says how many. A worker sees the id of what it took.
+// Curator's DistributedIdQueue on the same paths puts and removes the
+// same way.
+func ExampleWorkQueue_Remove() {
+	ctx := context.Background()
+	session, err := zkrecipes.Connect(ctx, servers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer session.Close()
+
+	jobs := zkrecipes.NewWorkQueue(session, "/queues/render")
+	for _, scene := range []string{"scene-7", "scene-8"} {
+		if err := jobs.Put(ctx, []byte(scene), zkrecipes.WithID("film-42")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	n, err := jobs.Remove(ctx, "film-42") // the film is cancelled
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("called off %d jobs; any a worker holds are left to it", n)
+}
