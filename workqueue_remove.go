@@ -169,11 +169,7 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 		case !there: // another consumer had it
 			return false, nil
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return false, fmt.Errorf("%w: remove %s: still there", ErrRetriesExhausted, s.rel(item))
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, "remove "+s.rel(item), errors.New("the item is still there")); err != nil {
 			return false, err
 		}
 	}
@@ -206,11 +202,7 @@ func (q *WorkQueue) retrying(ctx context.Context, op, path string, read func() e
 		case !queueRetryable(err):
 			return s.opError(op, path, err)
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			return fmt.Errorf("%w: %s %s: %w", ErrRetriesExhausted, op, s.rel(path), err)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := backOff(ctx, bo, op+" "+s.rel(path), err); err != nil {
 			return err
 		}
 	}
