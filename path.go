@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -32,15 +33,22 @@ func validatePath(p string) error {
 		}
 	}
 	for _, r := range p {
-		if r == 0 || (r > 0 && r < 0x20) || (r >= 0x7f && r <= 0x9f) ||
-			(r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
-			return bad("control or reserved character")
+		if refusedInName(r) {
+			return bad(fmt.Sprintf("ZooKeeper refuses %U in a path", r))
 		}
 	}
 	if p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
 		return bad("reserved /zookeeper tree")
 	}
 	return nil
+}
+
+// refusedInName tells whether ZooKeeper refuses r in a path. Its rule is
+// on UTF-16 code units: control characters, the private-use area and
+// U+FFF0-U+FFFF, and a surrogate, so also any character past U+FFFF, which
+// Java's strings hold as a surrogate pair.
+func refusedInName(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0
 }
 
 // normalizeNamespace accepts "app", "app/prod" or "/app/prod" and returns

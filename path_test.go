@@ -22,6 +22,8 @@ func TestValidatePathRejectsWhatZooKeeperOrARecipeCannotUse(t *testing.T) {
 		"/a\nb":           "newline",
 		"/a\u0085b":       "C1 control",
 		"/a\ufff5b":       "reserved character",
+		"/a\ue000b":       "private-use character",
+		"/a\U0001F600b":   "past U+FFFF (a surrogate pair in Java)",
 		"/zookeeper":      "reserved tree",
 		"/zookeeper/quot": "inside reserved tree",
 		"/a\xffb":         "invalid UTF-8",

@@ -132,9 +132,7 @@ func checkWorkItemID(id string) error {
 		return bad("not valid UTF-8")
 	}
 	for _, r := range id {
-		// The server's rule for node names, on UTF-16 code units: a
-		// character past U+FFFF is a surrogate pair, which it refuses.
-		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0 {
+		if refusedInName(r) {
 			return bad(fmt.Sprintf("ZooKeeper refuses %U in a node name", r))
 		}
 	}
