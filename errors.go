@@ -373,3 +373,16 @@ var (
 	// matches the server's answer (ErrNoNode or ErrBadVersion).
 	ErrItemLost = errors.New("zkrecipes: work item lost: another consumer took it since, or it is gone")
 )
+
+// Errors of the queue sharder.
+var (
+	// ErrSharderStarted is returned by QueueSharder.Start when it was
+	// started before, or closed: a sharder starts once. After (or during)
+	// Close the error also matches ErrClosed.
+	ErrSharderStarted = errors.New("zkrecipes: queue sharder already started or closed; a sharder starts once")
+
+	// ErrSharderNotStarted is returned by a QueueSharder's Queue, Put,
+	// PutMulti and Take before its Start has succeeded: it knows no shard
+	// yet. Call Start first.
+	ErrSharderNotStarted = errors.New("zkrecipes: queue sharder not started; call Start first")
+)
