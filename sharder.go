@@ -452,6 +452,9 @@ func (sh *QueueSharder) Queue() (*WorkQueue, error) {
 // Put puts item on a shard that Queue picks (see WorkQueue.Put, which
 // says how it fails). Its errors are those of Queue and WorkQueue.Put.
 func (sh *QueueSharder) Put(ctx context.Context, item []byte, opts ...PutOption) error {
+	if ctx == nil && sh.err == nil {
+		return invalidArg("nil context")
+	}
 	q, err := sh.Queue()
 	if err != nil {
 		return err
@@ -463,6 +466,9 @@ func (sh *QueueSharder) Put(ctx context.Context, item []byte, opts ...PutOption)
 // WorkQueue.PutMulti). Its errors are those of Queue and
 // WorkQueue.PutMulti.
 func (sh *QueueSharder) PutMulti(ctx context.Context, items [][]byte, opts ...PutOption) error {
+	if ctx == nil && sh.err == nil {
+		return invalidArg("nil context")
+	}
 	q, err := sh.Queue()
 	if err != nil {
 		return err
@@ -498,11 +504,11 @@ func (sh *QueueSharder) Shards() []string {
 // ErrSharderNotStarted before Start, and ErrClosed after, or during,
 // Close.
 func (sh *QueueSharder) Take(ctx context.Context) (*WorkItem, error) {
+	if ctx == nil && sh.err == nil {
+		return nil, invalidArg("nil context")
+	}
 	if err := sh.state(); err != nil {
 		return nil, err
-	}
-	if ctx == nil {
-		return nil, invalidArg("nil context")
 	}
 	bo := sh.s.cfg.retry()
 	watching := false
