@@ -36,9 +36,12 @@ import (
 // Every sharder, leader or not, checks each shard's size once a period
 // (WithThresholdCheckPeriod): that is how it learns of shards others
 // added, and which shards it prefers for puts. Only the leader adds a
-// shard, with a write that ZooKeeper refuses once it no longer leads. A
-// Start that finds no shard adds one, leader or not (as Curator's does):
-// sharders that start together on an empty path may each add one.
+// shard, with a write that ZooKeeper refuses once it no longer leads; as
+// Curator's, it adds one at every check that finds a shard at or over the
+// threshold, so that a backlog left in one shard adds a shard a period
+// until the maximum. A Start that finds no shard adds one, leader or not
+// (as Curator's does): sharders that start together on an empty path may
+// each add one.
 // Shards are never removed: like Curator, a QueueSharder leaves its
 // queues path, its shards and their lock paths in ZooKeeper when it is
 // closed, for the items they hold outlive it. Delete them once the queue
