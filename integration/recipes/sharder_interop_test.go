@@ -109,16 +109,23 @@ func TestQueueSharder_GoFollowsTheShardsCuratorAddsAndTakesCuratorsItems(t *test
 	require.Len(t, made, 1, "Curator's sharder made a first shard")
 	assert.Regexp(t, shardName, made[0])
 
-	g := startSharder(t, ctx, connect(t, c, nil).Session, queues, leader, fastChecks(5, 3)...)
+	require.Eventually(t, func() bool { return len(children(t, observer, leader)) == 1 }, 60*time.Second, 10*time.Millisecond,
+		"Curator's LeaderLatch campaigns")
+	gc := connect(t, c, nil)
+	g := startSharder(t, ctx, gc.Session, queues, leader, fastChecks(5, 3)...)
 	assert.Equal(t, []string{queues + "/" + made[0]}, g.Shards(), "Start learns Curator's shard")
 	require.Eventually(t, func() bool { return len(children(t, observer, leader)) == 2 }, 60*time.Second, 10*time.Millisecond,
 		"both sharders campaign on the leader path")
 	for _, n := range children(t, observer, leader) {
 		assert.Regexp(t, latchNode, n)
 	}
+	var n int
+	lead, err := zr.NewElection(gc.Session, leader).Leader(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, gc.SessionID(), lead.SessionID, "Curator leads")
 
 	p.run(t, "put 6 curator", "PUT ", 1)
-	n, err := strconv.Atoi(strings.TrimPrefix(p.run(t, "wait 2", "SHARDS ", 1), "SHARDS "))
+	n, err = strconv.Atoi(strings.TrimPrefix(p.run(t, "wait 2", "SHARDS ", 1), "SHARDS "))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 2, "Curator's leader adds a shard past the threshold")
 	require.Eventually(t, func() bool {
