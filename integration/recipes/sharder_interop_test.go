@@ -213,3 +213,58 @@ func TestQueueSharder_CuratorConsumesWhatGoPutsOnEveryShard(t *testing.T) {
 	p.wait(t, 60*time.Second)
 	assert.Equal(t, fmt.Sprintf("DONE %d", len(want)), p.awaitLines(t, "DONE ", 1))
 }
+
+// Go and Curator consumers on one sharded queue share its items: each
+// item put, on any shard, is consumed once, by one of them.
+func TestQueueSharder_GoAndCuratorConsumersTakeEachItemOnce(t *testing.T) {
+	c := server(t)
+	queues, leader := sharderPaths(t, c)
+	ctx := ctxT(t, 180*time.Second)
+	g := startSharder(t, ctx, connect(t, c, nil).Session, queues, leader, fastChecks(5, 3)...)
+	var want []string
+	for _, item := range queueItems("early", 6) {
+		require.NoError(t, g.Put(ctx, []byte(item)))
+		want = append(want, item)
+	}
+	require.Eventually(t, func() bool { return len(g.Shards()) >= 2 }, 60*time.Second, 10*time.Millisecond,
+		"the Go leader adds a shard past the threshold")
+
+	consumer := startSharder(t, ctx, connect(t, c, nil).Session, queues, leader, fastChecks(5, 3)...)
+	cctx, stop := context.WithCancel(ctx)
+	taken := make(chan []string, 1)
+	go func() {
+		var got []string
+		defer func() { taken <- got }()
+		for {
+			wi, err := consumer.Take(cctx)
+			if err != nil {
+				return
+			}
+			got = append(got, string(wi.Data()))
+			if err := wi.Ack(ctx); err != nil {
+				got = append(got, "ack failed: "+err.Error())
+			}
+		}
+	}()
+	p := startSharderPeer(t, "consume", c.Servers()[0], queues, leader, queues+"-locks", "5", "100", "3")
+	for _, item := range queueItems("mixed", 40) {
+		require.NoError(t, g.Put(ctx, []byte(item)))
+		want = append(want, item)
+	}
+	observer := raw(t, c)
+	require.Eventually(t, func() bool {
+		for _, s := range g.Shards() {
+			if len(children(t, observer, s)) > 0 {
+				return false
+			}
+		}
+		return true
+	}, 90*time.Second, 10*time.Millisecond, "items left")
+	require.NoError(t, p.in.Close())
+	p.wait(t, 60*time.Second)
+	stop()
+	goGot := <-taken
+	curatorGot := p.items()
+	t.Logf("%d items: %d taken by the Go consumer, %d by Curator's, over %d shards", len(want), len(goGot), len(curatorGot), len(g.Shards()))
+	assert.ElementsMatch(t, want, append(slices.Clone(goGot), curatorGot...), "each item consumed once, by one side")
+}
