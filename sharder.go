@@ -15,9 +15,10 @@ import (
 )
 
 // QueueSharder spreads one work queue over several WorkQueues, its
-// shards, as Curator's QueueSharder does: a single queue of many
-// thousands of items strains ZooKeeper (one listing of every item per
-// take), so once a shard holds as many items as the threshold
+// shards, as Curator's QueueSharder does: every take lists the whole
+// queue, and a queue of many thousands of items makes that listing slow,
+// then larger than a reply may be (jute.maxbuffer), so once a shard holds
+// as many items as the threshold
 // (WithNewQueueThreshold), a new shard is added, up to WithMaxQueues.
 // Producers put to one shard (Queue, Put), preferring shards that are
 // not full; consumers take from every shard (Take). Items keep their
@@ -42,6 +43,7 @@ import (
 // until the maximum. A Start that finds no shard adds one, leader or not
 // (as Curator's does): sharders that start together on an empty path may
 // each add one.
+//
 // Shards are never removed: like Curator, a QueueSharder leaves its
 // queues path, its shards and their lock paths in ZooKeeper when it is
 // closed, for the items they hold outlive it. Delete them once the queue
