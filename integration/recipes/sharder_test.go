@@ -308,3 +308,37 @@ func TestQueueSharder_CloseLeavesNoGoroutineNoWatchAndNoNodeButTheShards(t *test
 		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
 		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).loop.func2"))
 }
+
+// A Take waiting on every shard waits through a dropped connection and
+// takes the item put meanwhile.
+func TestQueueSharder_TakeWaitsThroughADroppedConnection(t *testing.T) {
+	c := server(t)
+	queues, leader := sharderPaths(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	a := startSharder(t, ctx, connect(t, c, nil).Session, queues, leader, fastChecks(3, 2)...)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	shardLists := &shardListings{dir: queues + "/"}
+	bc := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second), zr.WithObserver(shardLists))
+	b := startSharder(t, ctx, bc.Session, queues, leader, fastChecks(3, 2)...)
+	st := watchStates(t, bc.Session)
+
+	took := make(chan workTaken, 1)
+	go func() {
+		wi, err := b.Take(ctx)
+		took <- workTaken{wi, err}
+	}()
+	require.Eventually(t, func() bool { return shardLists.seen.Load() >= int32(2*len(b.Shards())) }, 60*time.Second,
+		10*time.Millisecond, "the take listed every shard, the second time with a watch")
+	proxy.ResetAll()
+	require.NoError(t, a.Put(ctx, []byte("meanwhile")))
+	select {
+	case r := <-took:
+		require.NoError(t, r.err)
+		assert.Equal(t, "meanwhile", string(r.wi.Data()))
+		require.NoError(t, r.wi.Ack(ctx))
+	case <-ctx.Done():
+		t.Fatal("the take did not take the item put while its connection was down")
+	}
+	st.next(t, 60*time.Second, zr.StateSuspended)
+	st.next(t, 60*time.Second, zr.StateReconnected) // the connection was dropped and made again
+}
