@@ -372,10 +372,7 @@ var (
 	// released or deleted: this consumer no longer has it. The error also
 	// matches the server's answer (ErrNoNode or ErrBadVersion).
 	ErrItemLost = errors.New("zkrecipes: work item lost: another consumer took it since, or it is gone")
-)
 
-// Errors of the queue sharder.
-var (
 	// ErrSharderStarted is returned by QueueSharder.Start when it was
 	// started before, or closed: a sharder starts once. After (or during)
 	// Close the error also matches ErrClosed.

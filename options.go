@@ -476,47 +476,6 @@ func WithDelayOrder() WorkQueueOption {
 	return func(c *workQueueConfig) { c.delays = true }
 }
 
-// PutOption configures one Put or PutMulti of a WorkQueue.
-type PutOption func(*putConfig)
-
-type putConfig struct {
-	infix string // the item node's name between "queue-" and the sequence
-	given string // the option that set it
-	err   error
-}
-
-func (c *putConfig) set(name, infix string) {
-	if c.given != "" {
-		c.err = invalidArg("%s and %s: an item has a priority or a delay, not both", c.given, name)
-		return
-	}
-	c.given, c.infix = name, infix
-}
-
-// WithPriority puts the item with priority p, in the node name of Curator's
-// DistributedPriorityQueue: consumers take items of lower p first (items
-// of equal p in the order put). Priorities order only items that have
-// one: an item put without one sorts among those of negative priority.
-func WithPriority(p int32) PutOption {
-	return func(c *putConfig) { c.set("WithPriority", workItemPriority(p)) }
-}
-
-// WithDelayUntil puts the item due at t (to the millisecond), in the node
-// name of Curator's DistributedDelayQueue: consumers built WithDelayOrder,
-// and Curator's DistributedDelayQueue consumers, take it no sooner than t
-// by their own clock. Other consumers take it at once. t must be after
-// 1970-01-01 UTC.
-func WithDelayUntil(t time.Time) PutOption {
-	return func(c *putConfig) {
-		ms := t.UnixMilli()
-		if ms <= 0 {
-			c.err = invalidArg("WithDelayUntil(%v): a time after 1970 only", t)
-			return
-		}
-		c.set("WithDelayUntil", workItemDelay(ms))
-	}
-}
-
 // SharderOption configures a QueueSharder (NewQueueSharder).
 type SharderOption func(*sharderConfig)
 
@@ -603,4 +562,45 @@ func WithShardLockPath(path string) SharderOption {
 // path follows from WithShardLockPath. The default is none.
 func WithShardOptions(opts ...WorkQueueOption) SharderOption {
 	return func(c *sharderConfig) { c.shardOpts = append(c.shardOpts, opts...) }
+}
+
+// PutOption configures one Put or PutMulti of a WorkQueue.
+type PutOption func(*putConfig)
+
+type putConfig struct {
+	infix string // the item node's name between "queue-" and the sequence
+	given string // the option that set it
+	err   error
+}
+
+func (c *putConfig) set(name, infix string) {
+	if c.given != "" {
+		c.err = invalidArg("%s and %s: an item has a priority or a delay, not both", c.given, name)
+		return
+	}
+	c.given, c.infix = name, infix
+}
+
+// WithPriority puts the item with priority p, in the node name of Curator's
+// DistributedPriorityQueue: consumers take items of lower p first (items
+// of equal p in the order put). Priorities order only items that have
+// one: an item put without one sorts among those of negative priority.
+func WithPriority(p int32) PutOption {
+	return func(c *putConfig) { c.set("WithPriority", workItemPriority(p)) }
+}
+
+// WithDelayUntil puts the item due at t (to the millisecond), in the node
+// name of Curator's DistributedDelayQueue: consumers built WithDelayOrder,
+// and Curator's DistributedDelayQueue consumers, take it no sooner than t
+// by their own clock. Other consumers take it at once. t must be after
+// 1970-01-01 UTC.
+func WithDelayUntil(t time.Time) PutOption {
+	return func(c *putConfig) {
+		ms := t.UnixMilli()
+		if ms <= 0 {
+			c.err = invalidArg("WithDelayUntil(%v): a time after 1970 only", t)
+			return
+		}
+		c.set("WithDelayUntil", workItemDelay(ms))
+	}
 }
