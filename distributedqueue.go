@@ -229,6 +229,9 @@ type takeRound[T any] struct {
 	watch  <-chan zk.Event // the listing's children watch
 	also   <-chan zk.Event // another watch that ends the wait (a lock gone)
 	due    time.Time       // when the wait ends, unless zero
+	// wait, when set, is the wait instead of watch, also and due (a
+	// QueueSharder's round waits on every shard's watches).
+	wait func(ctx context.Context) error
 }
 
 // done returns r as the take's result.
@@ -266,7 +269,11 @@ func takeLoop[T any](ctx context.Context, s *Session, round func(watching bool) 
 		case !watching:
 			watching = true
 		default:
-			if err := r.await(ctx, s); err != nil {
+			wait := r.wait
+			if wait == nil {
+				wait = func(ctx context.Context) error { return r.await(ctx, s) }
+			}
+			if err := wait(ctx); err != nil {
 				return zero, err
 			}
 			watching = false

@@ -375,6 +375,16 @@ var (
 	// released or deleted: this consumer no longer has it. The error also
 	// matches the server's answer (ErrNoNode or ErrBadVersion).
 	ErrItemLost = errors.New("zkrecipes: work item lost: another consumer took it since, or it is gone")
+
+	// ErrSharderStarted is returned by QueueSharder.Start when it was
+	// started before, or closed: a sharder starts once. After (or during)
+	// Close the error also matches ErrClosed.
+	ErrSharderStarted = errors.New("zkrecipes: queue sharder already started or closed; a sharder starts once")
+
+	// ErrSharderNotStarted is returned by a QueueSharder's Queue, Put,
+	// PutMulti and Take before its Start has succeeded: it knows no shard
+	// yet. Call Start first.
+	ErrSharderNotStarted = errors.New("zkrecipes: queue sharder not started; call Start first")
 )
 
 // ErrInvalidItemID reports, before any call, a work item id (WithID,

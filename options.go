@@ -476,6 +476,94 @@ func WithDelayOrder() WorkQueueOption {
 	return func(c *workQueueConfig) { c.delays = true }
 }
 
+// SharderOption configures a QueueSharder (NewQueueSharder).
+type SharderOption func(*sharderConfig)
+
+// The defaults of a QueueSharder, Curator's (QueueSharderPolicies).
+const (
+	defaultShardThreshold   = 10000
+	defaultShardCheckPeriod = 30 * time.Second
+	defaultMaxShards        = 10
+)
+
+type sharderConfig struct {
+	threshold int
+	period    time.Duration
+	maxQueues int
+	locksPath string // "" until given
+	shardOpts []WorkQueueOption
+	err       error
+}
+
+// WithNewQueueThreshold sets the number of items in a shard at which the
+// leader adds a shard (Curator's newQueueThreshold); producers stop
+// preferring a shard from that size on, and prefer it again once it holds
+// half as many or fewer. n must be positive. The default is 10,000, as
+// Curator's.
+func WithNewQueueThreshold(n int) SharderOption {
+	return func(c *sharderConfig) {
+		if n <= 0 {
+			c.err = firstErr(c.err, invalidArg("WithNewQueueThreshold(%d): the threshold must be positive", n))
+			return
+		}
+		c.threshold = n
+	}
+}
+
+// WithThresholdCheckPeriod sets how often a sharder checks the size of
+// every shard (Curator's thresholdCheckMs), and so how soon it learns of
+// shards others added and how soon its leader adds one. Each check costs
+// one listing of the queues path and one read per shard. d must be
+// positive. The default is 30s, as Curator's.
+func WithThresholdCheckPeriod(d time.Duration) SharderOption {
+	return func(c *sharderConfig) {
+		if d <= 0 {
+			c.err = firstErr(c.err, invalidArg("WithThresholdCheckPeriod(%v): the period must be positive", d))
+			return
+		}
+		c.period = d
+	}
+}
+
+// WithMaxQueues sets the number of shards past which the leader adds none
+// (Curator's maxQueues); it then logs a warning at each check that finds
+// a shard over the threshold. n must be at least 1. The default is 10, as
+// Curator's.
+func WithMaxQueues(n int) SharderOption {
+	return func(c *sharderConfig) {
+		if n < 1 {
+			c.err = firstErr(c.err, invalidArg("WithMaxQueues(%d): at least one queue", n))
+			return
+		}
+		c.maxQueues = n
+	}
+}
+
+// WithShardLockPath sets the path under which each shard's items are
+// locked: shard "queue-<uuid>" locks under path/queue-<uuid>. A Curator
+// QueueSharder that shares the queue must allocate its DistributedQueues
+// with the same lock paths (QueueBuilder.lockPath). It must not be the
+// queues path or the leader path, nor lie under either. The default is
+// the queues path with "-locks" appended ("/jobs" locks under
+// "/jobs-locks/queue-<uuid>").
+func WithShardLockPath(path string) SharderOption {
+	return func(c *sharderConfig) {
+		if err := validatePath(path); err != nil {
+			c.err = firstErr(c.err, err)
+			return
+		}
+		c.locksPath = path
+	}
+}
+
+// WithShardOptions sets the options of every shard's WorkQueue:
+// WithMaxItems bounds each shard, WithDelayOrder makes Take honour
+// delays. WithLockPath is refused (ErrInvalidArgument): a shard's lock
+// path follows from WithShardLockPath. The default is none.
+func WithShardOptions(opts ...WorkQueueOption) SharderOption {
+	return func(c *sharderConfig) { c.shardOpts = append(c.shardOpts, opts...) }
+}
+
 // PutOption configures one Put or PutMulti of a WorkQueue.
 type PutOption func(*putConfig)
 
