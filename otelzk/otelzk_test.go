@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/discovery"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 	"github.com/zkrecipes/zkrecipes/otelzk"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // version is what the release script tags the clone with: a version of its own for each
