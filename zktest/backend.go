@@ -94,6 +94,11 @@ func selectBackend(ctx context.Context, cfg config) (backend, error) {
 	return nil, fmt.Errorf("%w\n  %s\n%s", ErrNoBackend, strings.Join(reasons, "\n  "), installHint)
 }
 
+// DefaultImage is the image the docker backend ([DockerPackage]) runs unless
+// ZK_TEST_IMAGE names another: the official Docker Hub ZooKeeper image. CI builds and
+// uses zkrecipes/zookeeper:3.8-debian offline (integration/docker/build-image.sh).
+const DefaultImage = "zookeeper"
+
 // DockerPackage is the import path of the Docker backend, in a module of its own: a
 // test binary that imports it (for its side effect, with _) can run its servers in
 // Docker containers ([BackendDocker]).

@@ -23,9 +23,8 @@
 //
 // The harness was github.com/zkrecipes/zkrecipes/integration/zktest, with the Docker
 // backend built in. Moving from there: change the import path; a test binary that asks
-// for "docker" adds the import above (without it, the start says to), and DefaultImage
-// is now the docker package's. Other backends plug in the same way, with
-// [RegisterBackend].
+// for "docker" adds the import above (without it, the start says to). Other backends
+// plug in the same way, with [RegisterBackend].
 //
 // When no backend is available, [Start] skips the test with a message that says what
 // to install, or fails it when the environment variable CI is set.

@@ -6,7 +6,7 @@
 //
 // Then ZK_TEST_BACKEND=docker, or zktest.WithBackend(zktest.BackendDocker), runs each
 // server in a container on the host network through testcontainers-go (image from
-// ZK_TEST_IMAGE, default [DefaultImage]); with no backend named, zktest tries it after
+// ZK_TEST_IMAGE, default [zktest.DefaultImage]); with no backend named, zktest tries it after
 // the "servers" and "java" backends. Containers bind 127.0.0.1 of the host and no bridge
 // network is ever created. Kill, Restart, Stop and Cont are docker kill, start, pause and
 // unpause. Each container carries its test process's host, pid and process start time,
@@ -44,11 +44,6 @@ func init() {
 }
 
 func open(ctx context.Context) (zktest.Backend, error) { return newDockerBackend(ctx) }
-
-// DefaultImage is the image the docker backend runs unless ZK_TEST_IMAGE names
-// another: the official Docker Hub ZooKeeper image. CI builds and uses
-// zkrecipes/zookeeper:3.8-debian offline (integration/docker/build-image.sh).
-const DefaultImage = "zookeeper"
 
 // Container paths shared by the official image and ours: the entrypoint reads
 // /conf/zoo.cfg and keeps its data (and myid) in /data.
@@ -97,14 +92,14 @@ func newDockerBackend(ctx context.Context) (*dockerBackend, error) {
 	}
 	image := os.Getenv("ZK_TEST_IMAGE")
 	if image == "" {
-		image = DefaultImage
+		image = zktest.DefaultImage
 	}
 	b := &dockerBackend{image: image, cli: cli}
 	reapOnce.Do(func() {
 		if n, err := b.reapOrphans(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "zktest/docker: docker backend: %v\n", err)
+			fmt.Fprintf(os.Stderr, "zktest/docker: %v\n", err)
 		} else if n > 0 {
-			fmt.Fprintf(os.Stderr, "zktest/docker: docker backend: removed %d container(s) of test processes that are gone\n", n)
+			fmt.Fprintf(os.Stderr, "zktest/docker: removed %d container(s) of test processes that are gone\n", n)
 		}
 	})
 	return b, nil
