@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A Backend starts servers in a way this package does not build in: the Docker backend
@@ -64,23 +65,28 @@ func (p ServerPlan) ZooCfg(dataDir string) string {
 }
 
 // BackendServer is one server a [Backend] started. Its methods are safe for concurrent
-// use. A method a backend cannot perform returns [ErrUnsupported].
+// use. A method a backend cannot perform returns [ErrUnsupported]. ctx bounds each call
+// that waits; the harness gives a ctx with a deadline ([Cluster]'s methods take none), and
+// a call that cannot finish by then returns an error.
 type BackendServer interface {
-	// Start starts the server again after Kill, with the same data and ports.
+	// Start starts the server again after Kill, with the same data and ports. It need
+	// not wait until the server serves.
 	Start(ctx context.Context) error
 	// Kill ends the server at once (SIGKILL or its like) and returns once it is gone.
-	Kill() error
-	// Stop freezes the server (its sockets stay open); Cont resumes it.
-	Stop() error
-	Cont() error
+	Kill(ctx context.Context) error
+	// Stop freezes the server: its sockets stay open, it answers nothing.
+	Stop(ctx context.Context) error
+	// Cont resumes a server Stop froze.
+	Cont(ctx context.Context) error
 	// Exited returns a channel closed when the current process has ended, or nil when
 	// the backend cannot tell.
 	Exited() <-chan struct{}
-	// LogTail returns up to n of the last lines of the server's log.
-	LogTail(n int) string
-	// Close ends the server for good and releases what it holds; a second call does
-	// nothing.
-	Close() error
+	// LogTail returns up to n of the last lines of the server's log, "" when there is
+	// none to read.
+	LogTail(ctx context.Context, n int) string
+	// Close ends the server for good (a frozen one too) and releases what it holds; a
+	// second call does nothing.
+	Close(ctx context.Context) error
 }
 
 // OpenBackend makes a [Backend] ready for one cluster, or returns an error wrapping
@@ -162,7 +168,9 @@ func (r *registeredBackend) launch(ctx context.Context, dir string, specs []serv
 	if len(srvs) != len(specs) {
 		for _, s := range srvs {
 			if s != nil {
-				_ = s.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), serverCallTimeout)
+				_ = s.Close(ctx)
+				cancel()
 			}
 		}
 		return nil, fmt.Errorf("zktest: %s backend started %d servers for %d", r.n, len(srvs), len(specs))
@@ -174,17 +182,30 @@ func (r *registeredBackend) launch(ctx context.Context, dir string, specs []serv
 	return ms, nil
 }
 
+// serverCallTimeout bounds a BackendServer call made for a Cluster method, which takes
+// no ctx: closing one (a container's removal) may take long on a busy machine.
+const serverCallTimeout = 2 * time.Minute
+
 // registeredServer adapts a BackendServer to the harness's member.
 type registeredServer struct {
 	address string
 	s       BackendServer
 }
 
+// call runs f with a ctx bounded by serverCallTimeout.
+func call[T any](f func(context.Context) T) T {
+	ctx, cancel := context.WithTimeout(context.Background(), serverCallTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
 func (m registeredServer) addr() string                    { return m.address }
 func (m registeredServer) start(ctx context.Context) error { return m.s.Start(ctx) }
-func (m registeredServer) kill() error                     { return m.s.Kill() }
-func (m registeredServer) stop() error                     { return m.s.Stop() }
-func (m registeredServer) cont() error                     { return m.s.Cont() }
+func (m registeredServer) kill() error                     { return call(m.s.Kill) }
+func (m registeredServer) stop() error                     { return call(m.s.Stop) }
+func (m registeredServer) cont() error                     { return call(m.s.Cont) }
 func (m registeredServer) exited() <-chan struct{}         { return m.s.Exited() }
-func (m registeredServer) logTail(n int) string            { return m.s.LogTail(n) }
-func (m registeredServer) close() error                    { return m.s.Close() }
+func (m registeredServer) close() error                    { return call(m.s.Close) }
+func (m registeredServer) logTail(n int) string {
+	return call(func(ctx context.Context) string { return m.s.LogTail(ctx, n) })
+}

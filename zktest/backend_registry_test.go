@@ -84,13 +84,13 @@ func (b *pluggedJava) Launch(ctx context.Context, p LaunchPlan) ([]BackendServer
 // memberServer is a harness member seen as a BackendServer.
 type memberServer struct{ m member }
 
-func (s memberServer) Start(ctx context.Context) error { return s.m.start(ctx) }
-func (s memberServer) Kill() error                     { return s.m.kill() }
-func (s memberServer) Stop() error                     { return s.m.stop() }
-func (s memberServer) Cont() error                     { return s.m.cont() }
-func (s memberServer) Exited() <-chan struct{}         { return s.m.exited() }
-func (s memberServer) LogTail(n int) string            { return s.m.logTail(n) }
-func (s memberServer) Close() error                    { return s.m.close() }
+func (s memberServer) Start(ctx context.Context) error         { return s.m.start(ctx) }
+func (s memberServer) Kill(context.Context) error              { return s.m.kill() }
+func (s memberServer) Stop(context.Context) error              { return s.m.stop() }
+func (s memberServer) Cont(context.Context) error              { return s.m.cont() }
+func (s memberServer) Exited() <-chan struct{}                 { return s.m.exited() }
+func (s memberServer) LogTail(_ context.Context, n int) string { return s.m.logTail(n) }
+func (s memberServer) Close(context.Context) error             { return s.m.close() }
 
 func TestRegisteredBackend_ServesAnEnsembleAndItsFaults(t *testing.T) {
 	j, err := newJavaBackend()

@@ -130,7 +130,7 @@ func (b *dockerBackend) Launch(ctx context.Context, p zktest.LaunchPlan) ([]zkte
 		if err != nil {
 			for _, m := range ms {
 				if m != nil {
-					_ = m.Close()
+					_ = m.Close(context.WithoutCancel(ctx))
 				}
 			}
 			return nil, err
@@ -229,8 +229,8 @@ func (s *dockerServer) Start(ctx context.Context) error {
 	return s.ctr.Start(ctx)
 }
 
-func (s *dockerServer) Kill() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *dockerServer) Kill(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := s.cli.ContainerKill(ctx, s.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return fmt.Errorf("zktest/docker: docker kill %s: %w", s.address, err)
@@ -250,15 +250,15 @@ func (s *dockerServer) Kill() error {
 	}
 }
 
-func (s *dockerServer) Stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *dockerServer) Stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := s.cli.ContainerPause(ctx, s.ctr.GetContainerID(), client.ContainerPauseOptions{})
 	return err
 }
 
-func (s *dockerServer) Cont() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *dockerServer) Cont(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := s.cli.ContainerUnpause(ctx, s.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
 	return err
@@ -266,8 +266,8 @@ func (s *dockerServer) Cont() error {
 
 func (s *dockerServer) Exited() <-chan struct{} { return nil }
 
-func (s *dockerServer) LogTail(n int) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *dockerServer) LogTail(ctx context.Context, n int) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rc, err := s.ctr.Logs(ctx)
 	if err != nil {
@@ -288,7 +288,7 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func (s *dockerServer) Close() error {
+func (s *dockerServer) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -296,7 +296,7 @@ func (s *dockerServer) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	// A paused container cannot be killed until it is resumed.
 	_, _ = s.cli.ContainerUnpause(ctx, s.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
