@@ -56,8 +56,8 @@ docker:
 	export DOCKERD_PIDFILE="$${TMPDIR:-/tmp}/zkrecipes-dockerd.make.$$$$.pid"; \
 	trap "$(CURDIR)/integration/docker/stop-docker.sh" EXIT; \
 	integration/docker/ensure-docker.sh && integration/docker/build-image.sh && \
-	cd integration && ZK_TEST_BACKEND=docker ZK_TEST_IMAGE=$${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian} \
-		go test -race -count=1 -run Docker ./zktest/...
+	cd zktest/docker && ZK_TEST_BACKEND=docker ZK_TEST_IMAGE=$${ZK_TEST_IMAGE:-zkrecipes/zookeeper:3.8-debian} \
+		go test -race -count=1 ./...
 
 # A throw-away ZooKeeper, three singleton workers as processes, kill -9 the
 # leader, print the failover; deps.sh first installs what a fresh machine lacks.
@@ -79,7 +79,7 @@ bench-ensemble:
 	cd integration && go run ./cmd/zkbench -servers 3 -out bench/ensemble
 
 # The release commit and the tags of every published module (vX.Y.Z, otelzk/, kerberos/,
-# cmd/zkr/, integration/), never pushed: make release VERSION=v0.1.0 [DRY_RUN=1]
+# cmd/zkr/, zktest/, zktest/docker/), never pushed: make release VERSION=v0.1.0 [DRY_RUN=1]
 # (docs/versioning.md). DRY_RUN=1 shows it in a throw-away clone.
 release:
 	@[ -n "$(VERSION)" ] || { echo "make release VERSION=vX.Y.Z [DRY_RUN=1]" >&2; exit 2; }

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/discovery"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"github.com/zkrecipes/zkrecipes/otelzk"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // mkdirs creates each path that does not exist.

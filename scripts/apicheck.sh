@@ -2,14 +2,14 @@
 # The exported API against the last release (docs/versioning.md): apidiff
 # (golang.org/x/exp/cmd/apidiff, installed by deps.sh) compares each published library
 # module, as this tree has it, with the module at its newest release tag (vX.Y.Z for the
-# core, otelzk/vX.Y.Z, kerberos/vX.Y.Z), and fails on any incompatible change that
+# core, otelzk/vX.Y.Z, kerberos/vX.Y.Z, zktest/vX.Y.Z, zktest/docker/vX.Y.Z), and fails on any incompatible change that
 # scripts/apicheck-accepted.txt does not list.
 #
 #   scripts/apicheck.sh [BASE]
 #
 # BASE, a git revision, replaces the tags (scripts/apicheck.sh main: what this branch
 # breaks). A module with no release tag yet, and no BASE, is reported and passes: nothing
-# was released that a change could break. APICHECK_MODULES (default ". otelzk kerberos")
+# was released that a change could break. APICHECK_MODULES (default ". otelzk kerberos zktest zktest/docker")
 # narrows the modules checked.
 #
 # A deliberate break (v0: in a minor release only) is listed in apicheck-accepted.txt, one
@@ -31,7 +31,7 @@ trap 'rm -rf "$tmp"' EXIT
 export GOFLAGS="${GOFLAGS:-} -trimpath"
 
 rc=0
-for d in ${APICHECK_MODULES:-. otelzk kerberos}; do
+for d in ${APICHECK_MODULES:-. otelzk kerberos zktest zktest/docker}; do
 	mod="$(cd "$d" && go mod edit -json | jq -r .Module.Path)"
 	prefix=""
 	[ "$d" = . ] || prefix="$d/"

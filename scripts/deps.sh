@@ -51,7 +51,7 @@ MSG
 fi
 
 # --- ZooKeeper 3.9 server jars, in ./.deps/zookeeper-3.9 (git-ignored) ---
-# The 3.9 stage of scripts/test.sh (ZK_TEST_VERSION=3.9, integration/zktest) runs the
+# The 3.9 stage of scripts/test.sh (ZK_TEST_VERSION=3.9, zktest) runs the
 # persistent watch and cache tests against a 3.9 server: the typed removeWatches
 # (ZOOKEEPER-4472) and the watches of both modes on one path (ZOOKEEPER-4466) only
 # exist there. Debian 13 (trixie) packages ZooKeeper 3.9; its libzookeeper-java .deb

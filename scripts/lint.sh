@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gofmt, go vet and staticcheck over every Go module of the repository: the root
-# module, integration/, otelzk/, and examples/, cmd/zkr/, kerberos/, integration/kerberos/
-# tools/modproxy and each examples/*/ when they are modules of their own. They resolve each
+# module, integration/, otelzk/, zktest/, zktest/docker/, and examples/, cmd/zkr/, kerberos/,
+# integration/kerberos/ tools/modproxy and each examples/*/ when they are modules of their own. They resolve each
 # other through go.work (the workspace), as every go command run in this repository does.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -11,7 +11,7 @@ SC="$ROOT/bin/staticcheck"
 [ -n "$SC" ] || { echo "lint.sh: staticcheck missing; run scripts/deps.sh" >&2; exit 1; }
 
 mods=(.)
-for d in integration examples cmd/zkr kerberos integration/kerberos otelzk tools/modproxy examples/*/; do
+for d in integration examples cmd/zkr kerberos integration/kerberos otelzk zktest zktest/docker tools/modproxy examples/*/; do
 	d="${d%/}"
 	[ -f "$d/go.mod" ] && mods+=("$d")
 done

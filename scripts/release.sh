@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make release VERSION=vX.Y.Z [DRY_RUN=1]: one release commit and the tags of every published
 # module at the same commit (VERSION, otelzk/VERSION, kerberos/VERSION, cmd/zkr/VERSION,
-# integration/VERSION). It never pushes: it prints the push command.
+# zktest/VERSION, zktest/docker/VERSION). It never pushes: it prints the push command.
 #
 #   scripts/release.sh [--dry-run] vX.Y.Z
 #
@@ -21,9 +21,11 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
 PREFIX=github.com/zkrecipes/zkrecipes
-# The modules users depend on: tagged. integration is one of them while zktest lives there
-# (users import it for their tests, and otelzk's tests require it).
-TAGGED=(. otelzk kerberos cmd/zkr integration)
+# The modules users depend on: tagged. zktest (the test harness) and zktest/docker (its
+# Docker backend) are modules of their own for users' tests. integration is not tagged: it
+# holds this repository's own suites and tools, which no user imports (nothing outside it
+# requires it), and examples/ are not published either.
+TAGGED=(. otelzk kerberos cmd/zkr zktest zktest/docker)
 
 die() { echo "release.sh: $*" >&2; exit 1; }
 

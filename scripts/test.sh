@@ -2,7 +2,7 @@
 # The whole check: dependencies, lint, unit tests, short fuzz runs, integration tests against real
 # ZooKeeper (Java backend; Debian's 3.8, then the persistent watch and cache tests on 3.9), the contract suite again with the wire layer off, the Kerberos
 # module against a real MIT KDC, then the Docker
-# backend tests (a Docker daemon started for them is stopped after them). Every stage runs even after a failure (except deps), and
+# backend tests of zktest/docker (a Docker daemon started for them is stopped after them). Every stage runs even after a failure (except deps), and
 # a summary with times closes the output. Exit status is non-zero when any stage failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -52,6 +52,10 @@ stage fuzz env FUZZTIME="${FUZZTIME:-60000x}" scripts/fuzz.sh
 # The OpenTelemetry adapter (its own module) against a real ZooKeeper, and the Prometheus
 # example service scraped by its test.
 stage otelzk bash -c 'cd otelzk && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
+# The zktest harness (its own module, which users import for their tests) against real
+# servers it starts, and its Docker backend's module (whose Docker tests run in the Docker
+# stages at the end; here its pure logic only).
+stage zktest bash -c 'cd zktest && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 10m ./... && cd docker && go test -race -count=1 ./...'
 stage example-prom bash -c 'cd examples/prometheus-metrics && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m ./...'
 stage integration scripts/integration.sh
 # The release as a user meets it: a clone tagged by scripts/release.sh, served by a file
@@ -81,7 +85,7 @@ stage kerberos bash -c 'cd kerberos && go test -race -count=1 ./... && cd ../int
 # The robustness suite's short run (make robustness runs the long one).
 stage robustness bash -c 'cd integration && ZK_TEST_BACKEND="${ZK_TEST_BACKEND:-java}" go test -race -count=1 -timeout 5m -run "^TestRobustness_RecipesUnderFaults$" ./robustness/ -robustness.duration=20s'
 if stage docker-engine integration/docker/ensure-docker.sh && stage docker-image integration/docker/build-image.sh; then
-	stage docker-tests bash -c 'cd integration && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m -run Docker ./zktest/...'
+	stage docker-tests bash -c 'cd zktest/docker && ZK_TEST_BACKEND=docker go test -race -count=1 -timeout 10m ./...'
 fi
 stop_docker
 

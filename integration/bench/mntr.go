@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Counters are the server counters the benchmarks read from "mntr".

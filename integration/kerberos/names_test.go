@@ -10,8 +10,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"github.com/zkrecipes/zkrecipes/kerberos"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // principalMech records the service principal each exchange asks for.

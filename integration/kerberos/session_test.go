@@ -14,8 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"github.com/zkrecipes/zkrecipes/kerberos"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 const refuseBound = 15 * time.Second // a refused client is told within this, on a loaded machine

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // zkServers starts a ZooKeeper for the test through zktest (or attaches to

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/discovery"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"github.com/zkrecipes/zkrecipes/internal/wire"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // serverWatches counts the watches a server holds: all of them (mntr's

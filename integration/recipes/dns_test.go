@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
-	"github.com/zkrecipes/zkrecipes/integration/zktest/zkdns"
+	"github.com/zkrecipes/zkrecipes/integration/internal/zkdns"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // These tests give the Session names, never addresses: a real DNS server

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"github.com/zkrecipes/zkrecipes/internal/wire"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // atLeast39 tells whether c's server is ZooKeeper 3.9 or later (srvr): the

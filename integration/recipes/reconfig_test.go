@@ -21,7 +21,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
 	"github.com/zkrecipes/zkrecipes/integration/internal/fleet"
 	"github.com/zkrecipes/zkrecipes/integration/peers"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // sameServers reports whether a and b hold the same servers.

@@ -18,7 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/discovery"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // The reply-fault sweep (issue 29): every public operation that writes is

@@ -17,8 +17,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
 	"github.com/zkrecipes/zkrecipes/internal/wire"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // The wire layer's own requests (internal/wire/own.go) share

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // A write the server applied whose reply the Session's Close cut short

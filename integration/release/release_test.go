@@ -1,7 +1,8 @@
 // Package release_test proves a release as a user meets it: the repository is cloned, the
 // release script tags it, the tagged modules are served by a file module proxy, and an
-// empty module with no replace and no workspace gets otelzk and kerberos, installs zkr and
-// takes a lock on a real ZooKeeper. It also shows that the API check fails on an
+// empty module with no replace and no workspace gets otelzk, kerberos and the zktest
+// harness, installs zkr, takes a lock on a real ZooKeeper and runs a test of its own on a
+// server zktest starts. It also shows that the API check fails on an
 // incompatible change. scripts/test.sh runs it as a stage of its own (release).
 package release_test
 
@@ -18,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // version is what the release script tags the clone with: a version of its own for each
@@ -73,6 +74,49 @@ func run() error {
 	return lease.Release(ctx)
 }
 `
+
+// userTest is a user's test of their own: it imports zktest (alone: no Docker backend)
+// for a real server and takes a lock there.
+const userTest = `package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+func TestUserLockOnAServerZktestStarts(t *testing.T) {
+	c := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := zkrecipes.Connect(ctx, c.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lease, err := zkrecipes.NewMutex(s, "/user-test/lock").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("zktest %s backend: lock taken and released", c.Backend())
+}
+`
+
+// published are the directories of the modules release.sh tags, "." for the core.
+var published = []string{".", "otelzk", "kerberos", "cmd/zkr", "zktest", "zktest/docker"}
+
+// heavy are module paths of the repository's own suites' dependencies that a user of
+// zktest alone must never download (the Docker backend is a module of its own).
+var heavy = []string{
+	"github.com/testcontainers/testcontainers-go", "github.com/moby/moby", "github.com/anishathalye/porcupine",
+	"gonum.org/v1/plot", "github.com/miekg/dns",
+}
 
 // repoRoot is the top level of the repository this test runs in.
 func repoRoot(t *testing.T) string {
@@ -181,10 +225,17 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 	// The release: one commit, a tag per published module, nothing pushed.
 	run(t, clone, gitIdentity, "scripts/release.sh", version)
 	tags := strings.Fields(run(t, clone, nil, "git", "tag", "--points-at", "HEAD"))
-	for _, want := range []string{version, "otelzk/" + version, "kerberos/" + version, "cmd/zkr/" + version, "integration/" + version} {
+	for _, m := range published {
+		want := m + "/" + version
+		if m == "." {
+			want = version
+		}
 		if !slices.Contains(tags, want) {
 			t.Fatalf("release.sh tagged %v; %s is missing", tags, want)
 		}
+	}
+	if slices.Contains(tags, "integration/"+version) {
+		t.Fatalf("release.sh tagged %v: the integration module is not published", tags)
 	}
 	for _, m := range []string{"otelzk", "kerberos", "cmd/zkr", "integration"} {
 		gomod, err := os.ReadFile(filepath.Join(clone, m, "go.mod"))
@@ -200,12 +251,13 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 	proxy := filepath.Join(dir, "proxy")
 	modproxy := filepath.Join(dir, "modproxy")
 	run(t, filepath.Join(clone, "tools", "modproxy"), []string{"GOWORK=off"}, "go", "build", "-o", modproxy, ".")
-	run(t, clone, nil, modproxy, "-out", proxy, "-version", version, "-tagged", ".", "otelzk", "kerberos", "cmd/zkr", "integration")
+	run(t, clone, nil, modproxy, append([]string{"-out", proxy, "-version", version, "-tagged"}, published...)...)
 	env := userEnv(t, proxy, dir)
 
 	// Each published module at its tag builds on its own: its go.sum holds the hashes of
-	// what was tagged (-mod=readonly: a missing or different sum fails).
-	for _, m := range []string{"kerberos", "cmd/zkr", "otelzk", "integration"} {
+	// what was tagged (-mod=readonly: a missing or different sum fails). So do the
+	// repository's suites (integration), which require zktest at the tag as a user does.
+	for _, m := range []string{"kerberos", "cmd/zkr", "otelzk", "zktest", "zktest/docker", "integration"} {
 		run(t, filepath.Join(clone, m), append(env, "GOFLAGS=-mod=readonly -modcacherw"), "go", "list", "-deps", "-test", "./...")
 	}
 
@@ -217,11 +269,25 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 	run(t, user, env, "go", "mod", "init", "example.com/releaseuser")
 	run(t, user, env, "go", "get", prefix+"/otelzk@"+version)
 	run(t, user, env, "go", "get", prefix+"/kerberos@"+version)
+	run(t, user, env, "go", "get", prefix+"/zktest@"+version)
 	run(t, user, env, "go", "install", prefix+"/cmd/zkr@"+version)
 	if err := os.WriteFile(filepath.Join(user, "main.go"), []byte(userProgram), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(user, "lock_test.go"), []byte(userTest), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	run(t, user, env, "go", "build", "-o", "lockuser", ".")
+	run(t, user, env, "go", "test", "-c", "-o", "locktest", ".")
+	// zktest alone brings none of the suites' heavy dependencies into the user's build
+	// list: not Docker's, not the checkers' or the plots'.
+	for _, m := range strings.Fields(run(t, user, env, "go", "list", "-m", "-f", "{{.Path}}", "all")) {
+		for _, h := range heavy {
+			if m == h || strings.HasPrefix(m, h+"/") {
+				t.Fatalf("the user's module graph holds %s, which getting zktest should not bring", m)
+			}
+		}
+	}
 	var mod struct {
 		Require []struct{ Path, Version string }
 		Replace []json.RawMessage
@@ -229,8 +295,10 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 	if err := json.Unmarshal([]byte(run(t, user, env, "go", "mod", "edit", "-json")), &mod); err != nil {
 		t.Fatal(err)
 	}
-	if len(mod.Replace) > 0 || !slices.Contains(mod.Require, struct{ Path, Version string }{prefix, version}) {
-		t.Fatalf("the user's go.mod should require %s %s, with no replace: %+v", prefix, version, mod)
+	for _, p := range []string{prefix, prefix + "/zktest"} {
+		if len(mod.Replace) > 0 || !slices.Contains(mod.Require, struct{ Path, Version string }{p, version}) {
+			t.Fatalf("the user's go.mod should require %s %s, with no replace: %+v", p, version, mod)
+		}
 	}
 
 	c := zktest.Start(t)
@@ -245,6 +313,12 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 	}
 	if v := run(t, user, nil, filepath.Join(dir, "bin", "zkr"), "version"); !strings.HasPrefix(v, "zkr "+version+" (zkrecipes "+version+",") {
 		t.Fatalf("the installed zkr's version printed %q, want %s of zkr and of its library", v, version)
+	}
+	// The user's own test: zktest starts its server (the backend this test's environment
+	// names), the test takes a lock there.
+	out = run(t, user, nil, filepath.Join(user, "locktest"), "-test.count=1", "-test.v", "-test.run", "^TestUserLockOnAServerZktestStarts$")
+	if !strings.Contains(out, "--- PASS: TestUserLockOnAServerZktestStarts") || !strings.Contains(out, "lock taken and released") {
+		t.Fatalf("the user's test built on zktest did not pass with its lock:\n%s", out)
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
 	"github.com/zkrecipes/zkrecipes/integration/internal/fleet"
 	"github.com/zkrecipes/zkrecipes/integration/robustness"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // These tests show that each checker can fail: a deliberately broken

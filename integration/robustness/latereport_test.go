@@ -17,7 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
 	"github.com/zkrecipes/zkrecipes/integration/internal/fleet"
 	"github.com/zkrecipes/zkrecipes/integration/robustness"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // The overlap of issue 29 (item 11), replayed in order: a leader whose

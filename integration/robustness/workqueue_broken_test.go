@@ -19,7 +19,7 @@ import (
 	zr "github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/integration/chaos"
 	"github.com/zkrecipes/zkrecipes/integration/robustness"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // workTake is one take of a work queue under test: the item, the take's

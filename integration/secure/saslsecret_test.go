@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // A link that strips charset=utf-8 from the server's DIGEST-MD5 challenge

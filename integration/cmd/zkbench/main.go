@@ -43,7 +43,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/integration/bench"
 	"github.com/zkrecipes/zkrecipes/integration/peers"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 type config struct {

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 const (

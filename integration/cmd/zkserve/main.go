@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func main() {

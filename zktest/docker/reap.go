@@ -1,4 +1,4 @@
-package zktest
+package docker
 
 import (
 	"context"

@@ -57,9 +57,12 @@ func WithSize(n int) Option {
 	return func(c *config) { c.size, c.sizeSet = n, true }
 }
 
-// WithBackend selects the backend by name: "servers", "java", "docker", or "" / "auto"
-// for automatic choice. Optional, defaults to the environment variable
-// ZK_TEST_BACKEND, else automatic. An unknown name makes the start fail.
+// WithBackend selects the backend by name: "servers", "java", "docker" (when the test
+// binary imports [DockerPackage]; without it the start fails, or skips outside CI, with
+// an error wrapping [ErrNoBackend] that says to import it), another name given to
+// [RegisterBackend], or "" / "auto" for automatic choice. Optional, defaults to the
+// environment variable ZK_TEST_BACKEND, else automatic. An unknown name makes the start
+// fail.
 func WithBackend(name string) Option {
 	return func(c *config) { c.backend = name }
 }

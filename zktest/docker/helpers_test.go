@@ -1,4 +1,4 @@
-package zktest_test
+package docker_test
 
 import (
 	"slices"
@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // events records a zk client's session events without ever blocking the client.

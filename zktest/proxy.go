@@ -76,8 +76,8 @@ func NewProxyAt(tb testing.TB, listen, target string) *Proxy {
 // port, 0 for one the OS picks ([ErrNotLoopback] for any other host:
 // servers and proxies listen on 127.0.0.1 only). A proxy started on the
 // port of one that was closed stands for a server that came back at the
-// same address, possibly another server (a rescheduled member, see
-// package zkdns).
+// same address, possibly another server (a rescheduled member whose name
+// a test's DNS server moves).
 func ListenProxyAt(listen, target string) (*Proxy, error) {
 	t, err := loopbackAddr(target)
 	if err != nil {

@@ -1,4 +1,19 @@
-package zktest
+// Package docker is the Docker backend of package zktest, in a module of its own so that a
+// test that wants no Docker never downloads testcontainers. Importing it, for its side
+// effect, registers the backend [zktest.BackendDocker]:
+//
+//	import _ "github.com/zkrecipes/zkrecipes/zktest/docker"
+//
+// Then ZK_TEST_BACKEND=docker, or zktest.WithBackend(zktest.BackendDocker), runs each
+// server in a container on the host network through testcontainers-go (image from
+// ZK_TEST_IMAGE, default [zktest.DefaultImage]); with no backend named, zktest tries it after
+// the "servers" and "java" backends. Containers bind 127.0.0.1 of the host and no bridge
+// network is ever created. Kill, Restart, Stop and Cont are docker kill, start, pause and
+// unpause. Each container carries its test process's host, pid and process start time,
+// and the first backend a process opens removes the containers of test processes on
+// this host that are gone (killed before their cleanup ran), since the Ryuk reaper of
+// testcontainers is off (its image would need a registry).
+package docker
 
 import (
 	"bytes"
@@ -17,12 +32,18 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// DefaultImage is the image the docker backend runs unless ZK_TEST_IMAGE names
-// another: the official Docker Hub ZooKeeper image. CI builds and uses
-// zkrecipes/zookeeper:3.8-debian offline (integration/docker/build-image.sh).
-const DefaultImage = "zookeeper"
+func init() {
+	if err := zktest.RegisterBackend(zktest.BackendDocker, open); err != nil {
+		// Another package took the name: the harness's own error says it on use.
+		fmt.Fprintf(os.Stderr, "zktest/docker: %v\n", err)
+	}
+}
+
+func open(ctx context.Context) (zktest.Backend, error) { return newDockerBackend(ctx) }
 
 // Container paths shared by the official image and ours: the entrypoint reads
 // /conf/zoo.cfg and keeps its data (and myid) in /data.
@@ -37,8 +58,6 @@ type dockerBackend struct {
 	image string
 	cli   *testcontainers.DockerClient
 }
-
-func (b *dockerBackend) name() string { return BackendDocker }
 
 var dockerEnvOnce sync.Once
 
@@ -59,28 +78,28 @@ func newDockerBackend(ctx context.Context) (*dockerBackend, error) {
 	defer cancel()
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return nil, unavailable("docker backend: no Docker engine: %v", err)
+		return nil, unavailable("no Docker engine: %v", err)
 	}
 	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
-		return nil, unavailable("docker backend: Docker engine does not answer: %v", err)
+		return nil, unavailable("Docker engine does not answer: %v", err)
 	}
 	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{})
 	if err != nil {
-		return nil, unavailable("docker backend: listing networks: %v", err)
+		return nil, unavailable("listing networks: %v", err)
 	}
 	if !slices.ContainsFunc(nets.Items, func(n network.Summary) bool { return n.Name == "host" }) {
-		return nil, unavailable("docker backend: the engine has no host network")
+		return nil, unavailable("the engine has no host network")
 	}
 	image := os.Getenv("ZK_TEST_IMAGE")
 	if image == "" {
-		image = DefaultImage
+		image = zktest.DefaultImage
 	}
 	b := &dockerBackend{image: image, cli: cli}
 	reapOnce.Do(func() {
 		if n, err := b.reapOrphans(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "zktest: docker backend: %v\n", err)
+			fmt.Fprintf(os.Stderr, "zktest/docker: %v\n", err)
 		} else if n > 0 {
-			fmt.Fprintf(os.Stderr, "zktest: docker backend: removed %d container(s) of test processes that are gone\n", n)
+			fmt.Fprintf(os.Stderr, "zktest/docker: removed %d container(s) of test processes that are gone\n", n)
 		}
 	})
 	return b, nil
@@ -89,15 +108,21 @@ func newDockerBackend(ctx context.Context) (*dockerBackend, error) {
 // reapOnce: one process removes the orphans once, at its first docker backend.
 var reapOnce sync.Once
 
-func (b *dockerBackend) launch(ctx context.Context, _ string, specs []serverSpec, cfg config) ([]member, error) {
-	ms := make([]member, len(specs))
-	errs := make([]error, len(specs))
+// unavailable wraps zktest.ErrNoBackend with the reason the backend cannot run.
+func unavailable(format string, args ...any) error {
+	return fmt.Errorf("%w: docker backend: %s", zktest.ErrNoBackend, fmt.Sprintf(format, args...))
+}
+
+// Launch starts one container per server of p, in parallel.
+func (b *dockerBackend) Launch(ctx context.Context, p zktest.LaunchPlan) ([]zktest.BackendServer, error) {
+	ms := make([]*dockerServer, len(p.Servers))
+	errs := make([]error, len(p.Servers))
 	var wg sync.WaitGroup
-	for i, s := range specs {
+	for i, s := range p.Servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ms[i], errs[i] = b.run(ctx, specs, i, s, cfg)
+			ms[i], errs[i] = b.run(ctx, s, p)
 		}()
 	}
 	wg.Wait()
@@ -105,18 +130,22 @@ func (b *dockerBackend) launch(ctx context.Context, _ string, specs []serverSpec
 		if err != nil {
 			for _, m := range ms {
 				if m != nil {
-					_ = m.close()
+					_ = m.Close(context.WithoutCancel(ctx))
 				}
 			}
 			return nil, err
 		}
 	}
-	return ms, nil
+	out := make([]zktest.BackendServer, len(ms))
+	for i, m := range ms {
+		out[i] = m
+	}
+	return out, nil
 }
 
-func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s serverSpec, cfg config) (member, error) {
-	conf := zooCfg(specs, i, containerData, cfg.tickTime) + cfg.extendedTypesCfg()
-	entrypoint, jvmflags, err := b.dockerJVM(ctx, cfg)
+func (b *dockerBackend) run(ctx context.Context, s zktest.ServerPlan, p zktest.LaunchPlan) (*dockerServer, error) {
+	conf := s.ZooCfg(containerData)
+	entrypoint, jvmflags, err := b.dockerJVM(ctx, p.JVMFlags)
 	if err != nil {
 		return nil, err
 	}
@@ -127,19 +156,19 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 		}),
 		testcontainers.WithFiles(
 			testcontainers.ContainerFile{Reader: strings.NewReader(conf), ContainerFilePath: containerConf, FileMode: 0o644},
-			testcontainers.ContainerFile{Reader: strings.NewReader(strconv.Itoa(s.id) + "\n"), ContainerFilePath: containerData + "/myid", FileMode: 0o644},
+			testcontainers.ContainerFile{Reader: strings.NewReader(strconv.Itoa(s.ID) + "\n"), ContainerFilePath: containerData + "/myid", FileMode: 0o644},
 		),
 		testcontainers.WithEnv(map[string]string{
 			// Read by the official image's scripts; ours has its flags built in.
 			"JVMFLAGS":         jvmflags,
-			"ZOO_CLIENT_PORT":  strconv.Itoa(s.clientPort),
-			"ZOO_MY_ID":        strconv.Itoa(s.id),
+			"ZOO_CLIENT_PORT":  strconv.Itoa(s.ClientPort),
+			"ZOO_MY_ID":        strconv.Itoa(s.ID),
 			"ZOO_4LW_COMMANDS": "*",
 		}),
 		testcontainers.WithLabels(ownerLabels()),
 	}
-	if cfg.logWriter != nil {
-		opts = append(opts, testcontainers.WithLogConsumers(logConsumer{cfg.logWriter}))
+	if p.LogWriter != nil {
+		opts = append(opts, testcontainers.WithLogConsumers(logConsumer{p.LogWriter}))
 	}
 	req := testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{Image: b.image, Entrypoint: entrypoint},
@@ -147,7 +176,7 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 	}
 	for _, o := range opts {
 		if err := o.Customize(&req); err != nil {
-			return nil, fmt.Errorf("zktest: docker request: %w", err)
+			return nil, fmt.Errorf("zktest/docker: docker request: %w", err)
 		}
 	}
 	// Not testcontainers.Run: its provider would create a "reaper_default" bridge
@@ -158,7 +187,7 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("zktest: docker provider: %w", err)
+		return nil, fmt.Errorf("zktest/docker: docker provider: %w", err)
 	}
 	defer prov.Close()
 	c, err := prov.CreateContainer(ctx, req.ContainerRequest)
@@ -173,9 +202,9 @@ func (b *dockerBackend) run(ctx context.Context, specs []serverSpec, i int, s se
 		if ctr != nil {
 			_ = ctr.Terminate(context.Background())
 		}
-		return nil, fmt.Errorf("zktest: docker run %s: %w", b.image, err)
+		return nil, fmt.Errorf("zktest/docker: docker run %s: %w", b.image, err)
 	}
-	return &dockerServer{address: s.addr(), ctr: ctr, cli: b.cli}, nil
+	return &dockerServer{address: s.Addr(), ctr: ctr, cli: b.cli}, nil
 }
 
 type logConsumer struct{ w io.Writer }
@@ -191,22 +220,20 @@ type dockerServer struct {
 	closed  bool
 }
 
-func (s *dockerServer) addr() string { return s.address }
-
-func (s *dockerServer) start(ctx context.Context) error {
+func (s *dockerServer) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("zktest: server %s closed", s.address)
+		return fmt.Errorf("zktest/docker: server %s closed", s.address)
 	}
 	return s.ctr.Start(ctx)
 }
 
-func (s *dockerServer) kill() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *dockerServer) Kill(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := s.cli.ContainerKill(ctx, s.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		return fmt.Errorf("zktest: docker kill %s: %w", s.address, err)
+		return fmt.Errorf("zktest/docker: docker kill %s: %w", s.address, err)
 	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -217,30 +244,30 @@ func (s *dockerServer) kill() error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("zktest: docker kill %s: container still running: %w", s.address, ctx.Err())
+			return fmt.Errorf("zktest/docker: docker kill %s: container still running: %w", s.address, ctx.Err())
 		case <-tick.C:
 		}
 	}
 }
 
-func (s *dockerServer) stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *dockerServer) Stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := s.cli.ContainerPause(ctx, s.ctr.GetContainerID(), client.ContainerPauseOptions{})
 	return err
 }
 
-func (s *dockerServer) cont() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *dockerServer) Cont(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := s.cli.ContainerUnpause(ctx, s.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
 	return err
 }
 
-func (s *dockerServer) exited() <-chan struct{} { return nil }
+func (s *dockerServer) Exited() <-chan struct{} { return nil }
 
-func (s *dockerServer) logTail(n int) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *dockerServer) LogTail(ctx context.Context, n int) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rc, err := s.ctr.Logs(ctx)
 	if err != nil {
@@ -252,7 +279,16 @@ func (s *dockerServer) logTail(n int) string {
 	return tailLines(b.String(), n)
 }
 
-func (s *dockerServer) close() error {
+// tailLines returns the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (s *dockerServer) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -260,7 +296,7 @@ func (s *dockerServer) close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	// A paused container cannot be killed until it is resumed.
 	_, _ = s.cli.ContainerUnpause(ctx, s.ctr.GetContainerID(), client.ContainerUnpauseOptions{})

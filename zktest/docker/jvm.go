@@ -1,4 +1,4 @@
-package zktest
+package docker
 
 import (
 	"context"
@@ -8,26 +8,26 @@ import (
 	"strings"
 )
 
-// dockerJVM gives a container the JVM flags WithJVMFlags asked for. An image
+// dockerJVM gives a container the JVM flags zktest.WithJVMFlags asked for (nil: none). An image
 // whose entrypoint runs java itself (ours, integration/docker/build-image.sh)
 // gets them on its command line, in place of its own -X flags (its -D
 // properties and class path stay); any other image (the official one, whose
 // zkServer.sh reads JVMFLAGS) gets them in JVMFLAGS. It returns the entrypoint
 // to run (nil: the image's own) and the JVMFLAGS value.
-func (b *dockerBackend) dockerJVM(ctx context.Context, cfg config) (entrypoint []string, jvmflags string, err error) {
+func (b *dockerBackend) dockerJVM(ctx context.Context, flags []string) (entrypoint []string, jvmflags string, err error) {
 	jvmflags = "-Xmx256m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true"
-	if cfg.jvmFlags == nil {
+	if flags == nil {
 		return nil, jvmflags, nil
 	}
 	img, err := b.cli.ImageInspect(ctx, b.image)
 	if err != nil {
-		return nil, "", fmt.Errorf("zktest: docker image %s: %w", b.image, err)
+		return nil, "", fmt.Errorf("zktest/docker: image %s: %w", b.image, err)
 	}
-	jvmflags = strings.Join(append(slices.Clone(cfg.jvmFlags), "-Djava.net.preferIPv4Stack=true"), " ")
+	jvmflags = strings.Join(append(slices.Clone(flags), "-Djava.net.preferIPv4Stack=true"), " ")
 	if img.Config == nil || len(img.Config.Entrypoint) == 0 || path.Base(img.Config.Entrypoint[0]) != "java" {
 		return nil, jvmflags, nil
 	}
-	return withJVMFlags(img.Config.Entrypoint, cfg.jvmFlags), jvmflags, nil
+	return withJVMFlags(img.Config.Entrypoint, flags), jvmflags, nil
 }
 
 // withJVMFlags returns the java command line entry with its -X options

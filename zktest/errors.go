@@ -32,3 +32,8 @@ var ErrNoSession = errors.New("zktest: no session captured yet")
 // is not installed; the message says what to install. [StartKDC] turns it into a
 // skip (or a failure when CI is set).
 var ErrNoKerberos = errors.New("zktest: no MIT Kerberos KDC installed")
+
+// ErrBackendName is wrapped by the error [RegisterBackend] returns when the name is
+// empty, is one of the harness's own ("auto", "servers", "java") or is registered
+// already: pick another name, or register once.
+var ErrBackendName = errors.New("zktest: backend name not available")

@@ -12,7 +12,19 @@
 //     [WithServerVersion] or ZK_TEST_VERSION=3.9, ZooKeeper 3.9 from the jars
 //     scripts/deps.sh keeps in .deps/zookeeper-3.9);
 //   - "docker": one container per server through testcontainers-go on the host
-//     network (image from ZK_TEST_IMAGE, default "zookeeper").
+//     network (image from ZK_TEST_IMAGE, default "zookeeper"), when the test binary
+//     imports the Docker backend ([DockerPackage]), a module of its own.
+//
+// This module requires only go-zookeeper: a test that wants no Docker never downloads
+// testcontainers. One that does imports the Docker backend for its side effect, in any
+// of the package's test files:
+//
+//	import _ "github.com/zkrecipes/zkrecipes/zktest/docker"
+//
+// The harness was github.com/zkrecipes/zkrecipes/integration/zktest, with the Docker
+// backend built in. Moving from there: change the import path; a test binary that asks
+// for "docker" adds the import above (without it, the start says to). Other backends
+// plug in the same way, with [RegisterBackend].
 //
 // When no backend is available, [Start] skips the test with a message that says what
 // to install, or fails it when the environment variable CI is set.

@@ -198,7 +198,8 @@ func (c *Cluster) ServerLine(i int) string {
 	return c.lines[i]
 }
 
-// Backend returns the name of the backend in use: "servers", "java" or "docker".
+// Backend returns the name of the backend in use: "servers", "java", "docker" or another
+// name given to [RegisterBackend].
 func (c *Cluster) Backend() string { return c.backend }
 
 // StartDuration returns how long the start took, from backend selection until every

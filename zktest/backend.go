@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// Backend names accepted by [WithBackend] and ZK_TEST_BACKEND.
+// Backend names accepted by [WithBackend] and ZK_TEST_BACKEND. BackendDocker is
+// available when the test binary imports [DockerPackage].
 const (
 	BackendServers = "servers"
 	BackendJava    = "java"
@@ -53,16 +54,22 @@ func selectBackend(ctx context.Context, cfg config) (backend, error) {
 	if cfg.secure != nil {
 		return newJavaBackend() // only servers we start can be secured
 	}
-	switch strings.ToLower(strings.TrimSpace(cfg.backend)) {
+	name := strings.ToLower(strings.TrimSpace(cfg.backend))
+	switch name {
 	case BackendServers:
 		return newServersBackend(cfg)
 	case BackendJava:
 		return newJavaBackend()
-	case BackendDocker:
-		return newDockerBackend(ctx)
 	case "", "auto":
 	default:
-		return nil, fmt.Errorf("zktest: unknown backend %q (want %s, %s or %s)", cfg.backend, BackendServers, BackendJava, BackendDocker)
+		if open, ok := registered(name); ok {
+			return openRegistered(ctx, name, open)
+		}
+		if name == BackendDocker {
+			return nil, unavailable("docker backend: not linked into this test binary; import _ %q (a module of its own) in one of the package's test files", DockerPackage)
+		}
+		return nil, fmt.Errorf("zktest: unknown backend %q (want %s, %s or one registered with RegisterBackend: %s)",
+			cfg.backend, BackendServers, BackendJava, strings.Join(registeredNames(), ", "))
 	}
 	if serversConfigured() {
 		return newServersBackend(cfg)
@@ -73,20 +80,36 @@ func selectBackend(ctx context.Context, cfg config) (backend, error) {
 		return b, nil
 	}
 	reasons = append(reasons, err.Error())
-	db, err := newDockerBackend(ctx)
-	if err == nil {
-		return db, nil
+	for _, name := range registeredNames() {
+		open, _ := registered(name)
+		b, err := openRegistered(ctx, name, open)
+		if err == nil {
+			return b, nil
+		}
+		if !isNoBackend(err) {
+			return nil, err
+		}
+		reasons = append(reasons, err.Error())
 	}
-	reasons = append(reasons, err.Error())
 	return nil, fmt.Errorf("%w\n  %s\n%s", ErrNoBackend, strings.Join(reasons, "\n  "), installHint)
 }
+
+// DefaultImage is the image the docker backend ([DockerPackage]) runs unless
+// ZK_TEST_IMAGE names another: the official Docker Hub ZooKeeper image. CI builds and
+// uses zkrecipes/zookeeper:3.8-debian offline (integration/docker/build-image.sh).
+const DefaultImage = "zookeeper"
+
+// DockerPackage is the import path of the Docker backend, in a module of its own: a
+// test binary that imports it (for its side effect, with _) can run its servers in
+// Docker containers ([BackendDocker]).
+const DockerPackage = "github.com/zkrecipes/zkrecipes/zktest/docker"
 
 const installHint = `To run these tests, do one of:
   - Debian/Ubuntu: apt-get install zookeeper default-jre-headless (or run scripts/deps.sh)
   - any OS: install a JDK 11+ and unpack Apache ZooKeeper, then set ZOOKEEPER_HOME (or ZK_CLASSPATH) and JAVA_HOME (or ZK_JAVA)
-  - run a Docker engine; image ZK_TEST_IMAGE (default "zookeeper"; integration/docker/build-image.sh builds zkrecipes/zookeeper:3.8-debian offline)
+  - run a Docker engine and import _ "github.com/zkrecipes/zkrecipes/zktest/docker" in a test file; image ZK_TEST_IMAGE (default "zookeeper"; integration/docker/build-image.sh builds zkrecipes/zookeeper:3.8-debian offline)
   - point ZK_SERVERS at a running ensemble on loopback, e.g. ZK_SERVERS=127.0.0.1:2181
-See integration/zktest/README.md.`
+See https://github.com/zkrecipes/zkrecipes/blob/main/zktest/README.md.`
 
 // unavailable wraps ErrNoBackend with the reason one backend cannot run.
 func unavailable(format string, args ...any) error {

@@ -1,4 +1,4 @@
-package zktest_test
+package docker_test
 
 import (
 	"os"
@@ -8,7 +8,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zkrecipes/zkrecipes/integration/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
+	_ "github.com/zkrecipes/zkrecipes/zktest/docker"
 )
 
 // TestDocker_ServerServesAndSurvivesKillRestart runs only with ZK_TEST_BACKEND=docker

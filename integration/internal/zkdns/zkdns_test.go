@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/zkrecipes/zkrecipes/integration/zktest/zkdns"
+	"github.com/zkrecipes/zkrecipes/integration/internal/zkdns"
 	"go.uber.org/goleak"
 )
 

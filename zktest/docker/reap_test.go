@@ -1,4 +1,4 @@
-package zktest
+package docker
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // goneProcess starts and ends a process and returns its pid and start time.
@@ -48,7 +50,7 @@ func TestOrphanedContainersAreThoseOfGoneProcessesOnThisHost(t *testing.T) {
 // TestDocker_ReapsTheContainersOfGoneTestProcesses runs only with
 // ZK_TEST_BACKEND=docker (make test does, after building the local image).
 func TestDocker_ReapsTheContainersOfGoneTestProcesses(t *testing.T) {
-	if os.Getenv("ZK_TEST_BACKEND") != BackendDocker {
+	if os.Getenv("ZK_TEST_BACKEND") != zktest.BackendDocker {
 		t.Skip("set ZK_TEST_BACKEND=docker to run the docker backend test")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

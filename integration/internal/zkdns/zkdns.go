@@ -9,9 +9,9 @@
 //	s, err := zkrecipes.Connect(ctx, []string{"zk.zkrecipes.test:" + port},
 //		zkrecipes.WithResolver(dns.Resolver()))
 //
-// It is a package of its own, beside zktest, so that the DNS library it is
-// built on (github.com/miekg/dns) stays out of the build of every module
-// that imports zktest.
+// It is internal to the integration module, which alone may depend on the
+// DNS library it is built on (github.com/miekg/dns): the zktest module that
+// users import stays free of it.
 package zkdns
 
 import (
