@@ -339,7 +339,7 @@ func workItemNames(kids []string) []string {
 // take's own. On any failure after the lock was made, the lock goes.
 func (q *WorkQueue) lock(ctx context.Context, name string) (*WorkItem, error) {
 	s := q.s
-	node, err := q.createLock(ctx, joinPath(q.lockDir, name))
+	node, err := q.createLock(ctx, joinPath(q.lockDir, name), joinPath(q.dir, name))
 	if err != nil {
 		return nil, err
 	}
@@ -405,34 +405,41 @@ func (q *WorkQueue) grant(ctx context.Context, node ownNode) (*signal, error) {
 	}
 }
 
-// createLock creates the ephemeral lock node p (0 bytes; Curator writes
-// its host's address, which nobody reads), making the lock path when
-// missing. It fails with errItemBusy when another consumer holds it. A
-// create whose reply was lost is settled by the node's owner once the
-// connection is back: the node is ours only if this ZooKeeper session
-// made it.
-func (q *WorkQueue) createLock(ctx context.Context, p string) (ownNode, error) {
+// createLock creates the ephemeral lock node p of the item at item (0
+// bytes; Curator writes its host's address, which nobody reads), making
+// the lock path when missing. The create and a check that the item is
+// still there are one transaction, so that a name of an old listing whose
+// item another consumer acked since costs one request, not a lock, a read
+// and an unlock. It fails with errItemBusy when another consumer holds
+// the lock, errItemGone when the item is gone. A transaction whose reply
+// was lost is settled by the lock's owner once the connection is back:
+// the lock is ours only if this ZooKeeper session made it.
+func (q *WorkQueue) createLock(ctx context.Context, p, item string) (ownNode, error) {
 	s := q.s
 	for made := false; ; {
 		gen, _, err := s.awaitConnected(ctx)
 		if err != nil {
 			return ownNode{}, err
 		}
-		_, err = call(ctx, s, "create", p, func() (string, error) {
-			return s.sendCreate(p, nil, zk.FlagEphemeral)
-		}, func(_ string, err error) { // made after ctx ended
+		res, err := call(ctx, s, "multi", p, func() ([]zk.MultiResponse, error) {
+			return s.sendMulti(p, &zk.CreateRequest{Path: p, Acl: toZKACL(s.cfg.acl), Flags: zk.FlagEphemeral},
+				&zk.CheckVersionRequest{Path: item, Version: -1})
+		}, func(_ []zk.MultiResponse, err error) { // made after ctx ended
 			if err == nil {
 				s.own(p)
 				s.deleteEventually(p, gen.id)
 			}
 		})
+		failed := func(op int, kind error) bool { return err != nil && len(res) == 2 && res[op].Error == kind }
 		switch {
 		case err == nil:
 			s.own(p)
 			return ownNode{path: p, gen: gen}, nil
-		case err == zk.ErrNodeExists:
+		case failed(1, zk.ErrNoNode):
+			return ownNode{}, errItemGone // acked since the listing: no lock made
+		case failed(0, zk.ErrNodeExists):
 			return ownNode{}, errItemBusy
-		case err == zk.ErrNoNode && !made:
+		case failed(0, zk.ErrNoNode) && !made:
 			made = true
 			if err := q.makePath(ctx, q.lockDir); err != nil {
 				return ownNode{}, err
