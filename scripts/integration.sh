@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The integration stage of scripts/test.sh (and `make integration`): every package of the
 # integration module against real ZooKeeper (Java backend unless ZK_TEST_BACKEND says
-# otherwise), under -race. The contract suite (./recipes/, about 9 minutes of tests one after
+# otherwise), under -race, and the other modules' tests against real servers (zktest and
+# zktest/docker, whose Docker tests skip here and run in test.sh's docker stage; otelzk; the
+# Prometheus example). The contract suite (./recipes/, about 9 minutes of tests one after
 # another, most of it spent waiting on timeouts, reconnections and peers) runs as two shards
-# side by side, split by test name (A-M, the rest), each with its own server, beside the other
-# packages, so the stage takes about as long as its longest part. ZK_INTEGRATION_TIMEOUT
+# side by side, split by test name (A-M, the rest), each with its own server, beside the
+# other packages ("others", one go test over the workspace's modules), so the stage takes
+# about as long as its longest part. ZK_INTEGRATION_TIMEOUT
 # (default 15m) is each part's test timeout. Each part's output is printed whole, with its
 # time, once it ends; a closing line names the parts that failed, and the exit status is
 # non-zero when any did. Ctrl-C or SIGTERM stops every part. Needs bash 5.1 (wait -p).
@@ -45,6 +48,8 @@ if ! pkgs=$(go list ./...); then
 fi
 # integration/release is a stage of its own in scripts/test.sh (release).
 others=$(grep -v -e '/integration/recipes$' -e '/integration/release$' <<<"$pkgs")
+M=github.com/zkrecipes/zkrecipes
+others="$others $M/zktest/... $M/otelzk/... $M/examples/prometheus-metrics/..."
 
 t0=$SECONDS
 go test -race -count=1 -timeout "$timeout" $others >"$out/others" 2>&1 &
