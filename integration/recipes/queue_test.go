@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -26,7 +27,7 @@ import (
 // (peers/java/CuratorQueuePeer.java).
 type queuePeer struct {
 	cmd   *exec.Cmd
-	stdin interface{ Close() error }
+	stdin io.WriteCloser
 	mu    sync.Mutex
 	out   bytes.Buffer
 	done  chan struct{}

@@ -1,22 +1,18 @@
 package recipes_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/integration/peers"
 )
 
 // sharderPeer is peers/java/CuratorQueueSharderPeer.java (a Curator 5.4
@@ -31,32 +27,8 @@ type sharderPeer struct {
 // waits for its READY line. The process is killed when the test ends.
 func startSharderPeer(t *testing.T, args ...string) *sharderPeer {
 	t.Helper()
-	peers.Require(t, peers.Curator)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cp, err := peers.BuildJava(ctx)
-	require.NoError(t, err)
-	p := &sharderPeer{queuePeer: &queuePeer{done: make(chan struct{})}}
-	p.cmd = exec.Command("java", append([]string{"-XX:+UseSerialGC", "-Xmx256m", "-cp", cp, "zkrecipes.peers.CuratorQueueSharderPeer"}, args...)...)
-	p.cmd.Stdout = p.queuePeer
-	var stderr bytes.Buffer
-	p.cmd.Stderr = &stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p.in, err = p.cmd.StdinPipe()
-	require.NoError(t, err)
-	p.stdin = p.in
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		if t.Failed() {
-			t.Logf("curator sharder peer %v: stdout:\n%s\nstderr:\n%s", args, p.stdout(), stderr.String())
-		}
-	})
+	p := &sharderPeer{queuePeer: startCuratorQueuePeer(t, "CuratorQueueSharderPeer", args...)}
+	p.in = p.stdin
 	p.awaitLines(t, "READY", 1)
 	return p
 }
