@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,8 +233,13 @@ func TestRefused_KeeperRefusedLaterReportsItInStatusDoesNotLoopAndComesBack(t *t
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = deleteTree(owner, root) })
 			parent, node := root+tc.parent, root+tc.parent+"/a"
-			if tc.parent == "/node" {
-				_, err = owner.Create(parent, nil, 0, open)
+			// The parents are plain persistent nodes made here: a keeper
+			// would make them containers, which the server deletes once
+			// the node is deleted below, and with the parent its ACL, so
+			// that the keeper's next create would pass.
+			for p := root; p != parent; {
+				p += "/" + strings.SplitN(strings.TrimPrefix(parent, p+"/"), "/", 2)[0]
+				_, err = owner.Create(p, nil, 0, open)
 				require.NoError(t, err)
 			}
 			creates := &createTimes{path: node}
