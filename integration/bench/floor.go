@@ -46,10 +46,12 @@ type FloorResult struct {
 	ServerCPUPerHandoff time.Duration `json:"server_cpu_per_handoff_ns"`
 	ClientCPUPerHandoff time.Duration `json:"client_cpu_per_handoff_ns"`
 	// The same chain with zkrecipes' marked release and no lock logic:
-	// each session watches the node before it twice (getData, and
-	// getChildren for its deletion) and, once both have fired, releases its
-	// own in one multi that sets its data, then deletes it. It is the
-	// fastest a handoff can be that tells a holder's release from a
+	// each session but the first watches the node before it twice
+	// (getData, and getChildren for its deletion) and, once both have
+	// fired, releases its own in one multi that sets its data, then
+	// deletes it; the holder, which did not wait, deletes its node plainly
+	// and the first session behind it watches only that deletion. It is
+	// the fastest a handoff can be that tells a holder's release from a
 	// cancellation on notifications alone (handoff.go): a drain of
 	// zkrecipes' Mutex makes these requests and no other.
 	MarkedHandoffP50 time.Duration `json:"marked_handoff_p50_ns"`
@@ -214,21 +216,24 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 		}
 		nodes[i] = p
 	}
-	// Each link's watches on the node before it, in the order they fire:
-	// a getData watch, and for the marked chain also a getChildren watch,
-	// which a data change does not consume and the deletion fires. The
-	// events that hand the lock over: the deletion, or the marked
-	// release's data change and then its deletion.
-	wantType := []zk.EventType{zk.EventNodeDeleted}
-	release := func(i int) error { return conns[i].Delete(nodes[i], -1) }
-	if marked {
-		wantType = []zk.EventType{zk.EventNodeDataChanged, zk.EventNodeDeleted}
-		release = func(i int) error {
-			_, err := conns[i].Multi(&zk.SetDataRequest{Path: nodes[i], Data: []byte{}, Version: -1},
-				&zk.DeleteRequest{Path: nodes[i], Version: -1})
-			return err
+	// In the marked chain, as in a drain of zkrecipes' Mutex, every link
+	// that waited releases in one multi (setData, delete); the holder,
+	// link 0, which did not wait, deletes plainly (handoff.go).
+	markedRelease := func(i int) bool { return marked && i > 0 }
+	release := func(i int) error {
+		if !markedRelease(i) {
+			return conns[i].Delete(nodes[i], -1)
 		}
+		_, err := conns[i].Multi(&zk.SetDataRequest{Path: nodes[i], Data: []byte{}, Version: -1},
+			&zk.DeleteRequest{Path: nodes[i], Version: -1})
+		return err
 	}
+	// Each link's watches on the node before it, in the order they fire:
+	// a getData watch, and behind a marked release also a getChildren
+	// watch, which a data change does not consume and the deletion fires.
+	// wantType[i] are the events that hand the lock over to link i: the
+	// deletion, or the marked release's data change and then its deletion.
+	wantType := make([][]zk.EventType, links+1)
 	watches := make([][]<-chan zk.Event, links+1)
 	for i := 1; i <= links; i++ {
 		_, _, w, err := conns[i].GetW(nodes[i-1])
@@ -236,11 +241,13 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 			return r, err
 		}
 		watches[i] = append(watches[i], w)
-		if marked {
+		wantType[i] = []zk.EventType{zk.EventNodeDeleted}
+		if markedRelease(i - 1) {
 			if _, _, w, err = conns[i].ChildrenW(nodes[i-1]); err != nil {
 				return r, err
 			}
 			watches[i] = append(watches[i], w)
+			wantType[i] = []zk.EventType{zk.EventNodeDataChanged, zk.EventNodeDeleted}
 		}
 	}
 	delStart := make([]time.Time, links+1)
@@ -253,7 +260,7 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 			for k, w := range watches[i] {
 				select {
 				case ev := <-w:
-					if ev.Type != wantType[k] {
+					if ev.Type != wantType[i][k] {
 						errs[i] = errors.New("bench: chain: unexpected event " + ev.Type.String())
 						return
 					}
@@ -303,9 +310,9 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 // MarkedChain runs the marked chain alone (FloorResult.MarkedPerHandoff)
 // with links handoffs under path: the drain's floor at a queue of links
 // waiters, a holder and links sessions behind it, each releasing as
-// zkrecipes' Mutex does once both of its notifications have come. It
-// returns what it measured as a drain of links waiters: from the first
-// release to the last link's second notification.
+// zkrecipes' Mutex does in a drain. It returns what it measured as a
+// drain of links waiters: from the holder's release to the last link's
+// last notification.
 func MarkedChain(ctx context.Context, env Env, path string, links int) (DrainResult, error) {
 	if links < 1 {
 		return DrainResult{}, fmt.Errorf("bench: a marked chain of %d links", links)

@@ -90,13 +90,17 @@ func drawChart(r *Results, path string) error {
 		p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{})
 		plots[0] = append(plots[0], p)
 	}
-	const width, height = 15 * vg.Inch, 5 * vg.Inch
+	return writePlotRow(plots[0], 15*vg.Inch, 5*vg.Inch, path)
+}
+
+// writePlotRow draws row side by side on one width × height canvas and
+// writes it to path as a PNG.
+func writePlotRow(row []*plot.Plot, width, height vg.Length, path string) error {
 	img := vgimg.New(width, height)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align(plots, tiles, dc)
-	for j, p := range plots[0] {
+	canvases := plot.Align([][]*plot.Plot{row}, tiles, draw.New(img))
+	for j, p := range row {
 		p.Draw(canvases[0][j])
 	}
 	png := vgimg.PngCanvas{Canvas: img}

@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // curvePanel is one panel of a curve's chart: a figure of each point
@@ -177,17 +176,5 @@ func drawCurveChart(points []CurvePoint, curve, xLabel string, panels []curvePan
 		row = append(row, p)
 	}
 	row = append(row, legend)
-	width := vg.Length(len(row)) * 4 * vg.Inch
-	const height = 5 * vg.Inch
-	img := vgimg.New(width, height)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	plots := [][]*plot.Plot{row}
-	canvases := plot.Align(plots, tiles, dc)
-	for j, p := range row {
-		p.Draw(canvases[0][j])
-	}
-	png := vgimg.PngCanvas{Canvas: img}
-	return writeFile(path, png.WriteTo)
+	return writePlotRow(row, vg.Length(len(row))*4*vg.Inch, 5*vg.Inch, path)
 }

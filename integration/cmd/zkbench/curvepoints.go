@@ -292,60 +292,66 @@ func curveSizes(points []CurvePoint, curve string) []int {
 }
 
 // curvesMarkdown renders the points as one table per curve; a point that
-// failed shows its error beneath the table.
+// failed shows its error beneath the tables.
 func curvesMarkdown(points []CurvePoint) string {
+	tables := []struct {
+		curve, title, header string
+		// cells are the point's cells after its size and implementation;
+		// false: the point has no figures (no run finished).
+		cells func(p CurvePoint) (string, bool)
+	}{
+		{curveLock, "Contended lock (medians of the repetitions; server CPU absent where it could not be read):",
+			"| sessions | implementation | runs | acquisitions/s | requests/acq | response bytes/acq | handoff p99 µs | server CPU µs/acq | violations |",
+			func(p CurvePoint) (string, bool) {
+				if p.LockPoint == nil {
+					return "", false
+				}
+				return fmt.Sprintf("%d | %.0f | %.2f | %.0f | %s | %s | %d |", p.Runs, p.Throughput, p.ReqPerAcq,
+					p.BytesPerAcq, us(p.HandoffP99), cpuCell(p.ServerCPUPerAcq), p.Violations), true
+			}},
+		{curveDrain, "Drain (medians; against the marked chain of as many links in the same repetition):",
+			"| waiters | implementation | drains | µs/handoff | × marked chain (each repetition) | requests/handoff | response bytes/handoff |",
+			func(p CurvePoint) (string, bool) {
+				if p.DrainPoint == nil {
+					return "", false
+				}
+				vs := "–"
+				if len(p.RepVsMarkedFloor) > 0 {
+					each := make([]string, len(p.RepVsMarkedFloor))
+					for i, v := range p.RepVsMarkedFloor {
+						each[i] = fmt.Sprintf("%.2f", v)
+					}
+					vs = fmt.Sprintf("%.2f (%s)", p.VsMarkedFloor, strings.Join(each, ", "))
+				}
+				return fmt.Sprintf("%d | %s | %s | %.2f | %.0f |", p.Runs, us(p.PerHandoff), vs, p.ReqPerHandoff, p.BytesPerHandoff), true
+			}},
+		{curveMemory, "Memory per session (live heap after a GC, and goroutines, added by that many idle sessions open at once; medians):",
+			"| sessions | kind | runs | heap KB/session | goroutines/session |",
+			func(p CurvePoint) (string, bool) {
+				if p.MemoryPoint == nil {
+					return "", false
+				}
+				return fmt.Sprintf("%d | %.1f | %.2f |", p.Runs, p.HeapPerSession/1024, p.GoroutinesPerSession), true
+			}},
+	}
 	var b strings.Builder
 	var failures []string
-	fail := func(p CurvePoint) {
-		if p.Error != "" {
-			failures = append(failures, fmt.Sprintf("- %s, %s at %d (%d runs measured): %s", p.Curve, p.Impl, p.Size, p.Runs, oneLine(p.Error, 300)))
+	for _, t := range tables {
+		ps := pointsOf(points, t.curve)
+		if len(ps) == 0 {
+			continue
 		}
-	}
-	if ps := pointsOf(points, curveLock); len(ps) > 0 {
-		b.WriteString("Contended lock (medians of the repetitions; server CPU absent where it could not be read):\n\n")
-		b.WriteString("| sessions | implementation | runs | acquisitions/s | requests/acq | response bytes/acq | handoff p99 µs | server CPU µs/acq | violations |\n|---|---|---|---|---|---|---|---|---|\n")
+		cols := strings.Count(t.header, "|") - 1
+		b.WriteString(t.title + "\n\n" + t.header + "\n|" + strings.Repeat("---|", cols) + "\n")
 		for _, p := range ps {
-			fail(p)
-			if p.LockPoint == nil {
-				fmt.Fprintf(&b, "| %d | %s | 0 | **failed** | | | | | |\n", p.Size, p.Impl)
-				continue
+			if p.Error != "" {
+				failures = append(failures, fmt.Sprintf("- %s, %s at %d (%d runs measured): %s", p.Curve, p.Impl, p.Size, p.Runs, oneLine(p.Error, 300)))
 			}
-			fmt.Fprintf(&b, "| %d | %s | %d | %.0f | %.2f | %.0f | %s | %s | %d |\n", p.Size, p.Impl, p.Runs, p.Throughput, p.ReqPerAcq,
-				p.BytesPerAcq, us(p.HandoffP99), cpuCell(p.ServerCPUPerAcq), p.Violations)
-		}
-		b.WriteString("\n")
-	}
-	if ps := pointsOf(points, curveDrain); len(ps) > 0 {
-		b.WriteString("Drain (medians; against the marked chain of as many links in the same repetition):\n\n")
-		b.WriteString("| waiters | implementation | drains | µs/handoff | × marked chain (each repetition) | requests/handoff | response bytes/handoff |\n|---|---|---|---|---|---|---|\n")
-		for _, p := range ps {
-			fail(p)
-			if p.DrainPoint == nil {
-				fmt.Fprintf(&b, "| %d | %s | 0 | **failed** | | | |\n", p.Size, p.Impl)
-				continue
+			cells, ok := t.cells(p)
+			if !ok {
+				cells = "0 | **failed** |" + strings.Repeat(" |", cols-4)
 			}
-			vs := "–"
-			if len(p.RepVsMarkedFloor) > 0 {
-				each := make([]string, len(p.RepVsMarkedFloor))
-				for i, v := range p.RepVsMarkedFloor {
-					each[i] = fmt.Sprintf("%.2f", v)
-				}
-				vs = fmt.Sprintf("%.2f (%s)", p.VsMarkedFloor, strings.Join(each, ", "))
-			}
-			fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %.2f | %.0f |\n", p.Size, p.Impl, p.Runs, us(p.PerHandoff), vs, p.ReqPerHandoff, p.BytesPerHandoff)
-		}
-		b.WriteString("\n")
-	}
-	if ps := pointsOf(points, curveMemory); len(ps) > 0 {
-		b.WriteString("Memory per session (live heap after a GC, and goroutines, added by that many idle sessions open at once; medians):\n\n")
-		b.WriteString("| sessions | kind | runs | heap KB/session | goroutines/session |\n|---|---|---|---|---|\n")
-		for _, p := range ps {
-			fail(p)
-			if p.MemoryPoint == nil {
-				fmt.Fprintf(&b, "| %d | %s | 0 | **failed** | |\n", p.Size, p.Impl)
-				continue
-			}
-			fmt.Fprintf(&b, "| %d | %s | %d | %.1f | %.2f |\n", p.Size, p.Impl, p.Runs, p.HeapPerSession/1024, p.GoroutinesPerSession)
+			fmt.Fprintf(&b, "| %d | %s | %s\n", p.Size, p.Impl, cells)
 		}
 		b.WriteString("\n")
 	}

@@ -32,11 +32,9 @@ func (markedChain) drain(ctx context.Context, env bench.Env, path string, n int)
 	return bench.MarkedChain(ctx, env, path, n)
 }
 
-// curveRun measures the curves of cc on env and writes their points
-// (curves.jsonl, curves.md and one chart per curve) into dir, again after
-// every size, so that a run stopped half-way keeps what it measured.
-// runners are the implementations (the variants are left out: the curves
-// compare zkrecipes with its peers and the floors).
+// curveRun is one run of the curves: what it measures, where, the
+// directory it writes into, when it started (RFC 3339) and the points so
+// far.
 type curveRun struct {
 	cc      curveConfig
 	env     bench.Env
@@ -45,6 +43,11 @@ type curveRun struct {
 	points  []CurvePoint
 }
 
+// runCurves measures the curves of cc on env and writes their points
+// (curves.jsonl, curves.md and one chart per curve) into dir, again after
+// every size, so that a run stopped half-way keeps what it measured.
+// runners are the implementations (the variants are left out: the curves
+// compare zkrecipes with its peers and the floors).
 func runCurves(ctx context.Context, env bench.Env, runners []runner, cc curveConfig, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

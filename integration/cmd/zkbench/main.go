@@ -123,13 +123,19 @@ func main() {
 	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, dst := range map[string]*[]int{"curve-locks": &cc.LockSessions, "curve-drains": &cc.DrainWaiters, "curve-memory": &cc.MemorySessions} {
-		if !set[name] {
+	for _, f := range []struct {
+		name, value string
+		dst         *[]int
+	}{
+		{"curve-locks", *curveLocks, &cc.LockSessions},
+		{"curve-drains", *curveDrains, &cc.DrainWaiters},
+		{"curve-memory", *curveMemory, &cc.MemorySessions},
+	} {
+		if !set[f.name] {
 			continue
 		}
-		v := map[string]string{"curve-locks": *curveLocks, "curve-drains": *curveDrains, "curve-memory": *curveMemory}[name]
-		if *dst, err = parseSizes(v); err != nil {
-			fatalf("-%s: %v", name, err)
+		if *f.dst, err = parseSizes(f.value); err != nil {
+			fatalf("-%s: %v", f.name, err)
 		}
 	}
 	if *curveReps > 0 {

@@ -481,9 +481,9 @@ func (r *Results) markdown() string {
 		us(f.SequentialP50) + " µs p50). Floor, handoff: a chain of " +
 		strconv.Itoa(r.Config.ChainLinks) + " sessions, each getData-watching the node before it and deleting its own on the notification " +
 		"(handoff: delete request → successor's notification; throughput and µs/handoff: the whole chain's time per link); its nodes and watches " +
-		"are all in place before the clock starts. Floor (marked chain): the same chain releasing as zkrecipes' Mutex does, each link watching the node " +
+		"are all in place before the clock starts. Floor (marked chain): the same chain releasing as zkrecipes' Mutex does, each link after the first watching the node " +
 		"before it with getData and getChildren and, once its data change and its deletion have both been notified, releasing its own node in one " +
-		"multi that sets its data and deletes it: a drain of zkrecipes' Mutex makes exactly these requests, so no lock that hands over on " +
+		"multi that sets its data and deletes it (the holder, which did not wait, deletes plainly, and the first link watches only that): a drain of zkrecipes' Mutex makes exactly these requests, so no lock that hands over on " +
 		"notifications alone drains faster. Floor (raw lock): the same " + strconv.Itoa(r.Config.Sessions) + "-session workload as the locks on raw " +
 		"go-zookeeper sessions making the fewest requests any queueing lock can (create with the getChildren right behind it, a getData watch on " +
 		"the node before, a plain delete: " + fmt.Sprintf("%.2f", f.RawLock.ReqPerAcq) + " requests per acquisition), holding on every deletion " +
