@@ -82,32 +82,36 @@ func TestProxy_BlackholeDelayResetWithoutLeaks(t *testing.T) {
 }
 
 func TestProxy_BlackholedClientLosesConnectionAndHealKeepsSession(t *testing.T) {
-	c := zktest.Start(t)
-	p := zktest.NewProxy(t, c.Servers()[0])
 	// Long enough that the client reconnects after Heal before the server expires it.
-	conn, ev := testclient.Connect(t, []string{p.Addr()}, 10*time.Second, nil)
-	sid := conn.SessionID()
-
-	n := ev.Len()
-	p.Blackhole()
-	ev.WaitState(t, n, zk.StateDisconnected, 15*time.Second)
-	p.Heal()
-	ev.WaitState(t, n, zk.StateHasSession, 15*time.Second)
-	require.Equal(t, sid, conn.SessionID())
+	conn := sameSessionAfterFault(t, 10*time.Second, 15*time.Second, (*zktest.Proxy).Blackhole, (*zktest.Proxy).Heal)
 	_, err := conn.Create("/after-heal", nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 }
 
 func TestProxy_ResetAllForcesReconnectWithSameSession(t *testing.T) {
+	sameSessionAfterFault(t, 4*time.Second, 10*time.Second, (*zktest.Proxy).ResetAll, nil)
+}
+
+// sameSessionAfterFault starts a server and a client session (of sessionTimeout) through a
+// proxy to it, applies fault to the proxy, waits (within each time) until the client is
+// disconnected, applies heal (when not nil), waits until the client has its session
+// again, and requires it to be the same session. It returns the client.
+func sameSessionAfterFault(t *testing.T, sessionTimeout, within time.Duration, fault, heal func(*zktest.Proxy)) *zk.Conn {
+	t.Helper()
 	c := zktest.Start(t)
 	p := zktest.NewProxy(t, c.Servers()[0])
-	conn, ev := testclient.Connect(t, []string{p.Addr()}, 4*time.Second, nil)
+	conn, ev := testclient.Connect(t, []string{p.Addr()}, sessionTimeout, nil)
 	sid := conn.SessionID()
+
 	n := ev.Len()
-	p.ResetAll()
-	ev.WaitState(t, n, zk.StateDisconnected, 10*time.Second)
-	ev.WaitState(t, n, zk.StateHasSession, 10*time.Second)
+	fault(p)
+	ev.WaitState(t, n, zk.StateDisconnected, within)
+	if heal != nil {
+		heal(p)
+	}
+	ev.WaitState(t, n, zk.StateHasSession, within)
 	require.Equal(t, sid, conn.SessionID())
+	return conn
 }
 
 // A proxy started on the port of one that was closed reaches its own
