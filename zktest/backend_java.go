@@ -389,6 +389,7 @@ func (s *javaServer) close() error {
 	return nil
 }
 
+// tailLines returns the last n lines of s.
 func tailLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {

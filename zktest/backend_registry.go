@@ -168,12 +168,11 @@ func (r *registeredBackend) launch(ctx context.Context, dir string, specs []serv
 	if len(srvs) != len(specs) {
 		for _, s := range srvs {
 			if s != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), serverCallTimeout)
-				_ = s.Close(ctx)
-				cancel()
+				_ = call(s.Close)
 			}
 		}
-		return nil, fmt.Errorf("zktest: %s backend started %d servers for %d", r.n, len(srvs), len(specs))
+		// StartCluster prefixes "zktest: <name> backend: ".
+		return nil, fmt.Errorf("it started %d servers for %d", len(srvs), len(specs))
 	}
 	ms := make([]member, len(srvs))
 	for i, s := range srvs {

@@ -132,3 +132,35 @@ func TestRegisteredBackend_ServesAnEnsembleAndItsFaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, []string{"leader", "follower"}, srvr["Mode"])
 }
+
+// closeCounter is a BackendServer that counts its Close calls and does nothing else.
+type closeCounter struct{ closes *atomic.Int32 }
+
+func (closeCounter) Start(context.Context) error         { return nil }
+func (closeCounter) Kill(context.Context) error          { return nil }
+func (closeCounter) Stop(context.Context) error          { return nil }
+func (closeCounter) Cont(context.Context) error          { return nil }
+func (closeCounter) Exited() <-chan struct{}             { return nil }
+func (closeCounter) LogTail(context.Context, int) string { return "" }
+func (c closeCounter) Close(context.Context) error       { c.closes.Add(1); return nil }
+
+type launchFunc func(context.Context, LaunchPlan) ([]BackendServer, error)
+
+func (f launchFunc) Launch(ctx context.Context, p LaunchPlan) ([]BackendServer, error) {
+	return f(ctx, p)
+}
+
+// A backend that starts fewer servers than asked for fails the start, with the counts,
+// and what it did start is closed, not left running.
+func TestRegisteredBackend_FewerServersThanPlannedFailTheStartAndAreClosed(t *testing.T) {
+	var closes atomic.Int32
+	b := launchFunc(func(context.Context, LaunchPlan) ([]BackendServer, error) {
+		return []BackendServer{closeCounter{&closes}, nil}, nil
+	})
+	name := register(t, func(context.Context) (Backend, error) { return b, nil })
+	_, err := StartCluster(context.Background(), WithBackend(name), WithSize(3))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrNoBackend, "a faulty backend is no missing one: Start must not skip")
+	require.Equal(t, "zktest: "+name+" backend: it started 2 servers for 3", err.Error())
+	require.Equal(t, int32(1), closes.Load(), "the one server started is closed")
+}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest/internal/testclient"
 )
 
 func TestStandalone_StartsAndServes(t *testing.T) {
@@ -45,7 +46,7 @@ func TestStandalone_StartsAndServes(t *testing.T) {
 
 func TestStandalone_ClientReadsItsWrite(t *testing.T) {
 	c := zktest.Start(t)
-	conn, _ := connect(t, c.Servers(), 4*time.Second, nil)
+	conn, _ := testclient.Connect(t, c.Servers(), 4*time.Second, nil)
 	_, err := conn.Create("/zktest", []byte("hello"), 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	b, _, err := conn.Get("/zktest")
@@ -72,23 +73,23 @@ func TestStandalone_StopFreezesAndContResumes(t *testing.T) {
 
 func TestStandalone_KillAndRestartKeepData(t *testing.T) {
 	c := zktest.Start(t)
-	conn, ev := connect(t, c.Servers(), 10*time.Second, nil)
+	conn, ev := testclient.Connect(t, c.Servers(), 10*time.Second, nil)
 	_, err := conn.Create("/persist", []byte("v"), 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
-	n := ev.len()
+	n := ev.Len()
 	if err := c.Kill(0); errors.Is(err, zktest.ErrUnsupported) {
 		t.Skip("backend cannot kill servers")
 	} else {
 		require.NoError(t, err)
 	}
-	ev.waitState(t, n, zk.StateDisconnected, 10*time.Second)
+	ev.WaitState(t, n, zk.StateDisconnected, 10*time.Second)
 	require.NoError(t, c.Restart(0))
 	// A handshake the server took while it was still loading gets no
 	// answer until go-zookeeper's handshake deadline ends it: ten read
 	// timeouts, 10 × 2/3 of the 10 s session timeout, about 67 s (a wait
 	// of one minute failed beside two busy loops). The session may have
 	// expired by then, and a new one comes. Either way the data is there.
-	ev.waitState(t, n, zk.StateHasSession, 2*time.Minute)
+	ev.WaitState(t, n, zk.StateHasSession, 2*time.Minute)
 	b, _, err := conn.Get("/persist")
 	require.NoError(t, err)
 	require.Equal(t, "v", string(b))

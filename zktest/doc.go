@@ -15,8 +15,8 @@
 //     network (image from ZK_TEST_IMAGE, default "zookeeper"), when the test binary
 //     imports the Docker backend ([DockerPackage]), a module of its own.
 //
-// This module requires only go-zookeeper: a test that wants no Docker never downloads
-// testcontainers. One that does imports the Docker backend for its side effect, in any
+// This module's packages import only go-zookeeper (its own tests add testify and
+// goleak): a test that wants no Docker never downloads testcontainers. One that does imports the Docker backend for its side effect, in any
 // of the package's test files:
 //
 //	import _ "github.com/zkrecipes/zkrecipes/zktest/docker"

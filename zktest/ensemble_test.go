@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest/internal/testclient"
 )
 
 func TestEnsemble_SessionSurvivesLeaderKillAndServerRejoins(t *testing.T) {
@@ -28,7 +29,7 @@ func TestEnsemble_SessionSurvivesLeaderKillAndServerRejoins(t *testing.T) {
 	// With a session shorter than the stall (6 s) it was expired in 3 of 5 runs: most
 	// likely a handshake queued at the stalled server is answered when it resumes,
 	// from its own session table, before it learns that it no longer leads.
-	conn, _ := connect(t, c.Servers(), 20*time.Second, nil)
+	conn, _ := testclient.Connect(t, c.Servers(), 20*time.Second, nil)
 	sid := conn.SessionID()
 	_, err = conn.Create("/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)

@@ -7,11 +7,12 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest/internal/testclient"
 )
 
 func TestExtendedTypes_OnByDefaultSoATTLNodeIsMade(t *testing.T) {
 	c := zktest.Start(t)
-	conn, _ := connect(t, c.Servers(), 4*time.Second, nil)
+	conn, _ := testclient.Connect(t, c.Servers(), 4*time.Second, nil)
 	p, err := conn.CreateTTL("/ttl", []byte("x"), zk.FlagTTL, zk.WorldACL(zk.PermAll), time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, "/ttl", p)
@@ -24,7 +25,7 @@ func TestExtendedTypes_OnByDefaultSoATTLNodeIsMade(t *testing.T) {
 
 func TestExtendedTypes_OffMakesTheServerRefuseATTLCreate(t *testing.T) {
 	c := zktest.Start(t, zktest.WithExtendedTypes(false))
-	conn, _ := connect(t, c.Servers(), 4*time.Second, nil)
+	conn, _ := testclient.Connect(t, c.Servers(), 4*time.Second, nil)
 	_, err := conn.CreateTTL("/ttl", nil, zk.FlagTTL, zk.WorldACL(zk.PermAll), time.Minute)
 	t.Logf("TTL create refused with: %v", err)
 	require.Error(t, err)

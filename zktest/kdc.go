@@ -88,7 +88,7 @@ func StartKDC(tb testing.TB) *KDC {
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			if b, err := os.ReadFile(filepath.Join(k.Dir, "kdc.log")); err == nil {
-				tb.Logf("zktest: KDC log:\n%s", tail(string(b), 30))
+				tb.Logf("zktest: KDC log:\n%s", tailLines(string(b), 30))
 			}
 		}
 		if err := k.Close(); err != nil {
@@ -231,7 +231,7 @@ func (k *KDC) start(ctx context.Context) error {
 		case <-done:
 			out, _ := os.ReadFile(filepath.Join(k.Dir, "krb5kdc.out"))
 			log, _ := os.ReadFile(filepath.Join(k.Dir, "kdc.log"))
-			return fmt.Errorf("zktest: krb5kdc exited at start: %s%s", tail(string(out), 10), tail(string(log), 10))
+			return fmt.Errorf("zktest: krb5kdc exited at start: %s%s", tailLines(string(out), 10), tailLines(string(log), 10))
 		case <-ctx.Done():
 			return fmt.Errorf("zktest: krb5kdc not serving on %s: %w", k.Addr, ctx.Err())
 		case <-time.After(20 * time.Millisecond): // polls the port; orders nothing
@@ -297,7 +297,7 @@ func (k *KDC) run(ctx context.Context, tool string, args ...string) error {
 		err = errors.New("kadmin.local reported an error")
 	}
 	if err != nil {
-		return fmt.Errorf("zktest: %s %s: %w: %s", filepath.Base(tool), strings.Join(args, " "), err, tail(string(out), 10))
+		return fmt.Errorf("zktest: %s %s: %w: %s", filepath.Base(tool), strings.Join(args, " "), err, tailLines(string(out), 10))
 	}
 	return nil
 }
@@ -340,13 +340,4 @@ func WithKerberos(kdc *KDC) SecureOption {
 `, kdc.Keytab(KDCServicePrincipal), KDCServicePrincipal, KDCRealm)
 		c.jvmFlags = append(c.jvmFlags, "-Djava.security.krb5.conf="+kdc.ConfigPath)
 	}
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest/internal/testclient"
 )
 
 func TestExpireSession_ClientSeesExpiryThenNewSession(t *testing.T) {
 	c := zktest.Start(t)
 	var capture zktest.SessionCapture
-	conn, ev := connect(t, c.Servers(), 10*time.Second, capture.Dialer())
+	conn, ev := testclient.Connect(t, c.Servers(), 10*time.Second, capture.Dialer())
 	id, pw, ok := capture.Session()
 	require.True(t, ok)
 	require.Equal(t, conn.SessionID(), id)
@@ -23,11 +24,11 @@ func TestExpireSession_ClientSeesExpiryThenNewSession(t *testing.T) {
 	_, err := conn.Create("/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 
-	n := ev.len()
+	n := ev.Len()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, c.ExpireSession(ctx, &capture))
-	ev.waitState(t, n, zk.StateExpired, 20*time.Second)
+	ev.WaitState(t, n, zk.StateExpired, 20*time.Second)
 	require.Eventually(t, func() bool {
 		s := conn.SessionID()
 		return s != 0 && s != id && conn.State() == zk.StateHasSession

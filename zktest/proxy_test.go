@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest/internal/testclient"
 )
 
 // echoServer echoes every connection on 127.0.0.1 until the test ends.
@@ -81,32 +82,36 @@ func TestProxy_BlackholeDelayResetWithoutLeaks(t *testing.T) {
 }
 
 func TestProxy_BlackholedClientLosesConnectionAndHealKeepsSession(t *testing.T) {
-	c := zktest.Start(t)
-	p := zktest.NewProxy(t, c.Servers()[0])
 	// Long enough that the client reconnects after Heal before the server expires it.
-	conn, ev := connect(t, []string{p.Addr()}, 10*time.Second, nil)
-	sid := conn.SessionID()
-
-	n := ev.len()
-	p.Blackhole()
-	ev.waitState(t, n, zk.StateDisconnected, 15*time.Second)
-	p.Heal()
-	ev.waitState(t, n, zk.StateHasSession, 15*time.Second)
-	require.Equal(t, sid, conn.SessionID())
+	conn := sameSessionAfterFault(t, 10*time.Second, 15*time.Second, (*zktest.Proxy).Blackhole, (*zktest.Proxy).Heal)
 	_, err := conn.Create("/after-heal", nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 }
 
 func TestProxy_ResetAllForcesReconnectWithSameSession(t *testing.T) {
+	sameSessionAfterFault(t, 4*time.Second, 10*time.Second, (*zktest.Proxy).ResetAll, nil)
+}
+
+// sameSessionAfterFault starts a server and a client session (of sessionTimeout) through a
+// proxy to it, applies fault to the proxy, waits (within each time) until the client is
+// disconnected, applies heal (when not nil), waits until the client has its session
+// again, and requires it to be the same session. It returns the client.
+func sameSessionAfterFault(t *testing.T, sessionTimeout, within time.Duration, fault, heal func(*zktest.Proxy)) *zk.Conn {
+	t.Helper()
 	c := zktest.Start(t)
 	p := zktest.NewProxy(t, c.Servers()[0])
-	conn, ev := connect(t, []string{p.Addr()}, 4*time.Second, nil)
+	conn, ev := testclient.Connect(t, []string{p.Addr()}, sessionTimeout, nil)
 	sid := conn.SessionID()
-	n := ev.len()
-	p.ResetAll()
-	ev.waitState(t, n, zk.StateDisconnected, 10*time.Second)
-	ev.waitState(t, n, zk.StateHasSession, 10*time.Second)
+
+	n := ev.Len()
+	fault(p)
+	ev.WaitState(t, n, zk.StateDisconnected, within)
+	if heal != nil {
+		heal(p)
+	}
+	ev.WaitState(t, n, zk.StateHasSession, within)
 	require.Equal(t, sid, conn.SessionID())
+	return conn
 }
 
 // A proxy started on the port of one that was closed reaches its own
@@ -150,7 +155,7 @@ func TestServersBackend_AttachesAndRefusesLifecycle(t *testing.T) {
 	require.ErrorIs(t, c.Kill(0), zktest.ErrUnsupported)
 	require.ErrorIs(t, c.Restart(0), zktest.ErrUnsupported)
 	require.ErrorIs(t, c.Stop(0), zktest.ErrUnsupported)
-	conn, _ := connect(t, c.Servers(), 4*time.Second, nil)
+	conn, _ := testclient.Connect(t, c.Servers(), 4*time.Second, nil)
 	_, err := conn.Create("/attached", nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 }
@@ -342,16 +347,16 @@ func TestProxy_LostCreateReplyStillCreatesTheNodeAndTheSessionSurvives(t *testin
 	p := zktest.NewProxy(t, c.Servers()[0])
 	// The proxy twice: go-zookeeper pauses a second before it tries the first
 	// server of its list again, and flushes the requests queued meanwhile.
-	conn, ev := connect(t, []string{p.Addr(), p.Addr()}, 8*time.Second, nil)
+	conn, ev := testclient.Connect(t, []string{p.Addr(), p.Addr()}, 8*time.Second, nil)
 	sid := conn.SessionID()
 	acl := zk.WorldACL(zk.PermAll)
 
-	n := ev.len()
+	n := ev.Len()
 	done := p.LoseReplies(300 * time.Millisecond)
 	_, err := conn.Create("/lost-reply", nil, zk.FlagEphemeral, acl)
 	require.ErrorIs(t, err, zk.ErrConnectionClosed, "the reply is lost with the connection")
 	require.True(t, closedWithin(done, 5*time.Second))
-	ev.waitState(t, n, zk.StateHasSession, 10*time.Second)
+	ev.WaitState(t, n, zk.StateHasSession, 10*time.Second)
 	require.Equal(t, sid, conn.SessionID(), "the session survives the reset")
 	ok, st, err := obs.Exists("/lost-reply")
 	require.NoError(t, err)
@@ -359,7 +364,7 @@ func TestProxy_LostCreateReplyStillCreatesTheNodeAndTheSessionSurvives(t *testin
 	require.Equal(t, sid, st.EphemeralOwner)
 
 	// The requests sent right after the reconnection lose their replies too.
-	n = ev.len()
+	n = ev.Len()
 	next := p.LoseRepliesOnNextConn(1, 300*time.Millisecond)
 	p.LoseReplies(300 * time.Millisecond)
 	_, err = conn.Create("/lost-reply-2", nil, zk.FlagEphemeral, acl)
@@ -374,7 +379,7 @@ func TestProxy_LostCreateReplyStillCreatesTheNodeAndTheSessionSurvives(t *testin
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, sid, conn.SessionID())
-	require.GreaterOrEqual(t, countState(ev.since(n), zk.StateHasSession), 2, "two reconnections")
+	require.GreaterOrEqual(t, countState(ev.Since(n), zk.StateHasSession), 2, "two reconnections")
 }
 
 func countState(states []zk.State, s zk.State) int {

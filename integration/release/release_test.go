@@ -237,13 +237,16 @@ func TestRelease_UserGetsTaggedModulesFromAProxyAndTakesALock(t *testing.T) {
 	if slices.Contains(tags, "integration/"+version) {
 		t.Fatalf("release.sh tagged %v: the integration module is not published", tags)
 	}
-	for _, m := range []string{"otelzk", "kerberos", "cmd/zkr", "integration"} {
-		gomod, err := os.ReadFile(filepath.Join(clone, m, "go.mod"))
+	for _, m := range []struct{ dir, requires string }{
+		{"otelzk", prefix}, {"kerberos", prefix}, {"cmd/zkr", prefix}, {"integration", prefix},
+		{"otelzk", prefix + "/zktest"}, {"integration", prefix + "/zktest"}, {"zktest/docker", prefix + "/zktest"},
+	} {
+		gomod, err := os.ReadFile(filepath.Join(clone, m.dir, "go.mod"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(gomod, []byte("replace")) || !bytes.Contains(gomod, []byte(prefix+" "+version)) {
-			t.Fatalf("%s/go.mod at the tag must require %s %s and replace nothing:\n%s", m, prefix, version, gomod)
+		if bytes.Contains(gomod, []byte("replace")) || !bytes.Contains(gomod, []byte(m.requires+" "+version)) {
+			t.Fatalf("%s/go.mod at the tag must require %s %s and replace nothing:\n%s", m.dir, m.requires, version, gomod)
 		}
 	}
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/zktest"
 	_ "github.com/zkrecipes/zkrecipes/zktest/docker"
+	"github.com/zkrecipes/zkrecipes/zktest/internal/testclient"
 )
 
 // TestDocker_ServerServesAndSurvivesKillRestart runs only with ZK_TEST_BACKEND=docker
@@ -25,18 +26,18 @@ func TestDocker_ServerServesAndSurvivesKillRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "standalone", srvr["Mode"])
 
-	conn, ev := connect(t, c.Servers(), 10*time.Second, nil)
+	conn, ev := testclient.Connect(t, c.Servers(), 10*time.Second, nil)
 	sid := conn.SessionID()
 	_, err = conn.Create("/docker", []byte("x"), 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 
-	n := ev.len()
+	n := ev.Len()
 	t0 := time.Now()
 	require.NoError(t, c.Kill(0))
-	ev.waitState(t, n, zk.StateDisconnected, 10*time.Second)
+	ev.WaitState(t, n, zk.StateDisconnected, 10*time.Second)
 	require.NoError(t, c.Restart(0))
 	t.Logf("docker: kill + restart until serving took %v", time.Since(t0))
-	ev.waitState(t, n, zk.StateHasSession, 20*time.Second)
+	ev.WaitState(t, n, zk.StateHasSession, 20*time.Second)
 	require.Equal(t, sid, conn.SessionID(), "session survives a restart within its timeout")
 	b, _, err := conn.Get("/docker")
 	require.NoError(t, err)
@@ -55,7 +56,7 @@ func TestDocker_Ensemble(t *testing.T) {
 	t.Logf("docker: 3-node ensemble serving after %v", c.StartDuration())
 	_, err := c.Leader()
 	require.NoError(t, err)
-	conn, _ := connect(t, c.Servers(), 6*time.Second, nil)
+	conn, _ := testclient.Connect(t, c.Servers(), 6*time.Second, nil)
 	_, err = conn.Create("/ens", nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 }
