@@ -3,12 +3,14 @@ package recipes_test
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -303,10 +305,17 @@ func TestQueueSharder_CloseLeavesNoGoroutineNoWatchAndNoNodeButTheShards(t *test
 	require.NoError(t, zr.NewWorkQueue(ac.Session, queues+"/"+shards[0]).Put(ctx, []byte("fires the ended take's watch")))
 	require.Eventually(t, func() bool { return watches() <= before }, 60*time.Second, 10*time.Millisecond,
 		"a watch of the closed sharders is still followed")
-	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"),
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"),
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).loop.func2"))
+	goleak.VerifyNone(t, append(sessionGoroutines, ignore)...)
+}
+
+// sessionGoroutines are the Session's own goroutines, which a recipe's
+// Close leaves: its pooled workers, and go-zookeeper's connection loops
+// (made again on a reconnection).
+var sessionGoroutines = []goleak.Option{
+	goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"),
+	goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"),
+	goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
+	goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).loop.func2"),
 }
 
 // A Take waiting on every shard waits through a dropped connection and
@@ -341,4 +350,38 @@ func TestQueueSharder_TakeWaitsThroughADroppedConnection(t *testing.T) {
 	}
 	st.next(t, 60*time.Second, zr.StateSuspended)
 	st.next(t, 60*time.Second, zr.StateReconnected) // the connection was dropped and made again
+}
+
+// A Start that fails (here: the queues path refuses the first shard's
+// create) says why with a typed error and leaves nothing running: no
+// goroutine, no node under the leader path; the sharder is then closed
+// (a second Start is refused, Queue says ErrClosed) and Close returns nil.
+func TestQueueSharder_FailedStartLeavesNoGoroutineNorLeaderNode(t *testing.T) {
+	c := server(t)
+	queues, leader := sharderPaths(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	observer := raw(t, c)
+	mkdirs(t, observer, path.Dir(queues))
+	_, err := observer.Create(queues, nil, 0, zk.WorldACL(zk.PermRead)) // listed, but no shard can be made under it
+	require.NoError(t, err)
+	cl := connect(t, c, nil)
+	ignore := goleak.IgnoreCurrent()
+
+	sh := zr.NewQueueSharder(cl.Session, queues, leader, fastChecks(3, 2)...)
+	err = sh.Start(ctx)
+	require.ErrorIs(t, err, zr.ErrNotAuthorized)
+	assert.Contains(t, err.Error(), "create "+queues+"/queue-", "the error names the request refused")
+	assert.ErrorIs(t, sh.Start(ctx), zr.ErrSharderStarted, "a sharder starts once")
+	_, err = sh.Queue()
+	assert.ErrorIs(t, err, zr.ErrClosed)
+	_, err = sh.Take(ctx)
+	assert.ErrorIs(t, err, zr.ErrClosed)
+	assert.NoError(t, sh.Close(ctx))
+	goleak.VerifyNone(t, append(sessionGoroutines, ignore)...)
+	ok, _, err := observer.Exists(leader)
+	require.NoError(t, err)
+	if ok {
+		assert.Empty(t, children(t, observer, leader), "no node of the sharder under the leader path")
+	}
+	assert.Empty(t, children(t, observer, queues), "no shard")
 }
