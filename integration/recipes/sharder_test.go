@@ -3,6 +3,7 @@ package recipes_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path"
 	"slices"
 	"strings"
@@ -385,3 +386,41 @@ func TestQueueSharder_FailedStartLeavesNoGoroutineNorLeaderNode(t *testing.T) {
 	}
 	assert.Empty(t, children(t, observer, queues), "no shard")
 }
+
+// A campaign the server refuses (here: the leader path's ACL refuses the
+// latch node) is tried again at a pace, even under a retry policy that
+// gives up at once: the sharder neither hammers the server nor floods its
+// log while it cannot campaign.
+func TestQueueSharder_RefusedCampaignIsTriedAgainAtAPaceNotInALoop(t *testing.T) {
+	c := server(t)
+	queues, leader := sharderPaths(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	observer := raw(t, c)
+	mkdirs(t, observer, path.Dir(leader))
+	_, err := observer.Create(leader, nil, 0, zk.WorldACL(zk.PermRead))
+	require.NoError(t, err)
+	l := &listings{dir: queues}
+	failures := &campaignFailures{}
+	cl := connect(t, c, nil, zr.WithObserver(l), zr.WithRetryPolicy(zr.NoRetry()), zr.WithLogger(slog.New(failures)))
+	startSharder(t, ctx, cl.Session, queues, leader, fastChecks(3, 2)...)
+	require.Eventually(t, func() bool { return failures.n.Load() >= 1 }, 60*time.Second, 10*time.Millisecond,
+		"the refused campaign is logged")
+	from := failures.n.Load()
+	l.awaitChecks(t, 4) // 200 ms at least
+	assert.LessOrEqual(t, failures.n.Load()-from, int32(3), "campaigns refused while the sharder checked its shards 4 times")
+}
+
+// campaignFailures counts a sharder's warnings of a failed campaign.
+type campaignFailures struct{ n atomic.Int32 }
+
+func (h *campaignFailures) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *campaignFailures) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "campaign failed") {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+func (h *campaignFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *campaignFailures) WithGroup(string) slog.Handler      { return h }
