@@ -330,8 +330,11 @@ func (sh *QueueSharder) lead(ctx context.Context) {
 		}
 		d := bo.NextBackOff()
 		if d == Stop {
+			// The policy gave up (at once, for NoRetry), but the campaign
+			// goes on until Close: at a keeper's pace, never in a loop,
+			// then under the policy again.
+			d = maxKeepBackoff
 			bo.Reset()
-			d = bo.NextBackOff()
 		}
 		sh.s.cfg.log.Warn("zkrecipes: queue sharder's campaign failed; campaigning again", "path", sh.dir, "err", err, "wait", d)
 		if sleepCtx(ctx, d) != nil {

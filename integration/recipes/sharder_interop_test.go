@@ -16,19 +16,15 @@ import (
 )
 
 // sharderPeer is peers/java/CuratorQueueSharderPeer.java (a Curator 5.4
-// QueueSharder) running, with its standard input.
-type sharderPeer struct {
-	*queuePeer
-	in io.WriteCloser
-}
+// QueueSharder) running.
+type sharderPeer struct{ *queuePeer }
 
 // startSharderPeer runs the Curator QueueSharder peer with args, skipping
 // the test when Curator is not installed (failing it under CI), and
 // waits for its READY line. The process is killed when the test ends.
 func startSharderPeer(t *testing.T, args ...string) *sharderPeer {
 	t.Helper()
-	p := &sharderPeer{queuePeer: startCuratorQueuePeer(t, "CuratorQueueSharderPeer", args...)}
-	p.in = p.stdin
+	p := &sharderPeer{startCuratorQueuePeer(t, "CuratorQueueSharderPeer", args...)}
 	p.awaitLines(t, "READY", 1)
 	return p
 }
@@ -58,7 +54,7 @@ func (p *sharderPeer) awaitLines(t *testing.T, prefix string, n int) string {
 // n-th line starting with answer.
 func (p *sharderPeer) run(t *testing.T, cmd, answer string, n int) string {
 	t.Helper()
-	_, err := io.WriteString(p.in, cmd+"\n")
+	_, err := io.WriteString(p.stdin, cmd+"\n")
 	require.NoError(t, err)
 	return p.awaitLines(t, answer, n)
 }
@@ -122,7 +118,7 @@ func TestQueueSharder_GoFollowsTheShardsCuratorAddsAndTakesCuratorsItems(t *test
 	for _, s := range g.Shards() {
 		assert.Empty(t, children(t, observer, s), "items left in %s", s)
 	}
-	require.NoError(t, p.in.Close())
+	require.NoError(t, p.stdin.Close())
 	p.wait(t, 60*time.Second)
 	assert.Equal(t, "DONE 10", p.awaitLines(t, "DONE ", 1))
 }
@@ -181,7 +177,7 @@ func TestQueueSharder_CuratorConsumesWhatGoPutsOnEveryShard(t *testing.T) {
 		}
 		return true
 	}, 30*time.Second, 10*time.Millisecond, "items or locks left")
-	require.NoError(t, p.in.Close())
+	require.NoError(t, p.stdin.Close())
 	p.wait(t, 60*time.Second)
 	assert.Equal(t, fmt.Sprintf("DONE %d", len(want)), p.awaitLines(t, "DONE ", 1))
 }
@@ -232,7 +228,7 @@ func TestQueueSharder_GoAndCuratorConsumersTakeEachItemOnce(t *testing.T) {
 		}
 		return true
 	}, 90*time.Second, 10*time.Millisecond, "items left")
-	require.NoError(t, p.in.Close())
+	require.NoError(t, p.stdin.Close())
 	p.wait(t, 60*time.Second)
 	stop()
 	goGot := <-taken

@@ -3,12 +3,15 @@ package recipes_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
@@ -303,10 +306,17 @@ func TestQueueSharder_CloseLeavesNoGoroutineNoWatchAndNoNodeButTheShards(t *test
 	require.NoError(t, zr.NewWorkQueue(ac.Session, queues+"/"+shards[0]).Put(ctx, []byte("fires the ended take's watch")))
 	require.Eventually(t, func() bool { return watches() <= before }, 60*time.Second, 10*time.Millisecond,
 		"a watch of the closed sharders is still followed")
-	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"),
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"),
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).loop.func2"))
+	goleak.VerifyNone(t, append(sessionGoroutines, ignore)...)
+}
+
+// sessionGoroutines are the Session's own goroutines, which a recipe's
+// Close leaves: its pooled workers, and go-zookeeper's connection loops
+// (made again on a reconnection).
+var sessionGoroutines = []goleak.Option{
+	goleak.IgnoreTopFunction("github.com/zkrecipes/zkrecipes.(*Session).work"),
+	goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"),
+	goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
+	goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).loop.func2"),
 }
 
 // A Take waiting on every shard waits through a dropped connection and
@@ -342,3 +352,75 @@ func TestQueueSharder_TakeWaitsThroughADroppedConnection(t *testing.T) {
 	st.next(t, 60*time.Second, zr.StateSuspended)
 	st.next(t, 60*time.Second, zr.StateReconnected) // the connection was dropped and made again
 }
+
+// A Start that fails (here: the queues path refuses the first shard's
+// create) says why with a typed error and leaves nothing running: no
+// goroutine, no node under the leader path; the sharder is then closed
+// (a second Start is refused, Queue says ErrClosed) and Close returns nil.
+func TestQueueSharder_FailedStartLeavesNoGoroutineNorLeaderNode(t *testing.T) {
+	c := server(t)
+	queues, leader := sharderPaths(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	observer := raw(t, c)
+	mkdirs(t, observer, path.Dir(queues))
+	_, err := observer.Create(queues, nil, 0, zk.WorldACL(zk.PermRead)) // listed, but no shard can be made under it
+	require.NoError(t, err)
+	cl := connect(t, c, nil)
+	ignore := goleak.IgnoreCurrent()
+
+	sh := zr.NewQueueSharder(cl.Session, queues, leader, fastChecks(3, 2)...)
+	err = sh.Start(ctx)
+	require.ErrorIs(t, err, zr.ErrNotAuthorized)
+	assert.Contains(t, err.Error(), "create "+queues+"/queue-", "the error names the request refused")
+	assert.ErrorIs(t, sh.Start(ctx), zr.ErrSharderStarted, "a sharder starts once")
+	_, err = sh.Queue()
+	assert.ErrorIs(t, err, zr.ErrClosed)
+	_, err = sh.Take(ctx)
+	assert.ErrorIs(t, err, zr.ErrClosed)
+	assert.NoError(t, sh.Close(ctx))
+	goleak.VerifyNone(t, append(sessionGoroutines, ignore)...)
+	ok, _, err := observer.Exists(leader)
+	require.NoError(t, err)
+	if ok {
+		assert.Empty(t, children(t, observer, leader), "no node of the sharder under the leader path")
+	}
+	assert.Empty(t, children(t, observer, queues), "no shard")
+}
+
+// A campaign the server refuses (here: the leader path's ACL refuses the
+// latch node) is tried again at a pace, even under a retry policy that
+// gives up at once: the sharder neither hammers the server nor floods its
+// log while it cannot campaign.
+func TestQueueSharder_RefusedCampaignIsTriedAgainAtAPaceNotInALoop(t *testing.T) {
+	c := server(t)
+	queues, leader := sharderPaths(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	observer := raw(t, c)
+	mkdirs(t, observer, path.Dir(leader))
+	_, err := observer.Create(leader, nil, 0, zk.WorldACL(zk.PermRead))
+	require.NoError(t, err)
+	l := &listings{dir: queues}
+	failures := &campaignFailures{}
+	cl := connect(t, c, nil, zr.WithObserver(l), zr.WithRetryPolicy(zr.NoRetry()), zr.WithLogger(slog.New(failures)))
+	startSharder(t, ctx, cl.Session, queues, leader, fastChecks(3, 2)...)
+	require.Eventually(t, func() bool { return failures.n.Load() >= 1 }, 60*time.Second, 10*time.Millisecond,
+		"the refused campaign is logged")
+	from := failures.n.Load()
+	l.awaitChecks(t, 4) // 200 ms at least
+	assert.LessOrEqual(t, failures.n.Load()-from, int32(3), "campaigns refused while the sharder checked its shards 4 times")
+}
+
+// campaignFailures counts a sharder's warnings of a failed campaign.
+type campaignFailures struct{ n atomic.Int32 }
+
+func (h *campaignFailures) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *campaignFailures) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "campaign failed") {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+func (h *campaignFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *campaignFailures) WithGroup(string) slog.Handler      { return h }

@@ -3,8 +3,6 @@ package zkrecipes.peers;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -13,7 +11,6 @@ import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.QueueAllocator;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
 import org.apache.curator.framework.recipes.queue.QueueConsumer;
-import org.apache.curator.framework.recipes.queue.QueueSerializer;
 import org.apache.curator.framework.recipes.queue.QueueSharder;
 import org.apache.curator.framework.recipes.queue.QueueSharderPolicies;
 import org.apache.curator.framework.state.ConnectionState;
@@ -30,7 +27,6 @@ import org.apache.curator.utils.ZKPaths;
  *     standard input, one a line, until its end:
  *       put N PREFIX   getQueue().put(PREFIX-i) for i in 0..N-1, then "PUT N"
  *       wait K         waits (up to 60 s) until getShardQty() &gt;= K, then "SHARDS n"
- *       shards         prints "SHARD path" per getQueuePaths(), then "SHARDS n"
  * CuratorQueueSharderPeer consume SERVERS QUEUES LEADER LOCKS THRESHOLD CHECK_MS MAX_QUEUES
  *     starts a sharder whose shards each have a consumer, prints "READY", then "ITEM text"
  *     for every item consumed, until its standard input ends
@@ -40,19 +36,6 @@ import org.apache.curator.utils.ZKPaths;
  */
 public final class CuratorQueueSharderPeer {
     private CuratorQueueSharderPeer() {}
-
-    /** Items are the bytes as given. */
-    private static final QueueSerializer<byte[]> BYTES = new QueueSerializer<byte[]>() {
-        @Override
-        public byte[] serialize(byte[] item) {
-            return item;
-        }
-
-        @Override
-        public byte[] deserialize(byte[] bytes) {
-            return bytes;
-        }
-    };
 
     public static void main(String[] args) throws Exception {
         if (args.length < 7) {
@@ -85,57 +68,36 @@ public final class CuratorQueueSharderPeer {
                 .build();
     }
 
-    private static void println(String line) {
-        synchronized (System.out) {
-            System.out.println(line);
-            System.out.flush();
-        }
-    }
-
     private static void produce(CuratorFramework client, String queues, String leader, QueueSharderPolicies policies)
             throws Exception {
         QueueAllocator<byte[], DistributedQueue<byte[]>> allocator = (c, path) ->
-                QueueBuilder.builder(c, null, BYTES, path).putInBackground(false).buildQueue();
+                QueueBuilder.builder(c, null, Peers.BYTES, path).putInBackground(false).buildQueue();
         QueueSharder<byte[], DistributedQueue<byte[]>> sharder =
                 new QueueSharder<>(client, allocator, queues, leader, policies);
         sharder.start();
-        int put = 0;
-        println("READY");
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = r.readLine()) != null) {
-                String[] cmd = line.trim().split(" ");
-                switch (cmd[0]) {
-                    case "put":
-                        int n = Integer.parseInt(cmd[1]);
-                        for (int i = 0; i < n; i++) {
-                            sharder.getQueue().put((cmd[2] + "-" + i).getBytes(StandardCharsets.UTF_8));
-                        }
-                        put += n;
-                        println("PUT " + n);
-                        break;
-                    case "wait":
-                        int k = Integer.parseInt(cmd[1]);
-                        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-                        while (sharder.getShardQty() < k && System.nanoTime() < deadline) {
-                            Thread.sleep(10);
-                        }
-                        println("SHARDS " + sharder.getShardQty());
-                        break;
-                    case "shards":
-                        List<String> paths = new ArrayList<>(sharder.getQueuePaths());
-                        for (String p : paths) {
-                            println("SHARD " + p);
-                        }
-                        println("SHARDS " + paths.size());
-                        break;
-                    default:
-                        println("ERROR unknown command " + line);
-                }
+        AtomicInteger put = new AtomicInteger();
+        Peers.serve(cmd -> {
+            switch (cmd[0]) {
+                case "put":
+                    int n = Integer.parseInt(cmd[1]);
+                    for (int i = 0; i < n; i++) {
+                        sharder.getQueue().put((cmd[2] + "-" + i).getBytes(StandardCharsets.UTF_8));
+                    }
+                    put.addAndGet(n);
+                    return "PUT " + n;
+                case "wait":
+                    int k = Integer.parseInt(cmd[1]);
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                    while (sharder.getShardQty() < k && System.nanoTime() < deadline) {
+                        Thread.sleep(10);
+                    }
+                    return "SHARDS " + sharder.getShardQty();
+                default:
+                    return "ERROR unknown command " + String.join(" ", cmd);
             }
-        }
+        });
         sharder.close();
-        println("DONE " + put);
+        Peers.println("DONE " + put.get());
     }
 
     private static void consume(CuratorFramework client, String queues, String leader, String locks,
@@ -144,7 +106,7 @@ public final class CuratorQueueSharderPeer {
         QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
             @Override
             public void consumeMessage(byte[] message) {
-                println("ITEM " + new String(message, StandardCharsets.UTF_8));
+                Peers.println("ITEM " + new String(message, StandardCharsets.UTF_8));
                 n.incrementAndGet();
             }
 
@@ -152,19 +114,19 @@ public final class CuratorQueueSharderPeer {
             public void stateChanged(CuratorFramework c, ConnectionState s) {}
         };
         QueueAllocator<byte[], DistributedQueue<byte[]>> allocator = (c, path) ->
-                QueueBuilder.builder(c, consumer, BYTES, path)
+                QueueBuilder.builder(c, consumer, Peers.BYTES, path)
                         .lockPath(ZKPaths.makePath(locks, ZKPaths.getNodeFromPath(path)))
                         .buildQueue();
         QueueSharder<byte[], DistributedQueue<byte[]>> sharder =
                 new QueueSharder<>(client, allocator, queues, leader, policies);
         sharder.start();
-        println("READY");
+        Peers.println("READY");
         try (BufferedReader r = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
             while (r.readLine() != null) {
                 // only the end matters
             }
         }
         sharder.close();
-        println("DONE " + n.get());
+        Peers.println("DONE " + n.get());
     }
 }

@@ -17,7 +17,6 @@ import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.MultiItem;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
 import org.apache.curator.framework.recipes.queue.QueueConsumer;
-import org.apache.curator.framework.recipes.queue.QueueSerializer;
 import org.apache.curator.framework.state.ConnectionState;
 
 /**
@@ -48,19 +47,6 @@ import org.apache.curator.framework.state.ConnectionState;
  */
 public final class CuratorWorkQueuePeer {
     private CuratorWorkQueuePeer() {}
-
-    /** Items are the bytes as given. */
-    private static final QueueSerializer<byte[]> BYTES = new QueueSerializer<byte[]>() {
-        @Override
-        public byte[] serialize(byte[] item) {
-            return item;
-        }
-
-        @Override
-        public byte[] deserialize(byte[] bytes) {
-            return bytes;
-        }
-    };
 
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
@@ -104,7 +90,7 @@ public final class CuratorWorkQueuePeer {
 
     private static void put(CuratorFramework client, String path, int n, String prefix, int batch)
             throws Exception {
-        DistributedQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+        DistributedQueue<byte[]> q = QueueBuilder.builder(client, null, Peers.BYTES, path)
                 .putInBackground(false)
                 .buildQueue();
         q.start();
@@ -132,7 +118,7 @@ public final class CuratorWorkQueuePeer {
     }
 
     private static void putPriority(CuratorFramework client, String path, String[] items) throws Exception {
-        DistributedPriorityQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+        DistributedPriorityQueue<byte[]> q = QueueBuilder.builder(client, null, Peers.BYTES, path)
                 .putInBackground(false)
                 .buildPriorityQueue(0);
         q.start();
@@ -148,7 +134,7 @@ public final class CuratorWorkQueuePeer {
     }
 
     private static void putDelay(CuratorFramework client, String path, String[] items) throws Exception {
-        DistributedDelayQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+        DistributedDelayQueue<byte[]> q = QueueBuilder.builder(client, null, Peers.BYTES, path)
                 .putInBackground(false)
                 .buildDelayQueue();
         q.start();
@@ -167,7 +153,7 @@ public final class CuratorWorkQueuePeer {
     }
 
     private static void putId(CuratorFramework client, String path, String[] items) throws Exception {
-        DistributedIdQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+        DistributedIdQueue<byte[]> q = QueueBuilder.builder(client, null, Peers.BYTES, path)
                 .putInBackground(false)
                 .buildIdQueue();
         q.start();
@@ -184,7 +170,7 @@ public final class CuratorWorkQueuePeer {
 
     /** Removes the items of each id, locking them under lockPath as its consumers do. */
     private static void removeId(CuratorFramework client, String path, String lockPath, String[] ids) throws Exception {
-        DistributedIdQueue<byte[]> q = QueueBuilder.builder(client, null, BYTES, path)
+        DistributedIdQueue<byte[]> q = QueueBuilder.builder(client, null, Peers.BYTES, path)
                 .lockPath(lockPath)
                 .buildIdQueue();
         q.start();
@@ -216,7 +202,7 @@ public final class CuratorWorkQueuePeer {
             @Override
             public void stateChanged(CuratorFramework c, ConnectionState s) {}
         };
-        QueueBuilder<byte[]> b = QueueBuilder.builder(client, consumer, BYTES, path).lockPath(lockPath);
+        QueueBuilder<byte[]> b = QueueBuilder.builder(client, consumer, Peers.BYTES, path).lockPath(lockPath);
         Closeable q;
         switch (kind) {
             case "priority":

@@ -7,9 +7,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
-/** What the peers share: a Curator client on the servers they are given, and their command loop. */
+/**
+ * What the peers share: a Curator client on the servers they are given, their command loop, and
+ * the queue peers' byte serializer and whole-line println.
+ */
 public final class Peers {
     private Peers() {}
 
@@ -35,6 +39,27 @@ public final class Peers {
                 answer = "ERR " + e;
             }
             System.out.println(answer.replace('\n', ' '));
+            System.out.flush();
+        }
+    }
+
+    /** The queue peers' serializer: an item is its bytes, as given. */
+    public static final QueueSerializer<byte[]> BYTES = new QueueSerializer<byte[]>() {
+        @Override
+        public byte[] serialize(byte[] item) {
+            return item;
+        }
+
+        @Override
+        public byte[] deserialize(byte[] bytes) {
+            return bytes;
+        }
+    };
+
+    /** Prints line and flushes it, whole, beside other threads' lines (a queue's consumer threads). */
+    public static void println(String line) {
+        synchronized (System.out) {
+            System.out.println(line);
             System.out.flush();
         }
     }
