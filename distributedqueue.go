@@ -443,11 +443,7 @@ func queuePause(ctx context.Context, s *Session, bo BackOff, cause error) error 
 	if _, _, err := s.awaitConnected(ctx); err != nil {
 		return err
 	}
-	d := bo.NextBackOff()
-	if d == Stop {
-		return fmt.Errorf("%w: %w", ErrRetriesExhausted, cause)
-	}
-	return sleepCtx(ctx, d)
+	return backOff(ctx, bo, "", cause)
 }
 
 // queueRetryable tells whether a queue request may be sent again: after a
