@@ -226,3 +226,54 @@ func TestWorkQueue_IDCharactersRefusedAreThoseTheServerRefuses(t *testing.T) {
 	}
 	assertWorkQueueEmpty(t, c, path)
 }
+
+// A Remove whose ctx ends while its transaction is on its way (the server
+// has applied it, its reply is held) says the outcome is unknown, and
+// leaves no lock behind: the lock its transaction made goes once the
+// reply comes, though the Session lives on.
+func TestWorkQueue_RemoveWhoseCtxEndsOnTheWayLeavesNoLock(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 90*time.Second)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
+	q := zr.NewWorkQueue(cl.Session, path)
+	require.NoError(t, q.Put(ctx, []byte("x"), zr.WithID("job")))
+	// The lock path exists: the transaction is the Remove's second request.
+	held, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, held.Release(ctx))
+
+	f := proxy.HoldRequestReply(2) // after the listing, the transaction's
+	short, cancel := context.WithCancel(ctx)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := q.Remove(short, "job")
+		done <- result{n, err}
+	}()
+	select {
+	case <-f.Hit():
+	case <-ctx.Done():
+		t.Fatal("the transaction's reply never came")
+	}
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t.Fatal("Remove did not return when its ctx ended")
+	}
+	f.Release()
+	require.ErrorIs(t, r.err, zr.ErrOutcomeUnknown)
+	require.ErrorIs(t, r.err, context.Canceled)
+	assert.Zero(t, r.n)
+
+	obs := raw(t, c)
+	assert.Empty(t, children(t, obs, path), "the item was removed")
+	require.Eventually(t, func() bool { return len(children(t, obs, path+"-locks")) == 0 }, 30*time.Second,
+		20*time.Millisecond, "the lock of the Remove stays while its Session lives")
+}
