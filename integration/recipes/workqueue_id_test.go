@@ -38,6 +38,32 @@ func takeID(t *testing.T, ctx context.Context, q *zr.WorkQueue) (data, id string
 	return data, id
 }
 
+// idItem is an item and the id it is put with ("" for none).
+type idItem struct{ data, id string }
+
+// putIDs puts items into q in order, each WithID its id (none for "").
+func putIDs(t *testing.T, ctx context.Context, q *zr.WorkQueue, items ...idItem) {
+	t.Helper()
+	for _, it := range items {
+		var opts []zr.PutOption
+		if it.id != "" {
+			opts = append(opts, zr.WithID(it.id))
+		}
+		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
+	}
+}
+
+// assertTakenInOrder takes and acks one item of q for each of want, and
+// asserts that they come in that order, each with its id.
+func assertTakenInOrder(t *testing.T, ctx context.Context, q *zr.WorkQueue, want ...idItem) {
+	t.Helper()
+	for _, w := range want {
+		data, id := takeID(t, ctx, q)
+		assert.Equal(t, w.data, data)
+		assert.Equal(t, w.id, id, "the id of %s", data)
+	}
+}
+
 // queueIDs returns the ids in the names of the items under path, in
 // sequence order, from outside.
 func queueIDs(t *testing.T, obs *zk.Conn, path string) []string {
@@ -60,22 +86,13 @@ func TestWorkQueue_IDItemsComeOutInTheOrderPutWithTheirID(t *testing.T) {
 	path := freshWorkQueue(t, c)
 	ctx := ctxT(t, 30*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	for _, it := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}} {
-		var opts []zr.PutOption
-		if it.id != "" {
-			opts = append(opts, zr.WithID(it.id))
-		}
-		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
-	}
+	items := []idItem{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}}
+	putIDs(t, ctx, q, items...)
 	obs := raw(t, c)
 	for _, k := range children(t, obs, path) {
 		assert.Regexp(t, `^queue-(\|(zz|aa|mm)\|)?\d{10}$`, k)
 	}
-	for _, want := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}} {
-		data, id := takeID(t, ctx, q)
-		assert.Equal(t, want.data, data)
-		assert.Equal(t, want.id, id, "the id of %s", data)
-	}
+	assertTakenInOrder(t, ctx, q, items...)
 	assertWorkQueueEmpty(t, c, path)
 }
 
@@ -105,13 +122,7 @@ func TestWorkQueue_RemoveDeletesTheFreeItemsOfAnIDAndLeavesAHeldOne(t *testing.T
 	path := freshWorkQueue(t, c)
 	ctx := ctxT(t, 30*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	for _, it := range []struct{ data, id string }{{"j0", "job"}, {"j1", "job"}, {"o", "other"}, {"j2", "job"}, {"p", ""}} {
-		var opts []zr.PutOption
-		if it.id != "" {
-			opts = append(opts, zr.WithID(it.id))
-		}
-		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
-	}
+	putIDs(t, ctx, q, idItem{"j0", "job"}, idItem{"j1", "job"}, idItem{"o", "other"}, idItem{"j2", "job"}, idItem{"p", ""})
 	held, err := q.Take(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "j0", string(held.Data()))
