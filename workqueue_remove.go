@@ -113,9 +113,12 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 		res, err := call(ctx, s, "multi", lock, func() ([]zk.MultiResponse, error) {
 			return s.sendMulti(lock, &zk.CreateRequest{Path: lock, Data: token, Acl: toZKACL(s.cfg.acl), Flags: zk.FlagEphemeral},
 				&zk.DeleteRequest{Path: item, Version: -1})
-		}, func(_ []zk.MultiResponse, err error) { // applied after ctx ended
-			if err == nil {
+		}, func(_ []zk.MultiResponse, err error) { // the reply after ctx ended
+			switch {
+			case err == nil:
 				s.deleteEventually(lock, sent.id)
+			case errors.Is(err, zk.ErrConnectionClosed): // may have been applied
+				q.dropLockIfMine(lock, token, sent)
 			}
 		})
 		failed := func(op int, kind error) bool { return err != nil && len(res) == 2 && res[op].Error == kind }
@@ -170,6 +173,7 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 			}
 			return nil
 		}); rerr != nil {
+			q.dropLockIfMine(lock, token, sent)
 			return false, fmt.Errorf("%w: %w", err, rerr)
 		}
 		switch {
@@ -195,6 +199,30 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 func (q *WorkQueue) dropLock(p string) {
 	gen, _ := q.s.current()
 	q.s.removeNode(ownNode{path: p, gen: gen})
+}
+
+// dropLockIfMine deletes, in the background, the lock p if it holds token
+// under the ZooKeeper session gen: the lock of a remove's transaction
+// whose outcome was unknown when the remove gave up. It waits for the
+// connection as long as it takes (until Close).
+func (q *WorkQueue) dropLockIfMine(p string, token []byte, gen *generation) {
+	s := q.s
+	s.goBackground(0, func(ctx context.Context) {
+		for {
+			now, _, err := s.awaitConnected(ctx)
+			if err != nil || now != gen {
+				return // closed, or gone with its session
+			}
+			data, _, err := s.get(ctx, p)
+			switch {
+			case err == nil && bytes.Equal(data, token):
+				s.removeNode(ownNode{path: p, gen: gen})
+				return
+			case err == nil || !isRetryable(err):
+				return // not ours, or gone
+			}
+		}
+	})
 }
 
 // retrying runs read once connected, again after a connection loss or a
