@@ -424,10 +424,13 @@ func (q *WorkQueue) createLock(ctx context.Context, p, item string) (ownNode, er
 		res, err := call(ctx, s, "multi", p, func() ([]zk.MultiResponse, error) {
 			return s.sendMulti(p, &zk.CreateRequest{Path: p, Acl: toZKACL(s.cfg.acl), Flags: zk.FlagEphemeral},
 				&zk.CheckVersionRequest{Path: item, Version: -1})
-		}, func(_ []zk.MultiResponse, err error) { // made after ctx ended
-			if err == nil {
+		}, func(_ []zk.MultiResponse, err error) { // the reply after ctx ended
+			switch {
+			case err == nil:
 				s.own(p)
 				s.deleteEventually(p, gen.id)
+			case errors.Is(err, zk.ErrConnectionClosed): // may have been made
+				q.dropIfOwned(p, gen)
 			}
 		})
 		failed := func(op int, kind error) bool { return err != nil && len(res) == 2 && res[op].Error == kind }
@@ -491,9 +494,11 @@ func (q *WorkQueue) ownedLock(ctx context.Context, p string, gen *generation) (b
 // dropIfOwned deletes, in the background, the lock node p if the
 // ZooKeeper session gen made it: a create whose outcome is unknown when
 // its caller gave up. Another consumer's lock of the same name is left.
+// It waits for the connection as long as it takes (until Close): a lock
+// of a live session left behind would hold its item from every consumer.
 func (q *WorkQueue) dropIfOwned(p string, gen *generation) {
 	s := q.s
-	s.goBackground(cleanupTimeout, func(ctx context.Context) {
+	s.goBackground(0, func(ctx context.Context) {
 		if mine, err := q.ownedLock(ctx, p, gen); err == nil && mine {
 			s.removeNode(ownNode{path: p, gen: gen})
 		}

@@ -104,31 +104,46 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 	s := q.s
 	item, lock := joinPath(q.dir, name), joinPath(q.lockDir, name)
 	token := []byte(newUUID())
-	ops := []Op{CreateOp(s.rel(lock), token, WithMode(ModeEphemeral)), DeleteOp(s.rel(item))}
 	bo := s.cfg.retry()
 	for made := false; ; {
 		sent, _, err := s.awaitConnected(ctx)
 		if err != nil {
 			return false, err
 		}
-		res, err := s.Multi(ctx, ops...)
-		failed := func(op int, kind error) bool { return len(res) == len(ops) && errors.Is(res[op].Err, kind) }
+		res, err := call(ctx, s, "multi", lock, func() ([]zk.MultiResponse, error) {
+			return s.sendMulti(lock, &zk.CreateRequest{Path: lock, Data: token, Acl: toZKACL(s.cfg.acl), Flags: zk.FlagEphemeral},
+				&zk.DeleteRequest{Path: item, Version: -1})
+		}, func(_ []zk.MultiResponse, err error) { // the reply after ctx ended
+			switch {
+			case err == nil:
+				s.deleteEventually(lock, sent.id)
+			case errors.Is(err, zk.ErrConnectionClosed): // may have been applied
+				q.dropLockIfMine(lock, token, sent)
+			}
+		})
+		failed := func(op int, kind error) bool { return err != nil && len(res) == 2 && res[op].Error == kind }
 		switch {
+		case err == ErrClosed: // closed before it was sent
+			return false, err
 		case err == nil:
 			q.dropLock(lock)
 			return true, nil
-		case failed(0, ErrNodeExists): // held
+		case failed(0, zk.ErrNodeExists): // held
 			return false, nil
-		case failed(1, ErrNoNode): // taken, or removed, since the listing
+		case failed(1, zk.ErrNoNode): // taken, or removed, since the listing
 			return false, nil
-		case failed(0, ErrNoNode) && !made: // no lock path yet
+		case failed(0, zk.ErrNoNode) && !made: // no lock path yet
 			made = true
 			if err := q.makePath(ctx, q.lockDir); err != nil {
 				return false, err
 			}
 			continue
-		case !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil:
-			return false, err
+		case !replyLost(ctx, err):
+			return false, s.nodeErr("multi", lock, err)
+		}
+		err = outcomeUnknown("multi", s.rel(lock), err)
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return false, err // a lock made on the way is deleted when its reply comes
 		}
 		// The reply was lost.
 		var mine, there, moved bool
@@ -158,6 +173,7 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 			}
 			return nil
 		}); rerr != nil {
+			q.dropLockIfMine(lock, token, sent)
 			return false, fmt.Errorf("%w: %w", err, rerr)
 		}
 		switch {
@@ -183,6 +199,30 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 func (q *WorkQueue) dropLock(p string) {
 	gen, _ := q.s.current()
 	q.s.removeNode(ownNode{path: p, gen: gen})
+}
+
+// dropLockIfMine deletes, in the background, the lock p if it holds token
+// under the ZooKeeper session gen: the lock of a remove's transaction
+// whose outcome was unknown when the remove gave up. It waits for the
+// connection as long as it takes (until Close).
+func (q *WorkQueue) dropLockIfMine(p string, token []byte, gen *generation) {
+	s := q.s
+	s.goBackground(0, func(ctx context.Context) {
+		for {
+			now, _, err := s.awaitConnected(ctx)
+			if err != nil || now != gen {
+				return // closed, or gone with its session
+			}
+			data, _, err := s.get(ctx, p)
+			switch {
+			case err == nil && bytes.Equal(data, token):
+				s.removeNode(ownNode{path: p, gen: gen})
+				return
+			case err == nil || !isRetryable(err):
+				return // not ours, or gone
+			}
+		}
+	})
 }
 
 // retrying runs read once connected, again after a connection loss or a

@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -38,6 +39,32 @@ func takeID(t *testing.T, ctx context.Context, q *zr.WorkQueue) (data, id string
 	return data, id
 }
 
+// idItem is an item and the id it is put with ("" for none).
+type idItem struct{ data, id string }
+
+// putIDs puts items into q in order, each WithID its id (none for "").
+func putIDs(t *testing.T, ctx context.Context, q *zr.WorkQueue, items ...idItem) {
+	t.Helper()
+	for _, it := range items {
+		var opts []zr.PutOption
+		if it.id != "" {
+			opts = append(opts, zr.WithID(it.id))
+		}
+		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
+	}
+}
+
+// assertTakenInOrder takes and acks one item of q for each of want, and
+// asserts that they come in that order, each with its id.
+func assertTakenInOrder(t *testing.T, ctx context.Context, q *zr.WorkQueue, want ...idItem) {
+	t.Helper()
+	for _, w := range want {
+		data, id := takeID(t, ctx, q)
+		assert.Equal(t, w.data, data)
+		assert.Equal(t, w.id, id, "the id of %s", data)
+	}
+}
+
 // queueIDs returns the ids in the names of the items under path, in
 // sequence order, from outside.
 func queueIDs(t *testing.T, obs *zk.Conn, path string) []string {
@@ -60,22 +87,13 @@ func TestWorkQueue_IDItemsComeOutInTheOrderPutWithTheirID(t *testing.T) {
 	path := freshWorkQueue(t, c)
 	ctx := ctxT(t, 30*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	for _, it := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}} {
-		var opts []zr.PutOption
-		if it.id != "" {
-			opts = append(opts, zr.WithID(it.id))
-		}
-		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
-	}
+	items := []idItem{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}}
+	putIDs(t, ctx, q, items...)
 	obs := raw(t, c)
 	for _, k := range children(t, obs, path) {
 		assert.Regexp(t, `^queue-(\|(zz|aa|mm)\|)?\d{10}$`, k)
 	}
-	for _, want := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", ""}, {"fourth", "mm"}} {
-		data, id := takeID(t, ctx, q)
-		assert.Equal(t, want.data, data)
-		assert.Equal(t, want.id, id, "the id of %s", data)
-	}
+	assertTakenInOrder(t, ctx, q, items...)
 	assertWorkQueueEmpty(t, c, path)
 }
 
@@ -105,13 +123,7 @@ func TestWorkQueue_RemoveDeletesTheFreeItemsOfAnIDAndLeavesAHeldOne(t *testing.T
 	path := freshWorkQueue(t, c)
 	ctx := ctxT(t, 30*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	for _, it := range []struct{ data, id string }{{"j0", "job"}, {"j1", "job"}, {"o", "other"}, {"j2", "job"}, {"p", ""}} {
-		var opts []zr.PutOption
-		if it.id != "" {
-			opts = append(opts, zr.WithID(it.id))
-		}
-		require.NoError(t, q.Put(ctx, []byte(it.data), opts...))
-	}
+	putIDs(t, ctx, q, idItem{"j0", "job"}, idItem{"j1", "job"}, idItem{"o", "other"}, idItem{"j2", "job"}, idItem{"p", ""})
 	held, err := q.Take(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "j0", string(held.Data()))
@@ -225,4 +237,119 @@ func TestWorkQueue_IDCharactersRefusedAreThoseTheServerRefuses(t *testing.T) {
 		assert.Equal(t, 1, n, "%q", id)
 	}
 	assertWorkQueueEmpty(t, c, path)
+}
+
+// A Remove whose ctx ends while its transaction is on its way (the server
+// has applied it, its reply is held) says the outcome is unknown, and
+// leaves no lock behind: the lock its transaction made goes once the
+// reply comes, though the Session lives on.
+func TestWorkQueue_RemoveWhoseCtxEndsOnTheWayLeavesNoLock(t *testing.T) {
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 90*time.Second)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
+	q := zr.NewWorkQueue(cl.Session, path)
+	require.NoError(t, q.Put(ctx, []byte("x"), zr.WithID("job")))
+	// The lock path exists: the transaction is the Remove's second request.
+	held, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, held.Release(ctx))
+
+	f := proxy.HoldRequestReply(2) // after the listing, the transaction's
+	short, cancel := context.WithCancel(ctx)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := q.Remove(short, "job")
+		done <- result{n, err}
+	}()
+	select {
+	case <-f.Hit():
+	case <-ctx.Done():
+		t.Fatal("the transaction's reply never came")
+	}
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t.Fatal("Remove did not return when its ctx ended")
+	}
+	f.Release()
+	require.ErrorIs(t, r.err, zr.ErrOutcomeUnknown)
+	require.ErrorIs(t, r.err, context.Canceled)
+	assert.Zero(t, r.n)
+
+	obs := raw(t, c)
+	assert.Empty(t, children(t, obs, path), "the item was removed")
+	require.Eventually(t, func() bool { return len(children(t, obs, path+"-locks")) == 0 }, 30*time.Second,
+		20*time.Millisecond, "the lock of the Remove stays while its Session lives")
+}
+
+// A Remove whose transaction was applied but whose reply is lost, and
+// whose ctx ends before the connection is back (cancelFirst: before the
+// connection goes), leaves no lock of its live session once the
+// connection is back, however long it was away.
+func TestWorkQueue_RemoveCutOffFromItsReplyLeavesNoLockAfterALongOutage(t *testing.T) {
+	for _, cancelFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancelFirst=%v", cancelFirst), func(t *testing.T) {
+			c := server(t)
+			path := freshWorkQueue(t, c)
+			ctx := ctxT(t, 120*time.Second)
+			proxy := zktest.NewProxy(t, c.Servers()[0])
+			cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
+			sid := cl.Session.SessionID()
+			q := zr.NewWorkQueue(cl.Session, path)
+			require.NoError(t, q.Put(ctx, []byte("x"), zr.WithID("job")))
+			wi, err := q.Take(ctx) // the lock path exists: a Remove is a listing and a transaction
+			require.NoError(t, err)
+			require.NoError(t, wi.Release(ctx))
+
+			f := proxy.HoldRequestReply(2) // the transaction's: applied, its reply held
+			short, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := q.Remove(short, "job")
+				done <- err
+			}()
+			select {
+			case <-f.Hit():
+			case <-ctx.Done():
+				t.Fatal("the transaction's reply never came")
+			}
+			ended := func() {
+				cancel()
+				select {
+				case err := <-done:
+					require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
+				case <-ctx.Done():
+					t.Fatal("Remove did not return when its ctx ended")
+				}
+			}
+			if cancelFirst {
+				ended()
+			}
+			proxy.Blackhole() // the client cannot reconnect...
+			proxy.ResetAll()  // ...once the connection with the held reply goes
+			require.Eventually(t, func() bool { return cl.Session.State() == zr.StateSuspended }, 60*time.Second,
+				10*time.Millisecond, "the client did not see the connection go")
+			if !cancelFirst {
+				ended()
+			}
+			// A long outage, well within the session's 30 s.
+			time.Sleep(3 * time.Second)
+			proxy.Heal()
+
+			obs := raw(t, c)
+			require.Eventually(t, func() bool { return len(children(t, obs, path+"-locks")) == 0 }, 30*time.Second,
+				20*time.Millisecond, "the cut-off Remove's lock stays while its session lives")
+			assert.Empty(t, children(t, obs, path), "the item was removed")
+			assert.Equal(t, sid, cl.Session.SessionID(), "the session lived through the outage")
+		})
+	}
 }

@@ -336,11 +336,7 @@ func TestWorkQueue_GoTakesCuratorIDPutsInOrderWithTheirIDs(t *testing.T) {
 		"b0": "queue-|job-b|", "a0": "queue-|job-a|", "b1": "queue-|job-b|", "slash": "queue-|x_y|", "pipe": "queue-|p_q|",
 	})
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	for _, want := range []struct{ data, id string }{{"b0", "job-b"}, {"a0", "job-a"}, {"b1", "job-b"}, {"slash", "x_y"}, {"pipe", "p_q"}} {
-		data, id := takeID(t, ctx, q)
-		assert.Equal(t, want.data, data)
-		assert.Equal(t, want.id, id, "the id of %s", data)
-	}
+	assertTakenInOrder(t, ctx, q, idItem{"b0", "job-b"}, idItem{"a0", "job-a"}, idItem{"b1", "job-b"}, idItem{"slash", "x_y"}, idItem{"pipe", "p_q"})
 	assertWorkQueueEmpty(t, c, path)
 }
 
@@ -349,9 +345,7 @@ func TestWorkQueue_CuratorIDConsumerTakesGoIDPutsInOrder(t *testing.T) {
 	path := freshWorkQueue(t, c)
 	ctx := ctxT(t, 120*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	for _, it := range []struct{ data, id string }{{"first", "zz"}, {"second", "aa"}, {"third", "mm"}, {"fourth", "aa"}} {
-		require.NoError(t, q.Put(ctx, []byte(it.data), zr.WithID(it.id)))
-	}
+	putIDs(t, ctx, q, idItem{"first", "zz"}, idItem{"second", "aa"}, idItem{"third", "mm"}, idItem{"fourth", "aa"})
 	checkIDNames(t, c, path, map[string]string{
 		"first": "queue-|zz|", "second": "queue-|aa|", "third": "queue-|mm|", "fourth": "queue-|aa|",
 	})
@@ -373,9 +367,7 @@ func TestWorkQueue_CuratorRemoveDeletesGoIDPutsButNotOneAGoConsumerHolds(t *test
 	srv := c.Servers()[0]
 	ctx := ctxT(t, 180*time.Second)
 	q := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-	for _, it := range []struct{ data, id string }{{"j0", "job"}, {"j1", "job"}, {"o", "other"}, {"j2", "job"}} {
-		require.NoError(t, q.Put(ctx, []byte(it.data), zr.WithID(it.id)))
-	}
+	putIDs(t, ctx, q, idItem{"j0", "job"}, idItem{"j1", "job"}, idItem{"o", "other"}, idItem{"j2", "job"})
 	held, err := q.Take(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "j0", string(held.Data()))

@@ -511,3 +511,75 @@ func TestWorkQueue_PutWhoseCtxEndsOnTheWayIsOutcomeUnknownAndTheItemStays(t *tes
 	assert.Equal(t, []string{"first", "second"}, got, "the item put stays in the queue")
 	assertWorkQueueEmpty(t, c, path)
 }
+
+// A take whose lock's create was applied but whose reply is lost, and
+// whose ctx ends before the connection is back (cancelFirst: before the
+// connection goes), leaves no lock of its live session once the
+// connection is back, however long it was away: the item goes to the
+// next consumer.
+func TestWorkQueue_TakeCutOffFromItsLockReplyLeavesNoLockAfterALongOutage(t *testing.T) {
+	for _, cancelFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancelFirst=%v", cancelFirst), func(t *testing.T) {
+			c := server(t)
+			path := freshWorkQueue(t, c)
+			ctx := ctxT(t, 120*time.Second)
+			proxy := zktest.NewProxy(t, c.Servers()[0])
+			cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
+			sid := cl.Session.SessionID()
+			q := zr.NewWorkQueue(cl.Session, path)
+			require.NoError(t, q.Put(ctx, []byte("job")))
+			wi, err := q.Take(ctx) // the lock path exists: a take is a listing and a transaction
+			require.NoError(t, err)
+			require.NoError(t, wi.Release(ctx))
+
+			f := proxy.HoldRequestReply(2) // the lock's transaction: applied, its reply held
+			short, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				wi, err := q.Take(short)
+				if wi != nil {
+					err = fmt.Errorf("took %s with the reply held", wi.Name())
+				}
+				done <- err
+			}()
+			select {
+			case <-f.Hit():
+			case <-ctx.Done():
+				t.Fatal("the transaction's reply never came")
+			}
+			ended := func() {
+				cancel()
+				select {
+				case err := <-done:
+					require.ErrorIs(t, err, context.Canceled)
+				case <-ctx.Done():
+					t.Fatal("Take did not return when its ctx ended")
+				}
+			}
+			if cancelFirst {
+				ended()
+			}
+			proxy.Blackhole() // the client cannot reconnect...
+			proxy.ResetAll()  // ...once the connection with the held reply goes
+			require.Eventually(t, func() bool { return cl.Session.State() == zr.StateSuspended }, 60*time.Second,
+				10*time.Millisecond, "the client did not see the connection go")
+			if !cancelFirst {
+				ended()
+			}
+			// The outage outlasts what the background clean-up used to wait
+			// (2 s), well within the session's 30 s.
+			time.Sleep(3 * time.Second)
+			proxy.Heal()
+
+			obs := raw(t, c)
+			require.Eventually(t, func() bool { return len(children(t, obs, path+"-locks")) == 0 }, 30*time.Second,
+				20*time.Millisecond, "the cut-off take's lock stays while its session lives")
+			other := zr.NewWorkQueue(connect(t, c, nil).Session, path)
+			items, err := takeAck(ctx, other)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"job"}, items)
+			assert.Equal(t, sid, cl.Session.SessionID(), "the session lived through the outage")
+		})
+	}
+}
