@@ -446,6 +446,25 @@ func queuePause(ctx context.Context, s *Session, bo BackOff, cause error) error 
 	return backOff(ctx, bo, "", cause)
 }
 
+// queueRetry runs fn once connected, again after a lost connection or a
+// session expiry under the Session's retry policy, until it succeeds,
+// fails otherwise (the error names op and path) or ctx ends.
+func queueRetry(ctx context.Context, s *Session, op, path string, fn func() error) error {
+	bo := s.cfg.retry()
+	for {
+		if _, _, err := s.awaitConnected(ctx); err != nil {
+			return err
+		}
+		err := fn()
+		if err == nil || !queueRetryable(err) {
+			return s.opError(op, path, err)
+		}
+		if err := backOff(ctx, bo, op+" "+s.rel(path), err); err != nil {
+			return err
+		}
+	}
+}
+
 // queueRetryable tells whether a queue request may be sent again: after a
 // lost connection and after a session expiry too, since a queue holds
 // nothing tied to its session.

@@ -186,7 +186,7 @@ func (sh *QueueSharder) Start(ctx context.Context) error {
 		case <-sctx.Done():
 		}
 	}()
-	err := sh.retry(sctx, "list", func() error { return sh.join(sctx) })
+	err := queueRetry(sctx, sh.s, "list", sh.dir, func() error { return sh.join(sctx) })
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.closed {
@@ -230,21 +230,6 @@ func (sh *QueueSharder) join(ctx context.Context) error {
 		return nil
 	}
 	return sh.addShard(ctx, nil)
-}
-
-// retry runs fn until it succeeds, waiting out lost connections and
-// expiries under the Session's retry policy.
-func (sh *QueueSharder) retry(ctx context.Context, op string, fn func() error) error {
-	bo := sh.s.cfg.retry()
-	for {
-		err := fn()
-		if err == nil || !queueRetryable(err) {
-			return sh.s.opError(op, sh.dir, err)
-		}
-		if err := queuePause(ctx, sh.s, bo, err); err != nil {
-			return err
-		}
-	}
 }
 
 // addShard creates a shard "queue-<uuid>" under the queues path: with

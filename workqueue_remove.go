@@ -80,7 +80,7 @@ func (q *WorkQueue) Remove(ctx context.Context, id string) (int, error) {
 func (q *WorkQueue) listOnce(ctx context.Context) ([]string, error) {
 	s := q.s
 	var kids []string
-	err := q.retrying(ctx, "getChildren", q.dir, func() (err error) {
+	err := queueRetry(ctx, q.s, "getChildren", q.dir, func() (err error) {
 		kids, err = s.children(ctx, q.dir)
 		if err == zk.ErrNoNode {
 			return nil
@@ -147,7 +147,7 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 		}
 		// The reply was lost.
 		var mine, there, moved bool
-		if rerr := q.retrying(ctx, "getData", lock, func() error {
+		if rerr := queueRetry(ctx, q.s, "getData", lock, func() error {
 			mine, there, moved = false, false, false
 			now, _, err := s.awaitConnected(ctx)
 			if err != nil {
@@ -223,27 +223,4 @@ func (q *WorkQueue) dropLockIfMine(p string, token []byte, gen *generation) {
 			}
 		}
 	})
-}
-
-// retrying runs read once connected, again after a connection loss or a
-// session expiry under the Session's retry policy, until it succeeds, fails
-// otherwise or ctx ends.
-func (q *WorkQueue) retrying(ctx context.Context, op, path string, read func() error) error {
-	s := q.s
-	bo := s.cfg.retry()
-	for {
-		if _, _, err := s.awaitConnected(ctx); err != nil {
-			return err
-		}
-		err := read()
-		switch {
-		case err == nil:
-			return nil
-		case !queueRetryable(err):
-			return s.opError(op, path, err)
-		}
-		if err := backOff(ctx, bo, op+" "+s.rel(path), err); err != nil {
-			return err
-		}
-	}
 }
