@@ -297,59 +297,10 @@ func TestWorkQueue_RemoveWhoseCtxEndsOnTheWayLeavesNoLock(t *testing.T) {
 func TestWorkQueue_RemoveCutOffFromItsReplyLeavesNoLockAfterALongOutage(t *testing.T) {
 	for _, cancelFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cancelFirst=%v", cancelFirst), func(t *testing.T) {
-			c := server(t)
-			path := freshWorkQueue(t, c)
-			ctx := ctxT(t, 120*time.Second)
-			proxy := zktest.NewProxy(t, c.Servers()[0])
-			cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
-			sid := cl.Session.SessionID()
-			q := zr.NewWorkQueue(cl.Session, path)
-			require.NoError(t, q.Put(ctx, []byte("x"), zr.WithID("job")))
-			wi, err := q.Take(ctx) // the lock path exists: a Remove is a listing and a transaction
-			require.NoError(t, err)
-			require.NoError(t, wi.Release(ctx))
-
-			f := proxy.HoldRequestReply(2) // the transaction's: applied, its reply held
-			short, cancel := context.WithCancel(ctx)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() {
-				_, err := q.Remove(short, "job")
-				done <- err
-			}()
-			select {
-			case <-f.Hit():
-			case <-ctx.Done():
-				t.Fatal("the transaction's reply never came")
-			}
-			ended := func() {
-				cancel()
-				select {
-				case err := <-done:
-					require.ErrorIs(t, err, zr.ErrOutcomeUnknown)
-				case <-ctx.Done():
-					t.Fatal("Remove did not return when its ctx ended")
-				}
-			}
-			if cancelFirst {
-				ended()
-			}
-			proxy.Blackhole() // the client cannot reconnect...
-			proxy.ResetAll()  // ...once the connection with the held reply goes
-			require.Eventually(t, func() bool { return cl.Session.State() == zr.StateSuspended }, 60*time.Second,
-				10*time.Millisecond, "the client did not see the connection go")
-			if !cancelFirst {
-				ended()
-			}
-			// A long outage, well within the session's 30 s.
-			time.Sleep(3 * time.Second)
-			proxy.Heal()
-
-			obs := raw(t, c)
-			require.Eventually(t, func() bool { return len(children(t, obs, path+"-locks")) == 0 }, 30*time.Second,
-				20*time.Millisecond, "the cut-off Remove's lock stays while its session lives")
-			assert.Empty(t, children(t, obs, path), "the item was removed")
-			assert.Equal(t, sid, cl.Session.SessionID(), "the session lived through the outage")
+			c, path := cutOffFromReplyThroughAnOutage(t, cancelFirst, zr.ErrOutcomeUnknown,
+				func(ctx context.Context, q *zr.WorkQueue) error { return q.Put(ctx, []byte("x"), zr.WithID("job")) },
+				func(ctx context.Context, q *zr.WorkQueue) error { _, err := q.Remove(ctx, "job"); return err })
+			assert.Empty(t, children(t, raw(t, c), path), "the item was removed")
 		})
 	}
 }

@@ -520,66 +520,81 @@ func TestWorkQueue_PutWhoseCtxEndsOnTheWayIsOutcomeUnknownAndTheItemStays(t *tes
 func TestWorkQueue_TakeCutOffFromItsLockReplyLeavesNoLockAfterALongOutage(t *testing.T) {
 	for _, cancelFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cancelFirst=%v", cancelFirst), func(t *testing.T) {
-			c := server(t)
-			path := freshWorkQueue(t, c)
-			ctx := ctxT(t, 120*time.Second)
-			proxy := zktest.NewProxy(t, c.Servers()[0])
-			cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
-			sid := cl.Session.SessionID()
-			q := zr.NewWorkQueue(cl.Session, path)
-			require.NoError(t, q.Put(ctx, []byte("job")))
-			wi, err := q.Take(ctx) // the lock path exists: a take is a listing and a transaction
-			require.NoError(t, err)
-			require.NoError(t, wi.Release(ctx))
-
-			f := proxy.HoldRequestReply(2) // the lock's transaction: applied, its reply held
-			short, cancel := context.WithCancel(ctx)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() {
-				wi, err := q.Take(short)
-				if wi != nil {
-					err = fmt.Errorf("took %s with the reply held", wi.Name())
-				}
-				done <- err
-			}()
-			select {
-			case <-f.Hit():
-			case <-ctx.Done():
-				t.Fatal("the transaction's reply never came")
-			}
-			ended := func() {
-				cancel()
-				select {
-				case err := <-done:
-					require.ErrorIs(t, err, context.Canceled)
-				case <-ctx.Done():
-					t.Fatal("Take did not return when its ctx ended")
-				}
-			}
-			if cancelFirst {
-				ended()
-			}
-			proxy.Blackhole() // the client cannot reconnect...
-			proxy.ResetAll()  // ...once the connection with the held reply goes
-			require.Eventually(t, func() bool { return cl.Session.State() == zr.StateSuspended }, 60*time.Second,
-				10*time.Millisecond, "the client did not see the connection go")
-			if !cancelFirst {
-				ended()
-			}
-			// The outage outlasts what the background clean-up used to wait
-			// (2 s), well within the session's 30 s.
-			time.Sleep(3 * time.Second)
-			proxy.Heal()
-
-			obs := raw(t, c)
-			require.Eventually(t, func() bool { return len(children(t, obs, path+"-locks")) == 0 }, 30*time.Second,
-				20*time.Millisecond, "the cut-off take's lock stays while its session lives")
+			c, path := cutOffFromReplyThroughAnOutage(t, cancelFirst, context.Canceled,
+				func(ctx context.Context, q *zr.WorkQueue) error { return q.Put(ctx, []byte("job")) },
+				func(ctx context.Context, q *zr.WorkQueue) error {
+					wi, err := q.Take(ctx)
+					if wi != nil {
+						err = fmt.Errorf("took %s with the reply held", wi.Name())
+					}
+					return err
+				})
 			other := zr.NewWorkQueue(connect(t, c, nil).Session, path)
-			items, err := takeAck(ctx, other)
+			items, err := takeAck(ctxT(t, 30*time.Second), other)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"job"}, items)
-			assert.Equal(t, sid, cl.Session.SessionID(), "the session lived through the outage")
 		})
 	}
+}
+
+// cutOffFromReplyThroughAnOutage puts an item into a fresh WorkQueue
+// (put), takes and releases it (the lock path then exists, so op's
+// transaction is its second request), and runs op with the transaction
+// applied but its reply held. op's ctx ends before the connection goes
+// (cancelFirst) or after; op must fail with want. The client is kept away
+// 3 s, longer than the 2 s the background clean-up used to wait and well
+// within the session's 30 s. It returns once no lock is left, having
+// checked the session lived through the outage.
+func cutOffFromReplyThroughAnOutage(t *testing.T, cancelFirst bool, want error,
+	put, op func(ctx context.Context, q *zr.WorkQueue) error) (*zktest.Cluster, string) {
+	t.Helper()
+	c := server(t)
+	path := freshWorkQueue(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	proxy := zktest.NewProxy(t, c.Servers()[0])
+	cl := connect(t, c, []string{proxy.Addr()}, zr.WithSessionTimeout(30*time.Second))
+	sid := cl.Session.SessionID()
+	q := zr.NewWorkQueue(cl.Session, path)
+	require.NoError(t, put(ctx, q))
+	wi, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, wi.Release(ctx))
+
+	f := proxy.HoldRequestReply(2) // the transaction's: applied, its reply held
+	short, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- op(short, q) }()
+	select {
+	case <-f.Hit():
+	case <-ctx.Done():
+		t.Fatal("the transaction's reply never came")
+	}
+	ended := func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, want)
+		case <-ctx.Done():
+			t.Fatal("the call did not return when its ctx ended")
+		}
+	}
+	if cancelFirst {
+		ended()
+	}
+	proxy.Blackhole() // the client cannot reconnect...
+	proxy.ResetAll()  // ...once the connection with the held reply goes
+	require.Eventually(t, func() bool { return cl.Session.State() == zr.StateSuspended }, 60*time.Second,
+		10*time.Millisecond, "the client did not see the connection go")
+	if !cancelFirst {
+		ended()
+	}
+	time.Sleep(3 * time.Second) // the outage's length, not an ordering
+	proxy.Heal()
+
+	obs := raw(t, c)
+	require.Eventually(t, func() bool { return len(children(t, obs, path+"-locks")) == 0 }, 30*time.Second,
+		20*time.Millisecond, "the cut-off call's lock stays while its session lives")
+	assert.Equal(t, sid, cl.Session.SessionID(), "the session lived through the outage")
+	return c, path
 }
