@@ -146,33 +146,8 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 			return false, err // a lock made on the way is deleted when its reply comes
 		}
 		// The reply was lost.
-		var mine, there, moved bool
-		if rerr := queueRetry(ctx, q.s, "getData", lock, func() error {
-			mine, there, moved = false, false, false
-			now, _, err := s.awaitConnected(ctx)
-			if err != nil {
-				return err
-			}
-			if moved = now != sent; !moved {
-				data, _, err := s.get(ctx, lock)
-				switch {
-				case err == nil:
-					mine = bytes.Equal(data, token)
-				case err != zk.ErrNoNode:
-					return err
-				}
-			}
-			if !mine {
-				_, err := s.exists(ctx, item)
-				switch {
-				case err == nil:
-					there = true
-				case err != zk.ErrNoNode:
-					return err
-				}
-			}
-			return nil
-		}); rerr != nil {
+		mine, there, moved, rerr := q.readRemoveOutcome(ctx, lock, item, token, sent)
+		if rerr != nil {
 			q.dropLockIfMine(lock, token, sent)
 			return false, fmt.Errorf("%w: %w", err, rerr)
 		}
@@ -189,6 +164,41 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 			return false, err
 		}
 	}
+}
+
+// readRemoveOutcome reads, once connected, what a remove's transaction
+// sent under the ZooKeeper session sent did when its reply was lost: mine,
+// the lock holds token (applied); moved, the session has changed since
+// (the lock, if made, went with it); there, the item is still there.
+func (q *WorkQueue) readRemoveOutcome(ctx context.Context, lock, item string, token []byte, sent *generation) (mine, there, moved bool, err error) {
+	s := q.s
+	err = queueRetry(ctx, s, "getData", lock, func() error {
+		mine, there, moved = false, false, false
+		now, _, err := s.awaitConnected(ctx)
+		if err != nil {
+			return err
+		}
+		if moved = now != sent; !moved {
+			data, _, err := s.get(ctx, lock)
+			switch {
+			case err == nil:
+				mine = bytes.Equal(data, token)
+			case err != zk.ErrNoNode:
+				return err
+			}
+		}
+		if !mine {
+			_, err := s.exists(ctx, item)
+			switch {
+			case err == nil:
+				there = true
+			case err != zk.ErrNoNode:
+				return err
+			}
+		}
+		return nil
+	})
+	return mine, there, moved, err
 }
 
 // dropLock deletes the lock node p that a remove made with its item's
