@@ -25,6 +25,9 @@ const (
 	curveMemory = "memory" // memory per Session: size is the sessions open at once
 )
 
+// curveOrder is the order of the curves in curves.jsonl and curves.md.
+var curveOrder = []string{curveLock, curveDrain, curveMemory}
+
 // curveConfig is the shape of the curves of one run.
 type curveConfig struct {
 	// Mode is the preset the sizes came from: "full" or "quick".
@@ -39,6 +42,45 @@ type curveConfig struct {
 	DrainsPerRep int `json:"drains_per_repetition"`
 	// LockDuration is each contended run's measured time.
 	LockDuration time.Duration `json:"lock_duration_ns"`
+}
+
+// sizes returns the sizes of curve that c measures.
+func (c curveConfig) sizes(curve string) []int {
+	switch curve {
+	case curveLock:
+		return c.LockSessions
+	case curveDrain:
+		return c.DrainWaiters
+	case curveMemory:
+		return c.MemorySessions
+	}
+	return nil
+}
+
+// keptPoints returns the points of earlier at a curve and size that c
+// does not measure.
+func keptPoints(earlier []CurvePoint, c curveConfig) []CurvePoint {
+	var kept []CurvePoint
+	for _, p := range earlier {
+		if !slices.Contains(c.sizes(p.Curve), p.Size) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
+
+// mergePoints returns kept and points in one list, ordered by curve (as
+// curveOrder lists them) and size; points of one curve and size keep
+// their order.
+func mergePoints(kept, points []CurvePoint) []CurvePoint {
+	all := slices.Concat(kept, points)
+	slices.SortStableFunc(all, func(a, b CurvePoint) int {
+		if c := slices.Index(curveOrder, a.Curve) - slices.Index(curveOrder, b.Curve); c != 0 {
+			return c
+		}
+		return a.Size - b.Size
+	})
+	return all
 }
 
 // enabled reports whether any curve is to be measured.

@@ -33,19 +33,23 @@ func (markedChain) drain(ctx context.Context, env bench.Env, path string, n int)
 }
 
 // curveRun is one run of the curves: what it measures, where, the
-// directory it writes into, when it started (RFC 3339) and the points so
-// far.
+// directory it writes into, when it started (RFC 3339), the points so far,
+// and the points of an earlier run that this one does not measure again.
 type curveRun struct {
 	cc      curveConfig
 	env     bench.Env
 	dir     string
 	started string
 	points  []CurvePoint
+	kept    []CurvePoint
 }
 
 // runCurves measures the curves of cc on env and writes their points
 // (curves.jsonl, curves.md and one chart per curve) into dir, again after
-// every size, so that a run stopped half-way keeps what it measured.
+// every size, so that a run stopped half-way keeps what it measured. The
+// points of dir's curves.jsonl at a curve and size that cc does not
+// measure are kept (each says which run measured it): a run of one curve
+// leaves the others'.
 // runners are the implementations (the variants are left out: the curves
 // compare zkrecipes with its peers and the floors).
 func runCurves(ctx context.Context, env bench.Env, runners []runner, cc curveConfig, dir string) error {
@@ -53,6 +57,11 @@ func runCurves(ctx context.Context, env bench.Env, runners []runner, cc curveCon
 		return err
 	}
 	cr := &curveRun{cc: cc, env: env, dir: dir, started: time.Now().UTC().Format(time.RFC3339)}
+	earlier, err := readCurves(filepath.Join(dir, "curves.jsonl"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	cr.kept = keptPoints(earlier, cc)
 	var impls []runner
 	for _, r := range runners {
 		if !isVariant(r.name()) {
@@ -80,7 +89,7 @@ func runCurves(ctx context.Context, env bench.Env, runners []runner, cc curveCon
 			return err
 		}
 	}
-	fmt.Print(curvesMarkdown(cr.points))
+	fmt.Print(curvesMarkdown(mergePoints(cr.kept, cr.points)))
 	return nil
 }
 
@@ -191,7 +200,7 @@ func (cr *curveRun) write() error {
 			cr.points[i].LoadAvg = loadavg()
 		}
 	}
-	return writeCurveFiles(cr.dir, cr.points)
+	return writeCurveFiles(cr.dir, mergePoints(cr.kept, cr.points))
 }
 
 // writeCurveFiles writes points into dir: curves.jsonl, curves.md and a

@@ -322,3 +322,30 @@ func (f fakeChain) drain(_ context.Context, _ bench.Env, _ string, n int) (bench
 	*f.calls = append(*f.calls, fmt.Sprintf("drain chain %d", n))
 	return bench.DrainResult{Waiters: n, PerHandoff: time.Millisecond / 2}, nil
 }
+
+func TestKeptPoints_ARunOfOneCurveKeepsTheOthersPointsInCurveAndSizeOrder(t *testing.T) {
+	earlier := []CurvePoint{
+		{Curve: curveLock, Size: 8, Impl: "zkrecipes", Run: "old"},
+		{Curve: curveLock, Size: 512, Impl: "zkrecipes", Run: "old"},
+		{Curve: curveDrain, Size: 10, Impl: "zkrecipes", Run: "old"},
+		{Curve: curveMemory, Size: 100, Impl: "zkrecipes", Run: "old"},
+	}
+	cc := curveConfig{LockSessions: []int{8, 32}}
+	kept := keptPoints(earlier, cc)
+	got := mergePoints(kept, []CurvePoint{
+		{Curve: curveLock, Size: 32, Impl: "zkrecipes", Run: "new"},
+		{Curve: curveLock, Size: 8, Impl: "zkrecipes", Run: "new"},
+		{Curve: curveLock, Size: 8, Impl: "go-zk", Run: "new"},
+	})
+	var rows []string
+	for _, p := range got {
+		rows = append(rows, fmt.Sprintf("%s %d %s %s", p.Curve, p.Size, p.Impl, p.Run))
+	}
+	assert.Equal(t, []string{
+		"lock 8 zkrecipes new", "lock 8 go-zk new", // re-measured: the old point is gone
+		"lock 32 zkrecipes new",
+		"lock 512 zkrecipes old", // not measured by this run: kept
+		"drain 10 zkrecipes old",
+		"memory 100 zkrecipes old",
+	}, rows)
+}
