@@ -26,7 +26,7 @@
 //
 //	cd integration && go run ./cmd/zkbench -curves quick -curves-only -out /tmp/curves
 //
-// An empty size list leaves a curve out (-curve-drains ''), and the points
+// An empty size list leaves a curve out (-curve-drains ""), and the points
 // of -out's curves.jsonl that a run does not measure again are kept, so
 // that one curve can be measured again alone.
 //
