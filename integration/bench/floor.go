@@ -203,6 +203,9 @@ func chain(ctx context.Context, env Env, path string, links int, marked bool) (c
 				c.Close()
 			}
 		}
+		// The links still waiting (a return on an error) see their watch
+		// end with the connection.
+		wg.Wait()
 	}()
 	if err := errors.Join(errs...); err != nil {
 		return r, err
