@@ -1,7 +1,8 @@
 package zkrecipes
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 )
 
@@ -25,6 +26,13 @@ var (
 // sortKey strips, for each marker in turn, everything up to and including
 // its last occurrence: Curator's fixForSorting, applied marker by marker.
 func sortKey(name string, markers []string) string {
+	// The usual name, <prefix><first marker><ten digits>: its key is the
+	// digits, as the loop finds (no marker holds a digit, so none occurs
+	// after the first), without scanning the name once per marker.
+	if n := len(name) - 10; len(markers) > 0 && n >= len(markers[0]) &&
+		name[n-len(markers[0]):n] == markers[0] && parseSeq(name[n:]) >= 0 {
+		return name[n:]
+	}
 	for _, m := range markers {
 		if i := strings.LastIndex(name, m); i >= 0 {
 			name = name[i+len(m):]
@@ -58,13 +66,23 @@ func sortNodes(children []string, markers []string) []queueNode {
 		k := sortKey(c, markers)
 		nodes[i] = queueNode{name: c, key: k, seq: parseSeq(k)}
 	}
-	sort.Slice(nodes, func(i, j int) bool {
-		if nodes[i].key != nodes[j].key {
-			return nodes[i].key < nodes[j].key
-		}
-		return nodes[i].name < nodes[j].name
-	})
+	slices.SortFunc(nodes, compareNodes)
 	return nodes
+}
+
+// compareNodes orders two nodes by key as a string, then by name. Two
+// sequence numbers (ten digits each) compare as their strings do, so they
+// are compared as numbers: a contended lock lists hundreds of nodes on
+// every entry, and the string comparisons were most of its sort.
+func compareNodes(a, b queueNode) int {
+	if a.seq >= 0 && b.seq >= 0 {
+		if c := cmp.Compare(a.seq, b.seq); c != 0 {
+			return c
+		}
+	} else if c := strings.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 func indexOf(nodes []queueNode, name string) int {
