@@ -223,7 +223,12 @@ func (s *Session) onSessionEvent(ev zk.Event) {
 			close(s.ready)
 		case id == s.gen.id && !s.gen.fired():
 			if s.state == StateSuspended {
-				s.epoch = newSignal()
+				// LoseOnSuspended ended the epoch at the disconnect; under
+				// LoseOnLost it goes on, and what was granted in it must
+				// still hear of its end (an expiry, Close).
+				if s.epoch.fired() {
+					s.epoch = newSignal()
+				}
 				s.setState(StateReconnected, id, nil)
 				close(s.ready)
 			}

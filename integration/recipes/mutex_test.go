@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	zr "github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 var runtime_Gosched = runtime.Gosched
@@ -291,4 +292,40 @@ func TestMutex_QueueDrainListsTheChildrenOncePerWaiter(t *testing.T) {
 	// over more than markGrace after the data change's on a loaded machine).
 	assert.LessOrEqual(t, dataReads.Load(), int64(waiters+waiters/10), "no read to confirm a marked release")
 	t.Logf("%d waiters: %d listings, %d reads (%d getData)", waiters, lists.Load(), reads.Load(), dataReads.Load())
+}
+
+// Under LoseOnLost a lease held through a dropped connection that came
+// back under the same session still ends when the session does: at an
+// expiry, and at Close. Its ownership epoch was replaced on the
+// reconnect, and nothing told the lease any more.
+func TestMutex_LeaseHeldThroughAReconnectEndsWithItsSession(t *testing.T) {
+	for _, end := range []string{"expiry", "close"} {
+		t.Run(end, func(t *testing.T) {
+			c := server(t)
+			proxy := zktest.NewProxy(t, c.Servers()[0])
+			cl := connect(t, c, []string{proxy.Addr()}, zr.WithLossPolicy(zr.LoseOnLost), zr.WithSessionTimeout(10*time.Second))
+			ctx := ctxT(t, time.Minute)
+			l, err := zr.NewMutex(cl.Session, testPath(t)).Acquire(ctx)
+			require.NoError(t, err)
+			st := watchStates(t, cl.Session)
+			proxy.ResetAll()
+			st.next(t, 10*time.Second, zr.StateSuspended)
+			st.next(t, 10*time.Second, zr.StateReconnected)
+			require.NoError(t, l.Err(), "LoseOnLost keeps the lease through a reconnect")
+
+			want := zr.ErrClosed
+			if end == "expiry" {
+				want = zr.ErrSessionExpired
+				cl.expire(t)
+			} else {
+				require.NoError(t, cl.Session.Close())
+			}
+			select {
+			case <-l.Done():
+			case <-time.After(15 * time.Second):
+				t.Fatalf("the lease did not end with its session (%s)", end)
+			}
+			assert.ErrorIs(t, l.Err(), want)
+		})
+	}
 }
