@@ -107,6 +107,7 @@ func main() {
 	curveLocks := flag.String("curve-locks", "", "curves: contended-lock session counts, comma-separated (default: -curves' preset)")
 	curveDrains := flag.String("curve-drains", "", "curves: drain waiter counts (default: -curves' preset)")
 	curveMemory := flag.String("curve-memory", "", "curves: Session counts for memory per Session (default: -curves' preset)")
+	curveLeases := flag.String("curve-leases", "", "curves: leases held on one session (default: -curves' preset)")
 	curveReps := flag.Int("curve-reps", 0, "curves: repetitions (default: -curves' preset, 3 for full)")
 	curveDrainsPerRep := flag.Int("curve-drains-per-rep", 0, "curves: interleaved drains of each implementation per size and repetition (default 5)")
 	curveDuration := flag.Duration("curve-duration", 0, "curves: measured time of each contended run (default: -curves' preset, 5s for full)")
@@ -134,6 +135,7 @@ func main() {
 		{"curve-locks", *curveLocks, &cc.LockSessions},
 		{"curve-drains", *curveDrains, &cc.DrainWaiters},
 		{"curve-memory", *curveMemory, &cc.MemorySessions},
+		{"curve-leases", *curveLeases, &cc.LeaseHeld},
 	} {
 		if !set[f.name] {
 			continue
@@ -272,8 +274,11 @@ func run(c config) error {
 		}
 	}
 	if c.Curves.enabled() {
-		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, %d repetitions", c.Curves.Mode,
-			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.Reps)
+		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, leases %v, %d repetitions", c.Curves.Mode,
+			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.LeaseHeld, c.Curves.Reps)
+		if cluster.Backend() != zktest.BackendServers { // ZK_SERVERS' servers are not ours to restart
+			c.Curves.restart = func() error { return cluster.Restart(0) }
+		}
 		return runCurves(ctx, env, runners, c.Curves, c.Out)
 	}
 	return nil
