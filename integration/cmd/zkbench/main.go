@@ -18,11 +18,14 @@
 //
 // With -curves full (make bench) or quick, it then measures the scale
 // curves: the contended lock at 8 to 512 sessions, the drain of 10 to
-// 1,000 waiters against the marked chain of as many links, and the memory
-// of 1 to 1,000 Sessions (quick: the smallest sizes, one repetition). It
+// 1,000 waiters against the marked chain of as many links, the memory of
+// 1 to 1,000 Sessions, and 1,000 to 100,000 leases held on one session
+// through a loopback proxy, with its recovery from a connection drop and
+// from a restart of the server (quick: the smallest sizes, one
+// repetition). The lease curve runs last: it restarts the server. It
 // writes curves.jsonl (one JSON line a point), curves.md and
-// curve-lock.png, curve-drain.png and curve-memory.png into -out; with
-// -curves-only it measures the curves alone:
+// curve-lock.png, curve-drain.png, curve-memory.png and curve-lease.png
+// into -out; with -curves-only it measures the curves alone:
 //
 //	cd integration && go run ./cmd/zkbench -curves quick -curves-only -out /tmp/curves
 //
