@@ -24,6 +24,11 @@
 //     drain has waiters (the drain curve's floor), reported as a drain.
 //   - SessionMemory: the live heap and goroutines that n idle zkrecipes
 //     Sessions, or n bare go-zookeeper connections, add to this process.
+//   - HeldLeases: n leases held on one session through a loopback proxy
+//     (zkrecipes' Mutex, or go-zookeeper's zk.Lock): the acquisition time,
+//     the heap, goroutines and server watches per lease, and the time to
+//     be whole again after the proxy resets the connection and after the
+//     server restarts, with the leases lost (the lease curve).
 //   - WorkQueue: items put beforehand (FillWorkQueue) are consumed by 1 or
 //     more consumers, each its own session, each item taken under its lock
 //     and acked (WorkQueueConsume, zkrecipes' WorkQueue; zkbench runs

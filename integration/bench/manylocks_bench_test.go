@@ -60,26 +60,12 @@ func BenchmarkManyHeldLeases(b *testing.B) {
 // holdMany acquires n leases on n paths under dir, 50 at a time.
 func holdMany(ctx context.Context, s *zr.Session, dir string, n int) ([]*zr.Lease, error) {
 	leases := make([]*zr.Lease, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 50)
-	for range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				l, err := zr.NewMutex(s, fmt.Sprintf("%s/e%d", dir, i)).Acquire(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				leases[i] = l
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return leases, <-errs
+	err := forEach(ctx, n, 50, func(i int) error {
+		l, err := zr.NewMutex(s, fmt.Sprintf("%s/e%d", dir, i)).Acquire(ctx)
+		leases[i] = l
+		return err
+	})
+	return leases, err
 }
 
 // BenchmarkPerEntityLocks: 50 goroutines acquire and release locks on

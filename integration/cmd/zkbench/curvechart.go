@@ -27,8 +27,14 @@ func panel(title, unit string, value func(CurvePoint) (float64, bool)) curvePane
 	return curvePanel{title: title, unit: unit, value: value}
 }
 
+// curveChart is one curve's chart: its file, its size axis and its panels.
+type curveChart struct {
+	curve, file, xLabel string
+	panels              []curvePanel
+}
+
 // drawCurveCharts draws one chart per curve that has points into dir:
-// curve-lock.png, curve-drain.png, curve-memory.png. Every implementation
+// curve-lock.png, curve-drain.png, curve-memory.png, curve-lease.png. Every implementation
 // is a line over the sizes (a logarithmic axis); a point that failed is a
 // cross on the size axis, so a peer that cannot run a size shows it.
 func drawCurveCharts(points []CurvePoint, dir string) []error {
@@ -58,10 +64,7 @@ func drawCurveCharts(points []CurvePoint, dir string) []error {
 			return f(p.MemoryPoint), true
 		}
 	}
-	charts := []struct {
-		curve, file, xLabel string
-		panels              []curvePanel
-	}{
+	charts := []curveChart{
 		{curveLock, "curve-lock.png", "sessions contending", []curvePanel{
 			panel("Throughput", "acquisitions/s (higher is better)", lock(func(l *LockPoint) float64 { return l.Throughput })),
 			panel("Requests per acquisition", "zk_packets_received / acquisition", lock(func(l *LockPoint) float64 { return l.ReqPerAcq })),
@@ -85,6 +88,7 @@ func drawCurveCharts(points []CurvePoint, dir string) []error {
 			panel("Heap per session", "KB (live heap after a GC)", mem(func(m *MemoryPoint) float64 { return m.HeapPerSession / 1024 })),
 			panel("Goroutines per session", "goroutines", mem(func(m *MemoryPoint) float64 { return m.GoroutinesPerSession })),
 		}},
+		leaseChart(),
 	}
 	var errs []error
 	for _, c := range charts {

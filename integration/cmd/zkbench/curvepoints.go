@@ -23,10 +23,11 @@ const (
 	curveLock   = "lock"   // the contended lock: size is the sessions contending
 	curveDrain  = "drain"  // the drain: size is the waiters queued behind a holder
 	curveMemory = "memory" // memory per Session: size is the sessions open at once
+	curveLease  = "lease"  // leases held on one session: size is the leases (curve_lease.go)
 )
 
 // curveOrder is the order of the curves in curves.jsonl and curves.md.
-var curveOrder = []string{curveLock, curveDrain, curveMemory}
+var curveOrder = []string{curveLock, curveDrain, curveMemory, curveLease}
 
 // curveConfig is the shape of the curves of one run.
 type curveConfig struct {
@@ -35,6 +36,7 @@ type curveConfig struct {
 	LockSessions   []int  `json:"lock_sessions"`
 	DrainWaiters   []int  `json:"drain_waiters"`
 	MemorySessions []int  `json:"memory_sessions"`
+	LeaseHeld      []int  `json:"lease_held,omitempty"`
 	Reps           int    `json:"repetitions"`
 	// DrainsPerRep is the drains of each implementation (and of the
 	// marked chain) at each size in each repetition, interleaved: the
@@ -42,6 +44,8 @@ type curveConfig struct {
 	DrainsPerRep int `json:"drains_per_repetition"`
 	// LockDuration is each contended run's measured time.
 	LockDuration time.Duration `json:"lock_duration_ns"`
+	// restart restarts the server for the lease curve (nil: not run).
+	restart func() error
 }
 
 // sizes returns the sizes of curve that c measures.
@@ -53,6 +57,8 @@ func (c curveConfig) sizes(curve string) []int {
 		return c.DrainWaiters
 	case curveMemory:
 		return c.MemorySessions
+	case curveLease:
+		return c.LeaseHeld
 	}
 	return nil
 }
@@ -85,21 +91,21 @@ func mergePoints(kept, points []CurvePoint) []CurvePoint {
 
 // enabled reports whether any curve is to be measured.
 func (c curveConfig) enabled() bool {
-	return len(c.LockSessions)+len(c.DrainWaiters)+len(c.MemorySessions) > 0
+	return len(c.LockSessions)+len(c.DrainWaiters)+len(c.MemorySessions)+len(c.LeaseHeld) > 0
 }
 
 // curvePreset returns the sizes, repetitions and durations of mode:
 // "full" (make bench: 8 to 512 sessions, 10 to 1,000 waiters, 1 to 1,000
-// sessions' memory, 3 repetitions), "quick" (the smallest sizes, one
+// sessions' memory, 1,000 to 100,000 held leases, 3 repetitions), "quick" (the smallest sizes, one
 // repetition: a check that the curves run end to end) or "off" (none).
 func curvePreset(mode string) (curveConfig, error) {
 	switch mode {
 	case "full":
 		return curveConfig{Mode: mode, LockSessions: []int{8, 32, 128, 512}, DrainWaiters: []int{10, 100, 1000},
-			MemorySessions: []int{1, 100, 1000}, Reps: 3, DrainsPerRep: 5, LockDuration: 5 * time.Second}, nil
+			MemorySessions: []int{1, 100, 1000}, LeaseHeld: []int{1000, 10000, 100000}, Reps: 3, DrainsPerRep: 5, LockDuration: 5 * time.Second}, nil
 	case "quick":
 		return curveConfig{Mode: mode, LockSessions: []int{8, 32}, DrainWaiters: []int{10},
-			MemorySessions: []int{1, 100}, Reps: 1, DrainsPerRep: 5, LockDuration: 2 * time.Second}, nil
+			MemorySessions: []int{1, 100}, LeaseHeld: []int{1000}, Reps: 1, DrainsPerRep: 5, LockDuration: 2 * time.Second}, nil
 	case "off", "":
 		return curveConfig{Mode: "off"}, nil
 	}
@@ -127,7 +133,7 @@ func parseSizes(s string) ([]int, error) {
 }
 
 // CurvePoint is one implementation at one size of one curve. Exactly one
-// of LockPoint, DrainPoint and MemoryPoint is set, by Curve; Error says
+// of LockPoint, DrainPoint, MemoryPoint and LeasePoint is set, by Curve; Error says
 // why some run of the point failed (Runs counts those that did not, and
 // the figures are theirs; a point with no run has no figures).
 type CurvePoint struct {
@@ -144,6 +150,7 @@ type CurvePoint struct {
 	*LockPoint
 	*DrainPoint
 	*MemoryPoint
+	*LeasePoint
 }
 
 // LockPoint is a contended-lock point: the medians of its runs, each
@@ -336,12 +343,7 @@ func curveSizes(points []CurvePoint, curve string) []int {
 // curvesMarkdown renders the points as one table per curve; a point that
 // failed shows its error beneath the tables.
 func curvesMarkdown(points []CurvePoint) string {
-	tables := []struct {
-		curve, title, header string
-		// cells are the point's cells after its size and implementation;
-		// false: the point has no figures (no run finished).
-		cells func(p CurvePoint) (string, bool)
-	}{
+	tables := []curveTable{
 		{curveLock, "Contended lock (medians of the repetitions; server CPU absent where it could not be read):",
 			"| sessions | implementation | runs | acquisitions/s | requests/acq | response bytes/acq | handoff p99 µs | server CPU µs/acq | violations |",
 			func(p CurvePoint) (string, bool) {
@@ -375,6 +377,7 @@ func curvesMarkdown(points []CurvePoint) string {
 				}
 				return fmt.Sprintf("%d | %.1f | %.2f |", p.Runs, p.HeapPerSession/1024, p.GoroutinesPerSession), true
 			}},
+		leaseTable(),
 	}
 	var b strings.Builder
 	var failures []string
@@ -401,6 +404,14 @@ func curvesMarkdown(points []CurvePoint) string {
 		b.WriteString("Failures:\n\n" + strings.Join(failures, "\n") + "\n")
 	}
 	return b.String()
+}
+
+// curveTable is one curve's table in curves.md.
+type curveTable struct {
+	curve, title, header string
+	// cells are the point's cells after its size and implementation;
+	// false: the point has no figures (no run finished).
+	cells func(p CurvePoint) (string, bool)
 }
 
 // pointsOf returns curve's points, by size, in their order within a size.

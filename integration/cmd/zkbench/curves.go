@@ -89,6 +89,12 @@ func runCurves(ctx context.Context, env bench.Env, runners []runner, cc curveCon
 			return err
 		}
 	}
+	// Last: its runs restart the server, whose JIT is then cold again.
+	for _, n := range cc.LeaseHeld {
+		if err := cr.lease(ctx, n); err != nil {
+			return err
+		}
+	}
 	fmt.Print(curvesMarkdown(mergePoints(cr.kept, cr.points)))
 	return nil
 }
