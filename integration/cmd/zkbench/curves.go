@@ -89,6 +89,11 @@ func runCurves(ctx context.Context, env bench.Env, runners []runner, cc curveCon
 			return err
 		}
 	}
+	for _, n := range cc.CacheNodes {
+		if err := cr.cache(ctx, hasCurator(impls), n); err != nil {
+			return err
+		}
+	}
 	fmt.Print(curvesMarkdown(mergePoints(cr.kept, cr.points)))
 	return nil
 }

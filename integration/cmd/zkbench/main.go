@@ -18,11 +18,14 @@
 //
 // With -curves full (make bench) or quick, it then measures the scale
 // curves: the contended lock at 8 to 512 sessions, the drain of 10 to
-// 1,000 waiters against the marked chain of as many links, and the memory
-// of 1 to 1,000 Sessions (quick: the smallest sizes, one repetition). It
-// writes curves.jsonl (one JSON line a point), curves.md and
-// curve-lock.png, curve-drain.png and curve-memory.png into -out; with
-// -curves-only it measures the curves alone:
+// 1,000 waiters against the marked chain of as many links, the memory of
+// 1 to 1,000 Sessions, and a TreeCache of trees of 10,000 to 1,000,000
+// nodes against the raw reads its load must make and Curator's
+// CuratorCache (-curve-caches; curve_cache.go) (quick: the smallest sizes,
+// one repetition). It writes curves.jsonl (one JSON line a point),
+// curves.md and curve-lock.png, curve-drain.png, curve-memory.png and
+// curve-cache.png into -out; with -curves-only it measures the curves
+// alone:
 //
 //	cd integration && go run ./cmd/zkbench -curves quick -curves-only -out /tmp/curves
 //
@@ -107,6 +110,7 @@ func main() {
 	curveLocks := flag.String("curve-locks", "", "curves: contended-lock session counts, comma-separated (default: -curves' preset)")
 	curveDrains := flag.String("curve-drains", "", "curves: drain waiter counts (default: -curves' preset)")
 	curveMemory := flag.String("curve-memory", "", "curves: Session counts for memory per Session (default: -curves' preset)")
+	curveCaches := flag.String("curve-caches", "", "curves: TreeCache tree sizes in nodes, each rounded up to 1 + K² (default: -curves' preset)")
 	curveReps := flag.Int("curve-reps", 0, "curves: repetitions (default: -curves' preset, 3 for full)")
 	curveDrainsPerRep := flag.Int("curve-drains-per-rep", 0, "curves: interleaved drains of each implementation per size and repetition (default 5)")
 	curveDuration := flag.Duration("curve-duration", 0, "curves: measured time of each contended run (default: -curves' preset, 5s for full)")
@@ -134,6 +138,7 @@ func main() {
 		{"curve-locks", *curveLocks, &cc.LockSessions},
 		{"curve-drains", *curveDrains, &cc.DrainWaiters},
 		{"curve-memory", *curveMemory, &cc.MemorySessions},
+		{"curve-caches", *curveCaches, &cc.CacheNodes},
 	} {
 		if !set[f.name] {
 			continue
@@ -272,8 +277,8 @@ func run(c config) error {
 		}
 	}
 	if c.Curves.enabled() {
-		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, %d repetitions", c.Curves.Mode,
-			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.Reps)
+		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, cache %v nodes, %d repetitions", c.Curves.Mode,
+			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.CacheNodes, c.Curves.Reps)
 		return runCurves(ctx, env, runners, c.Curves, c.Out)
 	}
 	return nil
