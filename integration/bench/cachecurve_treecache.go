@@ -44,49 +44,54 @@ type CacheRun struct {
 	EventsMissed int           `json:"events_missed"`
 }
 
-// TreeCacheRun measures a zkrecipes TreeCache of the tree at root on a
-// Session of its own, connected through a loopback proxy (zktest.Proxy)
-// with ensemble tracking off (the proxy is not in the configuration): the
-// load (Start until its CacheInitialized event is read, the events read as
-// they come), the heap it keeps per node (after a GC, the events read),
-// the server watches it adds, and the mismatches against a fresh listing
-// (walkTree on a plain connection); then the resync after a connection
-// drop (resyncAfterDrop; rep picks the nodes it changes, so that the
-// repetitions leave the node count as it was).
+// TreeCacheRun measures a zkrecipes TreeCache of the tree at root, twice
+// on a Session of its own. First connected to the server directly, as the
+// floor is: the load (Start until its CacheInitialized event is read, the
+// events read as they come), the heap it keeps per node (after a GC, the
+// events read), the server watches it adds, and the mismatches against a
+// fresh listing (walkTree on a plain connection). Then, loaded again
+// unmeasured, through a loopback proxy (zktest.Proxy): the resync after a
+// connection drop (resyncAfterDrop; rep picks the nodes it changes, so
+// that the repetitions leave the node count as it was).
 func TreeCacheRun(ctx context.Context, env Env, root string, rep int) (CacheRun, error) {
+	r, err := treeCacheLoad(ctx, env, root)
+	if err != nil {
+		return CacheRun{}, err
+	}
 	proxy, err := zktest.ListenProxy(env.ServerFor(0)[0])
 	if err != nil {
 		return CacheRun{}, err
 	}
 	defer proxy.Close()
-	s, err := zr.Connect(ctx, []string{proxy.Addr()}, zr.WithSessionTimeout(SessionTimeout),
-		zr.WithDialer(LoopbackDialer), zr.WithEnsembleTracking(false))
+	c, evs, _, closeCache, err := startTreeCache(ctx, []string{proxy.Addr()}, root, nil)
+	defer closeCache()
 	if err != nil {
 		return CacheRun{}, err
 	}
-	defer s.Close()
-	c := zr.NewTreeCache(s, root)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-	}()
-	evs := readCacheEvents(c)
-	heap0, _ := settled(0)
-	w0, err := env.Meter.Read(ctx)
+	w, err := env.Meter.Read(ctx)
 	if err != nil {
 		return CacheRun{}, err
 	}
-	t0 := time.Now()
-	if err := c.Start(ctx); err != nil {
+	r.Resync, r.EventsMissed, err = resyncAfterDrop(ctx, env, proxy, c, evs, root, rep, w.Watches)
+	return r, err
+}
+
+// treeCacheLoad measures the load of a TreeCache of root on a Session of
+// its own connected to the server directly (see TreeCacheRun).
+func treeCacheLoad(ctx context.Context, env Env, root string) (CacheRun, error) {
+	var heap0 uint64
+	var w0 Counters
+	baseline := func() (err error) {
+		heap0, _ = settled(0)
+		w0, err = env.Meter.Read(ctx)
+		return err
+	}
+	c, _, load, closeCache, err := startTreeCache(ctx, env.ServerFor(0), root, baseline)
+	defer closeCache()
+	if err != nil {
 		return CacheRun{}, err
 	}
-	select {
-	case <-evs.initialized:
-	case <-ctx.Done():
-		return CacheRun{}, fmt.Errorf("bench: tree cache of %s: not initialized: %w", root, ctx.Err())
-	}
-	r := CacheRun{Load: time.Since(t0), Nodes: c.Len()}
+	r := CacheRun{Load: load, Nodes: c.Len()}
 	heap1, _ := settled(0)
 	r.HeapPerNode = (float64(heap1) - float64(heap0)) / float64(max(r.Nodes, 1))
 	w1, err := env.Meter.Read(ctx)
@@ -94,11 +99,47 @@ func TreeCacheRun(ctx context.Context, env Env, root string, rep int) (CacheRun,
 		return CacheRun{}, err
 	}
 	r.ServerWatches = w1.Watches - w0.Watches
-	if r.Mismatches, err = treeMismatches(ctx, env, root, c); err != nil {
-		return CacheRun{}, err
-	}
-	r.Resync, r.EventsMissed, err = resyncAfterDrop(ctx, env, proxy, c, evs, root, rep, w1.Watches)
+	r.Mismatches, err = treeMismatches(ctx, env, root, c)
 	return r, err
+}
+
+// startTreeCache connects a Session to servers, as the benchmarks do but
+// with ensemble tracking off (its watch is not the cache's, and a proxy
+// is not in the configuration), calls before (unless nil), and starts a
+// TreeCache of root on the Session, its events read as they come; it
+// returns once the cache's CacheInitialized event is read, and the time
+// since Start. closeCache closes the cache and the Session; call it even
+// after an error.
+func startTreeCache(ctx context.Context, servers []string, root string, before func() error) (
+	c *zr.TreeCache, evs *cacheEvents, load time.Duration, closeCache func(), err error) {
+	closeCache = func() {}
+	s, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(SessionTimeout), zr.WithDialer(LoopbackDialer), zr.WithEnsembleTracking(false))
+	if err != nil {
+		return nil, nil, 0, closeCache, err
+	}
+	c = zr.NewTreeCache(s, root)
+	closeCache = func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Close(cctx)
+		_ = s.Close()
+	}
+	evs = readCacheEvents(c)
+	if before != nil {
+		if err := before(); err != nil {
+			return nil, nil, 0, closeCache, err
+		}
+	}
+	t0 := time.Now()
+	if err := c.Start(ctx); err != nil {
+		return nil, nil, 0, closeCache, err
+	}
+	select {
+	case <-evs.initialized:
+		return c, evs, time.Since(t0), closeCache, nil
+	case <-ctx.Done():
+		return nil, nil, 0, closeCache, fmt.Errorf("bench: tree cache of %s: not initialized: %w", root, ctx.Err())
+	}
 }
 
 // cacheEvents reads a TreeCache's events as they come, keeping only what
@@ -211,6 +252,10 @@ func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.Tr
 	deleted := fmt.Sprintf("%s/c0001/g%04d", root, rep)
 	data := []byte(fmt.Sprintf("set during drop %d", rep))
 	evs.expect(map[string]zr.CacheEventKind{set: zr.NodeChanged, created: zr.NodeCreated, deleted: zr.NodeDeleted})
+	select {
+	case <-evs.suspended: // none is expected before the drop
+	default:
+	}
 	proxy.Blackhole()
 	defer proxy.Heal()
 	proxy.ResetAll()
@@ -244,16 +289,19 @@ func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.Tr
 		_, hasDeleted := c.Get(deleted)
 		return ok && bytes.Equal(n.Data, data) && hasCreated && !hasDeleted
 	}
+	var last int64
 	err := poll(ctx, 5*time.Minute, func() (bool, error) {
 		if !whole() {
 			return false, nil
 		}
 		w, err := env.Meter.Read(ctx)
+		last = w.Watches
 		return err == nil && w.Watches == watches, err
 	})
 	took := time.Since(t0)
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench: tree cache of %s not whole after the drop: %w", root, err)
+		return 0, 0, fmt.Errorf("bench: tree cache of %s after the drop: whole %v, server watches %d (before the drop %d): %w",
+			root, whole(), last, watches, err)
 	}
 	return took, evs.missing(10 * time.Second), nil
 }
