@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/integration/peers"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // CuratorCacheHeap is the JVM heap limit of the CuratorCache peer in the
@@ -62,6 +63,7 @@ func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit
 	go func() { done <- cmd.Wait() }()
 	kill := time.NewTimer(time.Duration(limitS)*time.Second + time.Minute)
 	defer kill.Stop()
+	defer settleServer(ctx, env)
 	var waitErr error
 	select {
 	case waitErr = <-done:
@@ -90,6 +92,22 @@ func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit
 		return CacheRun{}, fmt.Errorf("bench: curator cache peer: %w; stderr: %s", waitErr, tailOf(stderr.String(), 1000))
 	}
 	return CacheRun{Nodes: l.Nodes, Load: time.Duration(l.LoadMS * float64(time.Millisecond)), HeapPerNode: l.HeapPerNode}, nil
+}
+
+// settleServer waits, 30 s at most, until no server of env has requests
+// outstanding (mntr's zk_outstanding_requests): a peer stopped in its
+// load may leave thousands queued, which would slow what is measured
+// next.
+func settleServer(ctx context.Context, env Env) {
+	_ = poll(ctx, 30*time.Second, func() (bool, error) {
+		for _, s := range env.Servers {
+			m, err := zktest.Mntr(ctx, s)
+			if err != nil || m["zk_outstanding_requests"] != "0" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // failure says how a CuratorCache that did not load the whole tree
