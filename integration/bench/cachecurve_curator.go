@@ -99,7 +99,7 @@ func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit
 // load may leave thousands queued, which would slow what is measured
 // next.
 func settleServer(ctx context.Context, env Env) {
-	_ = poll(ctx, 30*time.Second, func() (bool, error) {
+	_ = poll(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		for _, s := range env.Servers {
 			m, err := zktest.Mntr(ctx, s)
 			if err != nil || m["zk_outstanding_requests"] != "0" {

@@ -275,10 +275,10 @@ func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.Tr
 	// The reset connection leaves the proxy, then the client's next one
 	// arrives (go-zookeeper waits up to a second before it dials the one
 	// server again) and waits there.
-	if err := poll(ctx, 10*time.Second, func() (bool, error) { return proxy.Conns() == 0, nil }); err != nil {
+	if err := poll(ctx, 10*time.Second, time.Millisecond, func() (bool, error) { return proxy.Conns() == 0, nil }); err != nil {
 		return 0, 0, fmt.Errorf("bench: the reset connection stays in the proxy: %w", err)
 	}
-	if err := poll(ctx, 10*time.Second, func() (bool, error) { return proxy.Conns() > 0, nil }); err != nil {
+	if err := poll(ctx, 10*time.Second, time.Millisecond, func() (bool, error) { return proxy.Conns() > 0, nil }); err != nil {
 		return 0, 0, fmt.Errorf("bench: the client does not connect again: %w", err)
 	}
 	t0 := time.Now()
@@ -290,7 +290,7 @@ func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.Tr
 		return ok && bytes.Equal(n.Data, data) && hasCreated && !hasDeleted
 	}
 	var last int64
-	err := poll(ctx, 5*time.Minute, func() (bool, error) {
+	err := poll(ctx, 5*time.Minute, time.Millisecond, func() (bool, error) {
 		if !whole() {
 			return false, nil
 		}
@@ -320,9 +320,9 @@ func waitFor(ctx context.Context, d time.Duration, ch <-chan struct{}) error {
 	}
 }
 
-// poll calls cond every millisecond until it returns true or an error, d
+// poll calls cond every interval until it returns true or an error, d
 // passes or ctx ends.
-func poll(ctx context.Context, d time.Duration, cond func() (bool, error)) error {
+func poll(ctx context.Context, d, every time.Duration, cond func() (bool, error)) error {
 	deadline := time.Now().Add(d)
 	for {
 		ok, err := cond()
@@ -335,7 +335,7 @@ func poll(ctx context.Context, d time.Duration, cond func() (bool, error)) error
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Millisecond):
+		case <-time.After(every):
 		}
 	}
 }
