@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -277,35 +276,6 @@ func removeLeaseTree(ctx context.Context, env Env, dir string, n int) error {
 		return err
 	}
 	return errors.Join(del(dir+"/warm"), del(dir))
-}
-
-// forEach calls fn(i) for every i below n on workers goroutines, each
-// taking the next i in turn, until every fn returned or one failed; it
-// returns the first error, once every goroutine has returned.
-func forEach(ctx context.Context, n, workers int, fn func(i int) error) error {
-	var next atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				err := ctx.Err()
-				if err == nil {
-					err = fn(i)
-				}
-				if err != nil {
-					once.Do(func() { first = err })
-					next.Store(int64(n)) // the others take no more
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }
 
 // counters returns the servers' counters now, summed (without the CPU

@@ -23,11 +23,12 @@ const (
 	curveLock   = "lock"   // the contended lock: size is the sessions contending
 	curveDrain  = "drain"  // the drain: size is the waiters queued behind a holder
 	curveMemory = "memory" // memory per Session: size is the sessions open at once
+	curveCache  = "cache"  // the cache: size is about the nodes in the tree (curve_cache.go)
 	curveLease  = "lease"  // leases held on one session: size is the leases (curve_lease.go)
 )
 
 // curveOrder is the order of the curves in curves.jsonl and curves.md.
-var curveOrder = []string{curveLock, curveDrain, curveMemory, curveLease}
+var curveOrder = []string{curveLock, curveDrain, curveMemory, curveCache, curveLease}
 
 // curveConfig is the shape of the curves of one run.
 type curveConfig struct {
@@ -36,6 +37,7 @@ type curveConfig struct {
 	LockSessions   []int  `json:"lock_sessions"`
 	DrainWaiters   []int  `json:"drain_waiters"`
 	MemorySessions []int  `json:"memory_sessions"`
+	CacheNodes     []int  `json:"cache_nodes,omitempty"`
 	LeaseHeld      []int  `json:"lease_held,omitempty"`
 	Reps           int    `json:"repetitions"`
 	// DrainsPerRep is the drains of each implementation (and of the
@@ -57,6 +59,8 @@ func (c curveConfig) sizes(curve string) []int {
 		return c.DrainWaiters
 	case curveMemory:
 		return c.MemorySessions
+	case curveCache:
+		return c.CacheNodes
 	case curveLease:
 		return c.LeaseHeld
 	}
@@ -91,21 +95,23 @@ func mergePoints(kept, points []CurvePoint) []CurvePoint {
 
 // enabled reports whether any curve is to be measured.
 func (c curveConfig) enabled() bool {
-	return len(c.LockSessions)+len(c.DrainWaiters)+len(c.MemorySessions)+len(c.LeaseHeld) > 0
+	return len(c.LockSessions)+len(c.DrainWaiters)+len(c.MemorySessions)+len(c.CacheNodes)+len(c.LeaseHeld) > 0
 }
 
 // curvePreset returns the sizes, repetitions and durations of mode:
 // "full" (make bench: 8 to 512 sessions, 10 to 1,000 waiters, 1 to 1,000
-// sessions' memory, 1,000 to 100,000 held leases, 3 repetitions), "quick" (the smallest sizes, one
+// sessions' memory, trees of 10,000 to 1,000,000 nodes, 1,000 to 100,000 held leases, 3 repetitions), "quick" (the smallest sizes, one
 // repetition: a check that the curves run end to end) or "off" (none).
 func curvePreset(mode string) (curveConfig, error) {
 	switch mode {
 	case "full":
 		return curveConfig{Mode: mode, LockSessions: []int{8, 32, 128, 512}, DrainWaiters: []int{10, 100, 1000},
-			MemorySessions: []int{1, 100, 1000}, LeaseHeld: []int{1000, 10000, 100000}, Reps: 3, DrainsPerRep: 5, LockDuration: 5 * time.Second}, nil
+			MemorySessions: []int{1, 100, 1000}, CacheNodes: []int{10000, 100000, 1000000},
+			LeaseHeld: []int{1000, 10000, 100000}, Reps: 3, DrainsPerRep: 5, LockDuration: 5 * time.Second}, nil
 	case "quick":
 		return curveConfig{Mode: mode, LockSessions: []int{8, 32}, DrainWaiters: []int{10},
-			MemorySessions: []int{1, 100}, LeaseHeld: []int{1000}, Reps: 1, DrainsPerRep: 5, LockDuration: 2 * time.Second}, nil
+			MemorySessions: []int{1, 100}, CacheNodes: []int{10000}, LeaseHeld: []int{1000},
+			Reps: 1, DrainsPerRep: 5, LockDuration: 2 * time.Second}, nil
 	case "off", "":
 		return curveConfig{Mode: "off"}, nil
 	}
@@ -133,7 +139,7 @@ func parseSizes(s string) ([]int, error) {
 }
 
 // CurvePoint is one implementation at one size of one curve. Exactly one
-// of LockPoint, DrainPoint, MemoryPoint and LeasePoint is set, by Curve; Error says
+// of LockPoint, DrainPoint, MemoryPoint, CachePoint and LeasePoint is set, by Curve; Error says
 // why some run of the point failed (Runs counts those that did not, and
 // the figures are theirs; a point with no run has no figures).
 type CurvePoint struct {
@@ -150,6 +156,7 @@ type CurvePoint struct {
 	*LockPoint
 	*DrainPoint
 	*MemoryPoint
+	*CachePoint
 	*LeasePoint
 }
 
@@ -377,6 +384,7 @@ func curvesMarkdown(points []CurvePoint) string {
 				}
 				return fmt.Sprintf("%d | %.1f | %.2f |", p.Runs, p.HeapPerSession/1024, p.GoroutinesPerSession), true
 			}},
+		{curveCache, cacheTable.title, cacheTable.header, cacheTable.cells},
 		leaseTable(),
 	}
 	var b strings.Builder

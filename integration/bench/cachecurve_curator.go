@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/integration/peers"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// CuratorCacheHeap is the JVM heap limit of the CuratorCache peer in the
+// cache curve: room for a million cached nodes at Curator's ~270 bytes
+// each, several times over.
+const CuratorCacheHeap = "-Xmx4g"
+
+// curatorCacheLine is the JSON line CuratorCacheBench prints.
+type curatorCacheLine struct {
+	Initialized    bool    `json:"initialized"`
+	Nodes          int     `json:"nodes"`
+	Expected       int     `json:"expected"`
+	LoadMS         float64 `json:"load_ms"`
+	HeapPerNode    float64 `json:"heap_b_per_node"`
+	Exceptions     int     `json:"exceptions"`
+	FirstException string  `json:"first_exception"`
+}
+
+// CuratorCacheRun measures Apache Curator 5.4's CuratorCache of the tree
+// at root, which holds nodes nodes, in a JVM of its own
+// (peers/java/CuratorCacheBench.java, serial GC, CuratorCacheHeap):
+// CacheRun's Nodes, Load (start until initialized) and HeapPerNode (the
+// JVM's used heap after full GCs). A cache not initialized within limit,
+// or initialized with other than nodes nodes, is an error saying how many
+// nodes it cached and what its exception handler received; a JVM still
+// running a minute after limit is killed by its pid.
+func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit time.Duration) (CacheRun, error) {
+	servers := strings.Join(env.ServerFor(0), ",")
+	if err := peers.LoopbackOnly(servers); err != nil {
+		return CacheRun{}, err
+	}
+	cp, err := peers.BuildJava(ctx)
+	if err != nil {
+		return CacheRun{}, err
+	}
+	limitS := max(int(limit/time.Second), 1)
+	cmd := exec.Command("java", "-XX:+UseSerialGC", CuratorCacheHeap, "-cp", cp, "zkrecipes.peers.CuratorCacheBench",
+		servers, root, "0", strconv.Itoa(nodes), strconv.Itoa(limitS))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The kernel kills the JVM should this process die first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return CacheRun{}, fmt.Errorf("bench: curator cache peer: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	kill := time.NewTimer(time.Duration(limitS)*time.Second + time.Minute)
+	defer kill.Stop()
+	defer settleServer(ctx, env)
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-kill.C:
+		_ = cmd.Process.Kill()
+		<-done
+		return CacheRun{}, fmt.Errorf("bench: curator cache peer still running %ds after its %ds limit: killed (pid %d); stderr: %s",
+			60, limitS, cmd.Process.Pid, tailOf(stderr.String(), 1000))
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return CacheRun{}, ctx.Err()
+	}
+	line, err := lastJSONLine(stdout.String())
+	if err != nil {
+		return CacheRun{}, fmt.Errorf("bench: curator cache peer (%v): %w; stderr: %s", waitErr, err, tailOf(stderr.String(), 1000))
+	}
+	var l curatorCacheLine
+	if err := json.Unmarshal([]byte(line), &l); err != nil {
+		return CacheRun{}, fmt.Errorf("bench: curator cache peer: %q: %w", line, err)
+	}
+	if !l.Initialized || l.Nodes != nodes {
+		return CacheRun{}, l.failure(nodes, limitS)
+	}
+	if waitErr != nil {
+		return CacheRun{}, fmt.Errorf("bench: curator cache peer: %w; stderr: %s", waitErr, tailOf(stderr.String(), 1000))
+	}
+	return CacheRun{Nodes: l.Nodes, Load: time.Duration(l.LoadMS * float64(time.Millisecond)), HeapPerNode: l.HeapPerNode}, nil
+}
+
+// settleServer waits, 30 s at most, until no server of env has requests
+// outstanding (mntr's zk_outstanding_requests): a peer stopped in its
+// load may leave thousands queued, which would slow what is measured
+// next.
+func settleServer(ctx context.Context, env Env) {
+	_ = poll(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
+		for _, s := range env.Servers {
+			m, err := zktest.Mntr(ctx, s)
+			if err != nil || m["zk_outstanding_requests"] != "0" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// failure says how a CuratorCache that did not load the whole tree
+// failed.
+func (l curatorCacheLine) failure(nodes, limitS int) error {
+	what := fmt.Sprintf("initialized after %.0f ms with %d of %d nodes", l.LoadMS, l.Nodes, nodes)
+	if !l.Initialized {
+		what = fmt.Sprintf("not initialized within %d s: cached %d of %d nodes", limitS, l.Nodes, nodes)
+	}
+	if l.Exceptions > 0 {
+		what += fmt.Sprintf("; its exception handler received %d exceptions, the first %s", l.Exceptions, l.FirstException)
+	}
+	return errors.New("CuratorCache " + what)
+}
+
+// lastJSONLine returns the last line of out that starts with "{".
+func lastJSONLine(out string) (string, error) {
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") {
+			line = l
+		}
+	}
+	if line == "" {
+		return "", fmt.Errorf("no JSON line in %q", tailOf(out, 500))
+	}
+	return line, nil
+}
+
+// tailOf returns the last n bytes of s.
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
