@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/integration/peers"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func TestForEach_CallsEachIndexOnceFromTheWorkers(t *testing.T) {
@@ -79,23 +78,13 @@ func TestParentOf_IsThePathUpToTheLastSlash(t *testing.T) {
 // watch, resyncs after a drop without missing an event, and Curator's
 // CuratorCache (where its jars are) loads the tree too.
 func TestCacheCurve_OnASmallTreeOnARealServer(t *testing.T) {
-	c := zktest.Start(t)
-	if c.Backend() == zktest.BackendServers {
-		t.Skip("a shared server's other clients move its watch count") // the resync waits for it to be back
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env := Env{Servers: c.Servers()}
-	var err error
-	env.Observer, err = ConnectRaw(ctx, env.Servers)
-	require.NoError(t, err)
-	defer env.Observer.Close()
-	env.Meter, err = NewMeter(ctx, env.Servers[0])
-	require.NoError(t, err)
+	env := ownEnv(t, ctx, "a shared server's other clients move its watch count") // the resync waits for it to be back
 
 	tree := NewCacheTree("/curves/cache", 100)
 	require.Equal(t, 101, tree.Nodes)
-	_, err = BuildCacheTree(ctx, env.Observer, tree)
+	_, err := BuildCacheTree(ctx, env.Observer, tree)
 	require.NoError(t, err)
 
 	floor, err := RawTreeLoad(ctx, env, tree.Root)

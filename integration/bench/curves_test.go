@@ -59,19 +59,9 @@ func TestCurves_MarkedChainAndSessionMemoryOnARealServer(t *testing.T) {
 // later link releases in one multi. So at any size the chain's requests
 // and reply bytes per handoff are the Mutex drain's, measured beside it.
 func TestMarkedChain_MakesTheRequestsAndBytesOfAMutexDrain(t *testing.T) {
-	c := zktest.Start(t)
-	if c.Backend() == zktest.BackendServers {
-		t.Skip("a shared server's other clients add to its counters") // exact counts need a server of our own
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	env := Env{Servers: c.Servers()}
-	var err error
-	env.Observer, err = ConnectRaw(ctx, env.Servers)
-	require.NoError(t, err)
-	defer env.Observer.Close()
-	env.Meter, err = NewMeter(ctx, env.Servers[0])
-	require.NoError(t, err)
+	env := ownEnv(t, ctx, "a shared server's other clients add to its counters") // exact counts need a server of our own
 	impl, ok := ImplByName("zkrecipes")
 	require.True(t, ok)
 
@@ -88,4 +78,22 @@ func TestMarkedChain_MakesTheRequestsAndBytesOfAMutexDrain(t *testing.T) {
 	assert.Contains(t, want, int(math.Round(drain.BytesPerHandoff*n)), "the Mutex drain's reply bytes")
 	assert.Contains(t, want, int(math.Round(chain.BytesPerHandoff*n)), "the marked chain's reply bytes")
 	assert.InDelta(t, drain.ReqPerHandoff, chain.ReqPerHandoff, 0.15, "requests per handoff, chain against drain")
+}
+
+// ownEnv starts a server of the test's own (skipping, with why, where
+// the only one is a shared ZK_SERVERS) and returns its Env.
+func ownEnv(t *testing.T, ctx context.Context, why string) Env {
+	t.Helper()
+	c := zktest.Start(t)
+	if c.Backend() == zktest.BackendServers {
+		t.Skip(why)
+	}
+	env := Env{Servers: c.Servers()}
+	var err error
+	env.Observer, err = ConnectRaw(ctx, env.Servers)
+	require.NoError(t, err)
+	t.Cleanup(env.Observer.Close)
+	env.Meter, err = NewMeter(ctx, env.Servers[0])
+	require.NoError(t, err)
+	return env
 }
