@@ -109,8 +109,14 @@ func TestGroupMember_ViewCostsNoGoroutinePerMember(t *testing.T) {
 	require.NoError(t, g.Start(ctx))
 	defer g.Close(context.Background())
 	awaitMembers(t, g, 5*time.Second, want)
-	grown := runtime.NumGoroutine() - before
-	assert.Less(t, grown, 30, "goroutines added by one member's view of %d members", n+1)
+	// The other members' views handle the join too, on goroutines that
+	// end once they have: wait for those, not for a fixed time.
+	var grown int
+	assert.Eventually(t, func() bool {
+		grown = runtime.NumGoroutine() - before
+		return grown < 30
+	}, 10*time.Second, 20*time.Millisecond, "goroutines added by one member's view of %d members", n+1)
+	t.Logf("goroutines added by one member's view of %d members: %d", n+1, grown)
 }
 
 // curatorMembers polls the ExtrasPeer's Curator GroupMember on path until
