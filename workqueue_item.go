@@ -199,6 +199,11 @@ func (wi *WorkItem) apply(ctx context.Context, requeue, withLock bool) error {
 		case applied:
 			s.disown(wi.h.node.path)
 			return nil
+		case known && wi.unchanged(ctx, item):
+			// Not applied, and the item is still at this take's version
+			// (the Session could not tell, a read after the reconnection
+			// having failed): send it again.
+			return wi.apply(ctx, requeue, withLock)
 		case known:
 			s.removeNode(wi.h.node)
 			return fmt.Errorf("%w: %s: changed or deleted by another client", ErrItemLost, item)
@@ -232,6 +237,13 @@ func (wi *WorkItem) settle(ctx context.Context) (applied, known bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// unchanged tells whether the item (relative path) is still at this
+// take's version; false when it is not, or cannot be read.
+func (wi *WorkItem) unchanged(ctx context.Context, item string) bool {
+	st, err := wi.q.s.Exists(ctx, item)
+	return err == nil && st != nil && st.Version == wi.version
 }
 
 // requeuePrefix is the name a released item is put back under: its own,
