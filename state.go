@@ -246,11 +246,14 @@ func (s *Session) onSessionEvent(ev zk.Event) {
 		}
 	case zk.StateDisconnected:
 		if s.state.connected() {
+			// The state first: a recipe that acts again on the loss
+			// (Election.Run campaigning again) must find flap damping
+			// already under way.
+			s.ready = make(chan struct{})
+			s.setState(StateSuspended, s.gen.id, nil)
 			if s.cfg.policy == LoseOnSuspended {
 				s.epoch.fire(lost(ErrSuspended))
 			}
-			s.ready = make(chan struct{})
-			s.setState(StateSuspended, s.gen.id, nil)
 			gen := s.gen
 			s.suspendT = time.AfterFunc(s.grantedTimeout(), func() { s.presumeLost(gen) })
 		}
@@ -280,13 +283,13 @@ func (s *Session) presumeLost(gen *generation) {
 
 func (s *Session) loseLocked(cause error) {
 	err := lost(cause)
-	s.epoch.fire(err)
-	s.gen.fire(err)
 	if s.state.connected() {
 		s.ready = make(chan struct{})
 	}
 	s.stopSuspendTimer()
-	s.setState(StateLost, s.gen.id, cause)
+	s.setState(StateLost, s.gen.id, cause) // before the loss signals, as at a suspension
+	s.epoch.fire(err)
+	s.gen.fire(err)
 }
 
 func (s *Session) stopSuspendTimer() {
