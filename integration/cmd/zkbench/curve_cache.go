@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/integration/bench"
@@ -200,14 +199,7 @@ var cacheTable = struct {
 		if p.CachePoint == nil || p.Runs == 0 {
 			return "", false
 		}
-		vs := "–"
-		if len(p.RepVsFloor) > 0 {
-			each := make([]string, len(p.RepVsFloor))
-			for i, v := range p.RepVsFloor {
-				each[i] = fmt.Sprintf("%.2f", v)
-			}
-			vs = fmt.Sprintf("%.2f (%s)", p.VsFloor, strings.Join(each, ", "))
-		}
+		vs := medianAndEach(p.VsFloor, p.RepVsFloor)
 		heap, resync := "–", "–"
 		if p.HeapPerNode > 0 {
 			heap = fmt.Sprintf("%.0f", p.HeapPerNode)

@@ -366,14 +366,7 @@ func curvesMarkdown(points []CurvePoint) string {
 				if p.DrainPoint == nil {
 					return "", false
 				}
-				vs := "–"
-				if len(p.RepVsMarkedFloor) > 0 {
-					each := make([]string, len(p.RepVsMarkedFloor))
-					for i, v := range p.RepVsMarkedFloor {
-						each[i] = fmt.Sprintf("%.2f", v)
-					}
-					vs = fmt.Sprintf("%.2f (%s)", p.VsMarkedFloor, strings.Join(each, ", "))
-				}
+				vs := medianAndEach(p.VsMarkedFloor, p.RepVsMarkedFloor)
 				return fmt.Sprintf("%d | %s | %s | %.2f | %.0f |", p.Runs, us(p.PerHandoff), vs, p.ReqPerHandoff, p.BytesPerHandoff), true
 			}},
 		{curveMemory, "Memory per session (live heap after a GC, and goroutines, added by that many idle sessions open at once; medians):",
@@ -448,4 +441,17 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// medianAndEach is a ratio's table cell: its median, then each repetition's in
+// brackets; "–" when there is none.
+func medianAndEach(median float64, each []float64) string {
+	if len(each) == 0 {
+		return "–"
+	}
+	parts := make([]string, len(each))
+	for i, v := range each {
+		parts[i] = fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.2f (%s)", median, strings.Join(parts, ", "))
 }

@@ -646,15 +646,14 @@ func (r *Results) serverWorkTable(b *strings.Builder) {
 			continue
 		}
 		cell := func(key string) string {
-			c := fmt.Sprintf("%.2f", r.Ratios[key+"_vs_"+name])
-			if len(reps) > 1 {
-				vs := make([]string, len(reps))
-				for i, rep := range reps {
-					vs[i] = fmt.Sprintf("%.2f", rep[key+"_vs_"+name])
-				}
-				c += " (" + strings.Join(vs, ", ") + ")"
+			if len(reps) < 2 {
+				return fmt.Sprintf("%.2f", r.Ratios[key+"_vs_"+name])
 			}
-			return c
+			each := make([]float64, len(reps))
+			for i, rep := range reps {
+				each[i] = rep[key+"_vs_"+name]
+			}
+			return medianAndEach(r.Ratios[key+"_vs_"+name], each)
 		}
 		fmt.Fprintf(b, "| zkrecipes / %s | %s | %s | %s | %s | %s | %s | %s |\n", name, cell("requests"), cell("server_cpu"), cell("response_bytes"),
 			cell("handoff_p50"), cell("handoff_p99"), ratioCell(z.NotifsPerAcq, s.NotifsPerAcq), ratioCell(z.SentPerAcq, s.SentPerAcq))
