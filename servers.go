@@ -288,7 +288,8 @@ func (e addrErrors) Error() string {
 func (e addrErrors) Unwrap() []error { return e }
 
 // recorder wraps the top of the dialer stack: a failed dial is the
-// server's reason in a ConnectError. A connection to a server that left
+// server's reason in a ConnectError; a connection's failed write closes it
+// (quietWriteConn). A connection to a server that left
 // the list while it was dialled (update ran between Next and the dial's
 // end) is closed and fails, so that go-zookeeper goes on to the next.
 func (p *serverList) recorder(dial dialFunc) dialFunc {
@@ -298,6 +299,7 @@ func (p *serverList) recorder(dial dialFunc) dialFunc {
 			p.failed(address, err)
 			return nil, err
 		}
+		c = quietWriteConn{c} // writefail.go
 		p.mu.Lock()
 		gone := mustMove(p.given, address, c.RemoteAddr().String())
 		if !gone {
