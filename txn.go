@@ -284,11 +284,28 @@ func (s *Session) failedResults(ops []Op, res []zk.MultiResponse, err error) ([]
 
 // settleMulti tells, once connected again, whether a transaction sent
 // under the ZooKeeper session sent, whose reply was lost, was applied (its
-// results) or not (notApplied); neither when nothing read can tell.
+// results) or not (notApplied); neither when nothing read can tell. A read
+// cut off by another lost connection is tried again, under the Session's
+// retry policy, until ctx ends.
 func (s *Session) settleMulti(ctx context.Context, ops []Op, sent *generation) (applied []OpResult, notApplied bool) {
+	bo := s.cfg.retry()
+	for {
+		applied, notApplied, err := s.settleMultiOnce(ctx, ops, sent)
+		if err == nil || !isRetryable(err) || backOff(ctx, bo, "", err) != nil {
+			return applied, notApplied
+		}
+	}
+}
+
+// settleMultiOnce is one attempt of settleMulti; err is a read's error
+// that left the answer open.
+func (s *Session) settleMultiOnce(ctx context.Context, ops []Op, sent *generation) (applied []OpResult, notApplied bool, err error) {
 	gen, _, err := s.awaitConnected(ctx)
-	if err != nil || s.sync(ctx, ops[0].abs) != nil {
-		return nil, false
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.sync(ctx, ops[0].abs); err != nil {
+		return nil, false, err
 	}
 	touched := map[string]int{} // how many ops name each path
 	for _, o := range ops {
@@ -306,20 +323,24 @@ func (s *Session) settleMulti(ctx context.Context, ops []Op, sent *generation) (
 				// The creates of a transaction are applied with it; an
 				// ephemeral node proves nothing by its absence once the
 				// session that made it has ended.
-				return nil, true
+				return nil, true, nil
 			default:
-				return nil, false
+				return nil, false, err
 			}
 		case (o.kind == OpSet || o.kind == OpDelete) && o.cfg.version != -1 && touched[o.abs] == 1:
 			// (Only an op alone on its path: a transaction that also deletes
 			// and creates the node again leaves it at version 0.)
-			if st, err := s.exists(ctx, o.abs); err == nil && st.Version == o.cfg.version {
-				return nil, true // the write would have moved the version on
+			st, err := s.exists(ctx, o.abs)
+			switch {
+			case err == nil && st.Version == o.cfg.version:
+				return nil, true, nil // the write would have moved the version on
+			case err != nil && isRetryable(err):
+				return nil, false, err
 			}
 		}
 	}
 	if len(found) == 0 {
-		return nil, false
+		return nil, false, nil
 	}
 	out := make([]OpResult, len(ops))
 	for i, o := range ops {
@@ -330,7 +351,7 @@ func (s *Session) settleMulti(ctx context.Context, ops []Op, sent *generation) (
 			out[i].Path = "" // its name is not known
 		}
 	}
-	return out, false
+	return out, false, nil
 }
 
 // findUUID returns the path of the child of dir whose name carries uuid,
