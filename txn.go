@@ -288,13 +288,11 @@ func (s *Session) failedResults(ops []Op, res []zk.MultiResponse, err error) ([]
 // cut off by another lost connection is tried again, under the Session's
 // retry policy, until ctx ends.
 func (s *Session) settleMulti(ctx context.Context, ops []Op, sent *generation) (applied []OpResult, notApplied bool) {
-	bo := s.cfg.retry()
-	for {
-		applied, notApplied, err := s.settleMultiOnce(ctx, ops, sent)
-		if err == nil || !isRetryable(err) || backOff(ctx, bo, "", err) != nil {
-			return applied, notApplied
-		}
-	}
+	_ = s.retryConnLoss(ctx, "", func() (err error) {
+		applied, notApplied, err = s.settleMultiOnce(ctx, ops, sent)
+		return err
+	})
+	return applied, notApplied
 }
 
 // settleMultiOnce is one attempt of settleMulti; err is a read's error
