@@ -74,6 +74,7 @@ func (s *Session) warnLeftOnClose(path string, owner int64) {
 // path a closed one could not delete (discovery's Unregister then
 // Register) must not see its node deleted behind it.
 type deferredDelete struct {
+	done     chan struct{} // closed when it has ended (undefer)
 	mu       sync.Mutex
 	off      bool          // called off: send no more deletes
 	inflight chan struct{} // closed when the delete being sent has its reply
@@ -100,7 +101,7 @@ func (d *deferredDelete) end() {
 
 // deferDelete registers a background delete of path.
 func (s *Session) deferDelete(path string) *deferredDelete {
-	dd := &deferredDelete{}
+	dd := &deferredDelete{done: make(chan struct{})}
 	s.deferredMu.Lock()
 	defer s.deferredMu.Unlock()
 	if s.deferred == nil {
@@ -118,6 +119,25 @@ func (s *Session) undefer(path string, dd *deferredDelete) {
 	if len(s.deferred[path]) == 0 {
 		delete(s.deferred, path)
 	}
+	close(dd.done)
+}
+
+// awaitDeletes waits (within ctx) for the background deletes of path to
+// end, for a caller about to make a node there that nobody else may: a
+// delete of a node given up on, retried after its reply was lost, would
+// otherwise delete the new node behind it.
+func (s *Session) awaitDeletes(ctx context.Context, path string) error {
+	s.deferredMu.Lock()
+	dds := slices.Clone(s.deferred[path])
+	s.deferredMu.Unlock()
+	for _, dd := range dds {
+		select {
+		case <-dd.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // reclaim calls off the background deletes of path, for a keeper that

@@ -18,8 +18,9 @@ const opSync = 9 // opMulti: writes_test.go
 // requests of given opcodes: the server never sees them, the client gets
 // no reply, and go-zookeeper reconnects under the same session.
 type requestDropper struct {
-	mu   sync.Mutex
-	drop map[uint32]int // opcode → how many more to drop
+	mu    sync.Mutex
+	drop  map[uint32]int // opcode → how many more to drop
+	dials int
 }
 
 func (d *requestDropper) dropNext(op uint32, n int) {
@@ -53,7 +54,17 @@ func (d *requestDropper) left(op uint32) int {
 	return d.drop[op]
 }
 
+// dialled returns how many connections the Session has begun to dial.
+func (d *requestDropper) dialled() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dials
+}
+
 func (d *requestDropper) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	d.mu.Lock()
+	d.dials++
+	d.mu.Unlock()
 	c, err := net.DialTimeout(network, address, timeout)
 	if err != nil {
 		return nil, err

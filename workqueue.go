@@ -413,10 +413,15 @@ func (q *WorkQueue) grant(ctx context.Context, node ownNode) (*signal, error) {
 // and an unlock. It fails with errItemBusy when another consumer holds
 // the lock, errItemGone when the item is gone. A transaction whose reply
 // was lost is settled by the lock's owner once the connection is back:
-// the lock is ours only if this ZooKeeper session made it.
+// the lock is ours only if this ZooKeeper session made it. A clean-up of
+// an earlier lock of the item still under way in the background (its
+// delete's reply lost) ends first: retried, it would delete this one.
 func (q *WorkQueue) createLock(ctx context.Context, p, item string) (ownNode, error) {
 	s := q.s
 	for made := false; ; {
+		if err := s.awaitDeletes(ctx, p); err != nil {
+			return ownNode{}, err
+		}
 		gen, _, err := s.awaitConnected(ctx)
 		if err != nil {
 			return ownNode{}, err

@@ -106,6 +106,9 @@ func (q *WorkQueue) remove(ctx context.Context, name string) (bool, error) {
 	token := []byte(newUUID())
 	bo := s.cfg.retry()
 	for made := false; ; {
+		if err := s.awaitDeletes(ctx, lock); err != nil { // as createLock's
+			return false, err
+		}
 		sent, _, err := s.awaitConnected(ctx)
 		if err != nil {
 			return false, err

@@ -65,3 +65,55 @@ func (o *opRecorder) recorded() []string {
 	defer o.mu.Unlock()
 	return append([]string(nil), o.ops...)
 }
+
+// A take does not create an item's lock while this Session is still
+// deleting an earlier lock of the item in the background (a clean-up whose
+// delete was cut off): retried, that delete would remove the new lock,
+// and the item would be handed out twice. The robustness suite saw it
+// happen (seed 1795955450206845532).
+func TestZKWorkQueueTakeWaitsForTheCleanUpOfAnEarlierLockOfItsItem(t *testing.T) {
+	d := &requestDropper{}
+	// The clean-up retries its delete 1.5 to 4.5 s after it was cut off:
+	// time enough for a take that does not wait to make its lock first.
+	ctx, s := d.session(t, time.Minute, WithRetryPolicy(ExponentialBackoff(3*time.Second, 3*time.Second)))
+	path := "/zkt/take-after-cleanup-" + newUUID()
+	t.Cleanup(func() {
+		_ = s.Delete(context.Background(), path, WithDeleteChildren(true))
+		_ = s.Delete(context.Background(), path+"-locks", WithDeleteChildren(true))
+	})
+	q := NewWorkQueue(s, path)
+	require.NoError(t, q.Put(ctx, []byte("one")))
+	require.NoError(t, q.makePath(ctx, q.lockDir))
+	kids, _, err := s.Children(ctx, path)
+	require.NoError(t, err)
+	require.Len(t, kids, 1)
+
+	// An earlier take's clean-up of the item's lock (gone already: its
+	// first delete was applied, the reply lost), whose next delete is cut
+	// off too.
+	d.dropNext(opDelete, 1)
+	gen, _ := s.current()
+	dials := d.dialled()
+	s.deleteEventually(joinPath(q.lockDir, kids[0]), gen.id)
+	require.Eventually(t, func() bool { return d.dialled() > dials }, 10*time.Second, time.Millisecond,
+		"the clean-up's delete was cut off")
+	_, _, err = s.awaitConnected(ctx)
+	require.NoError(t, err)
+
+	wi, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		s.deferredMu.Lock()
+		defer s.deferredMu.Unlock()
+		return len(s.deferred) == 0
+	}, 20*time.Second, 10*time.Millisecond, "the clean-up ends")
+	locks, _, err := s.Children(ctx, q.lockDir)
+	require.NoError(t, err)
+	require.Equal(t, []string{kids[0]}, locks, "the take's lock is there: the clean-up ended before the take made it")
+	select {
+	case <-wi.Done():
+		t.Fatalf("the take's hold ended: %v", wi.Err())
+	default:
+	}
+	require.NoError(t, wi.Ack(ctx))
+}
