@@ -57,9 +57,11 @@ type HeldLeasesResult struct {
 	// HeapPerLease and GoroutinesPerLease are the live heap (after a GC)
 	// and the goroutines the held leases add to this process, against the
 	// same session holding nothing, once every hold has set its watch.
-	// For LeasesCurator they are the JVM's: its used heap after full GCs
-	// (System.gc() three times) and its live threads (the 50 acquiring
-	// threads ended), not goroutines; this process is not measured.
+	// For LeasesCurator they are the JVM's: the bytes of its live objects
+	// (its class histogram's total, after a full GC; its used heap after
+	// System.gc() was off by a megabyte, as much as 1,000 leases hold) and
+	// its live threads (the 50 acquiring threads ended), not goroutines;
+	// this process is not measured.
 	HeapPerLease       float64 `json:"heap_bytes_per_lease"`
 	GoroutinesPerLease float64 `json:"goroutines_per_lease"`
 	// Watches is the growth of the server's zk_watch_count while held.

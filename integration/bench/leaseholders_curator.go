@@ -180,7 +180,8 @@ func (c *curatorHolder) nodes(ctx context.Context) ([]string, error) {
 	return parseCuratorNodes(l, c.n)
 }
 
-// cost is the JVM's used heap after full GCs, and its live threads.
+// cost is the bytes of the JVM's live objects (its class histogram's
+// total, after a full GC), and its live threads.
 func (c *curatorHolder) cost(ctx context.Context) (heap float64, threads int, err error) {
 	l, err := c.call(ctx, "cost")
 	if err != nil {
@@ -264,16 +265,19 @@ func parseCuratorSession(l string) (int64, error) {
 	return id, nil
 }
 
-// parseCuratorCost reads the answer to "cost": {"heap":B,"threads":T}.
-func parseCuratorCost(l string) (heap float64, threads int, err error) {
+// parseCuratorCost reads the answer to "cost",
+// {"heap":B,"live":L,"threads":T}, and returns L and T: the used heap B
+// counts, after the client's start, about a megabyte that a later GC
+// frees (CuratorLeaseBench.java), as much as 1,000 leases hold.
+func parseCuratorCost(l string) (live float64, threads int, err error) {
 	var v struct {
-		Heap    *float64 `json:"heap"`
+		Live    *float64 `json:"live"`
 		Threads *int     `json:"threads"`
 	}
-	if err := json.Unmarshal([]byte(l), &v); err != nil || v.Heap == nil || v.Threads == nil {
-		return 0, 0, fmt.Errorf("bench: curator lease holder: cost %q: want {\"heap\":B,\"threads\":T} (%v)", tailOf(l, 200), err)
+	if err := json.Unmarshal([]byte(l), &v); err != nil || v.Live == nil || v.Threads == nil {
+		return 0, 0, fmt.Errorf("bench: curator lease holder: cost %q: want {\"heap\":B,\"live\":L,\"threads\":T} (%v)", tailOf(l, 200), err)
 	}
-	return *v.Heap, *v.Threads, nil
+	return *v.Live, *v.Threads, nil
 }
 
 // parseCuratorNodes reads the answer to "nodes": a JSON array of n

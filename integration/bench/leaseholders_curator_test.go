@@ -19,12 +19,14 @@ func TestCuratorLeaseAnswers_AreReadOrRefused(t *testing.T) {
 	_, err = parseCuratorSession("READY")
 	assert.ErrorContains(t, err, "bench: curator lease holder: session")
 
-	heap, threads, err := parseCuratorCost(`{"heap":123456,"threads":17}`)
+	live, threads, err := parseCuratorCost(`{"heap":6901304,"live":3244800,"threads":17}`)
 	require.NoError(t, err)
-	assert.InDelta(t, 123456, heap, 0)
+	assert.InDelta(t, 3244800, live, 0, "the live objects' bytes, not the used heap")
 	assert.Equal(t, 17, threads)
-	_, _, err = parseCuratorCost(`{"heap":1}`)
+	_, _, err = parseCuratorCost(`{"heap":1,"live":1}`)
 	assert.ErrorContains(t, err, "cost", "a cost without its threads")
+	_, _, err = parseCuratorCost(`{"heap":1,"threads":1}`)
+	assert.ErrorContains(t, err, "cost", "a cost without its live bytes")
 	_, _, err = parseCuratorCost("OK")
 	assert.Error(t, err)
 

@@ -25,8 +25,8 @@ var leaseKinds = []string{bench.LeasesZkrecipes, bench.LeasesGozk, bench.LeasesC
 type LeasePoint struct {
 	Acquire         time.Duration `json:"acquire_ns"`
 	AcquirePerLease time.Duration `json:"acquire_per_lease_ns"`
-	// HeapPerLease and GoroutinesPerLease are, for Curator, its JVM's used
-	// heap after full GCs and its threads (bench.HeldLeasesResult).
+	// HeapPerLease and GoroutinesPerLease are, for Curator, its JVM's live
+	// objects' bytes and its threads (bench.HeldLeasesResult).
 	HeapPerLease       float64 `json:"heap_bytes_per_lease"`
 	GoroutinesPerLease float64 `json:"goroutines_per_lease"`
 	// WatchesAdded is the growth of the server's watch count while held.
@@ -156,7 +156,7 @@ func recoveries(rs []bench.Recovery) (whole time.Duration, notWhole, lost int, w
 // leaseTable is the lease curve's table in curves.md.
 func leaseTable() curveTable {
 	return curveTable{curveLease,
-		"Leases held on one session (medians; lost: summed over the runs; whole: connected again under the same session, every watch re-set; a restart's times from the server's kill; Curator's heap and threads are its JVM's, used heap after full GCs):",
+		"Leases held on one session (medians; lost: summed over the runs; whole: connected again under the same session, every watch re-set; a restart's times from the server's kill; Curator's heap and threads are its JVM's, the heap its live objects by its class histogram):",
 		"| leases | implementation | runs | acquire s | µs/lease | heap B/lease | goroutines (JVM: threads)/lease | server watches | drop: back / whole s | drop: lost | restart: server / back / whole s | restart: lost |",
 		func(p CurvePoint) (string, bool) {
 			l := p.LeasePoint
