@@ -36,6 +36,14 @@ const (
 	// *zk.Conn. It sets no watch while holding, and tells its holder of
 	// no loss.
 	LeasesGozk = "gozk"
+	// LeasesCurator is Apache Curator 5.4's InterProcessMutex: n mutexes
+	// on n paths on one CuratorFramework (one session, LeaseSessionTimeout)
+	// in a JVM of its own (peers/java/CuratorLeaseBench.java, serial GC,
+	// CuratorLeaseHeap), under Curator's default
+	// ConnectionStateErrorPolicy: a suspended or lost connection releases
+	// no lock; a LOST state (the session presumed expired) is the only
+	// news of a lease that may have ended. It sets no watch while holding.
+	LeasesCurator = "curator"
 )
 
 // HeldLeasesResult is one run of the lease curve: Leases held on one
@@ -49,6 +57,11 @@ type HeldLeasesResult struct {
 	// HeapPerLease and GoroutinesPerLease are the live heap (after a GC)
 	// and the goroutines the held leases add to this process, against the
 	// same session holding nothing, once every hold has set its watch.
+	// For LeasesCurator they are the JVM's: the bytes of its live objects
+	// (its class histogram's total, after a full GC; its used heap after
+	// System.gc() was off by a megabyte, as much as 1,000 leases hold) and
+	// its live threads (the 50 acquiring threads ended), not goroutines;
+	// this process is not measured.
 	HeapPerLease       float64 `json:"heap_bytes_per_lease"`
 	GoroutinesPerLease float64 `json:"goroutines_per_lease"`
 	// Watches is the growth of the server's zk_watch_count while held.
@@ -76,7 +89,9 @@ type Recovery struct {
 	Watches int64         `json:"watches"`
 	// Lost counts the leases lost: the holder was told so, or the node is
 	// gone or owned by another session (read from a fresh connection,
-	// after Whole: not timed).
+	// after Whole: not timed). Curator tells its holder of a LOST state
+	// only (LeasesCurator): a lease it keeps is its lock node still there
+	// and owned by the same session.
 	Lost int `json:"lost"`
 	// BytesReceived is, for a drop, the bytes the server read from its
 	// clients from the fault until Whole (the SetWatches packets, mostly);
@@ -104,8 +119,8 @@ type leaseHolder interface {
 
 func leasePath(dir string, i int) string { return fmt.Sprintf("%s/e%d", dir, i) }
 
-// HeldLeases measures one run of the lease curve for kind (LeasesZkrecipes
-// or LeasesGozk): one session, connected to env's first server through a
+// HeldLeases measures one run of the lease curve for kind (LeasesZkrecipes,
+// LeasesGozk or LeasesCurator): one session, connected to env's first server through a
 // loopback proxy, acquires n leases on n distinct paths under dir; the
 // leases are held while the proxy resets every connection, then while
 // restart (nil: not run) restarts the server. Every node under dir is
@@ -155,8 +170,10 @@ func openHolder(ctx context.Context, kind, addr, dir string) (leaseHolder, error
 		return openZkrHolder(ctx, addr, dir)
 	case LeasesGozk:
 		return openGozkHolder(ctx, addr, dir)
+	case LeasesCurator:
+		return openCuratorHolder(ctx, addr, dir)
 	}
-	return nil, fmt.Errorf("bench: no lease holder %q (want %q or %q)", kind, LeasesZkrecipes, LeasesGozk)
+	return nil, fmt.Errorf("bench: no lease holder %q (want %q, %q or %q)", kind, LeasesZkrecipes, LeasesGozk, LeasesCurator)
 }
 
 // holdMeasured acquires n leases on h and measures the acquisition, and
@@ -169,7 +186,10 @@ func holdMeasured(ctx context.Context, env Env, h leaseHolder, n int) (HeldLease
 		return res, err
 	}
 	steady()
-	heap0, gor0 := settled(0)
+	heap0, gor0, err := holderCost(ctx, h, 0)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	if err := h.hold(ctx, n); err != nil {
 		return res, fmt.Errorf("acquiring %d leases: %w", n, err)
@@ -182,14 +202,38 @@ func holdMeasured(ctx context.Context, env Env, h leaseHolder, n int) (HeldLease
 	if err != nil {
 		return res, fmt.Errorf("%d leases held: %d of %d server watches set: %w", n, w1-w0, want-w0, err)
 	}
-	heap1, gor1 := settled(gor0 + n/100)
-	res.HeapPerLease = (float64(heap1) - float64(heap0)) / float64(n)
+	heap1, gor1, err := holderCost(ctx, h, gor0+n/100)
+	if err != nil {
+		return res, err
+	}
+	res.HeapPerLease = (heap1 - heap0) / float64(n)
 	res.GoroutinesPerLease = float64(gor1-gor0) / float64(n)
 	if w1, err = env.watches(ctx); err != nil {
 		return res, err
 	}
 	res.Watches = w1 - w0
 	return res, nil
+}
+
+// processHolder is a holder whose leases live in another process.
+type processHolder interface {
+	leaseHolder
+	// cost returns that process's live heap and its threads.
+	cost(ctx context.Context) (heap float64, threads int, err error)
+	// readEnded reads which leases that process was told ended; ended
+	// reports them until the next readEnded.
+	readEnded(ctx context.Context) error
+}
+
+// holderCost returns the live heap and the goroutines of the process
+// holding h's leases: this one once its goroutines are at most atMost
+// (0: at once; after 10 s at most), or the holder's own process.
+func holderCost(ctx context.Context, h leaseHolder, atMost int) (heap float64, goroutines int, err error) {
+	if p, ok := h.(processHolder); ok {
+		return p.cost(ctx)
+	}
+	b, g := settled(atMost)
+	return float64(b), g, nil
 }
 
 // recoverFrom runs fault on a session holding leases on nodes, under
@@ -237,6 +281,11 @@ func recoverFrom(ctx context.Context, env Env, h leaseHolder, sid int64, nodes [
 // h was told so, or its node, read from a fresh connection, is gone or
 // has another ephemeral owner.
 func lostLeases(ctx context.Context, env Env, h leaseHolder, sid int64, nodes []string) (int, error) {
+	if p, ok := h.(processHolder); ok {
+		if err := p.readEnded(ctx); err != nil {
+			return 0, err
+		}
+	}
 	obs, err := ConnectRaw(ctx, env.Servers)
 	if err != nil {
 		return 0, err

@@ -9,10 +9,12 @@ import (
 )
 
 // The lease curve: n leases held on one session (bench.HeldLeases), for
-// zkrecipes' Mutex and go-zookeeper's zk.Lock. Curator is not on it yet.
+// zkrecipes' Mutex, go-zookeeper's zk.Lock and Apache Curator's
+// InterProcessMutex (in a JVM of its own: its heap and threads are the
+// JVM's).
 
 // leaseKinds are the holders of the lease curve.
-var leaseKinds = []string{bench.LeasesZkrecipes, bench.LeasesGozk}
+var leaseKinds = []string{bench.LeasesZkrecipes, bench.LeasesGozk, bench.LeasesCurator}
 
 // LeasePoint is a lease point: Size leases held on one session, what they
 // cost, and the session's recovery from a connection drop and from a
@@ -21,10 +23,12 @@ var leaseKinds = []string{bench.LeasesZkrecipes, bench.LeasesGozk}
 // bench.LeaseRecoveryWait (the others are counted in *NotWhole); the lost
 // leases are summed over the runs.
 type LeasePoint struct {
-	Acquire            time.Duration `json:"acquire_ns"`
-	AcquirePerLease    time.Duration `json:"acquire_per_lease_ns"`
-	HeapPerLease       float64       `json:"heap_bytes_per_lease"`
-	GoroutinesPerLease float64       `json:"goroutines_per_lease"`
+	Acquire         time.Duration `json:"acquire_ns"`
+	AcquirePerLease time.Duration `json:"acquire_per_lease_ns"`
+	// HeapPerLease and GoroutinesPerLease are, for Curator, its JVM's live
+	// objects' bytes and its threads (bench.HeldLeasesResult).
+	HeapPerLease       float64 `json:"heap_bytes_per_lease"`
+	GoroutinesPerLease float64 `json:"goroutines_per_lease"`
 	// WatchesAdded is the growth of the server's watch count while held.
 	WatchesAdded float64 `json:"watches_added"`
 	// The drop: every connection reset by the proxy.
@@ -72,7 +76,7 @@ func (cr *curveRun) lease(ctx context.Context, n int) error {
 				continue
 			}
 			runs[kind] = append(runs[kind], r)
-			logf("  curve lease %d: %-9s acquired in %v (%v/lease), %.0f heap B and %.4f goroutines/lease, %d watches; %s; %s",
+			logf("  curve lease %d: %-9s acquired in %v (%v/lease), %.0f heap B and %.4f goroutines (JVM: threads)/lease, %d watches; %s; %s",
 				n, kind, r.Acquire.Round(time.Millisecond), r.Acquire/time.Duration(n), r.HeapPerLease, r.GoroutinesPerLease, r.Watches,
 				recoveryLog("drop", &r.Drop), recoveryLog("restart", r.Restart))
 		}
@@ -152,8 +156,8 @@ func recoveries(rs []bench.Recovery) (whole time.Duration, notWhole, lost int, w
 // leaseTable is the lease curve's table in curves.md.
 func leaseTable() curveTable {
 	return curveTable{curveLease,
-		"Leases held on one session (medians; lost: summed over the runs; whole: connected again under the same session, every watch re-set; a restart's times from the server's kill):",
-		"| leases | implementation | runs | acquire s | µs/lease | heap B/lease | goroutines/lease | server watches | drop: back / whole s | drop: lost | restart: server / back / whole s | restart: lost |",
+		"Leases held on one session (medians; lost: summed over the runs; whole: connected again under the same session, every watch re-set; a restart's times from the server's kill; Curator's heap and threads are its JVM's, the heap its live objects by its class histogram):",
+		"| leases | implementation | runs | acquire s | µs/lease | heap B/lease | goroutines (JVM: threads)/lease | server watches | drop: back / whole s | drop: lost | restart: server / back / whole s | restart: lost |",
 		func(p CurvePoint) (string, bool) {
 			l := p.LeasePoint
 			if l == nil {
@@ -197,7 +201,7 @@ func leaseChart() curveChart {
 		panel("Acquisition per lease", "µs (50 goroutines; lower is better)", lease(func(l *LeasePoint) (float64, bool) {
 			return float64(l.AcquirePerLease) / float64(time.Microsecond), true
 		})),
-		panel("Heap per held lease", "bytes (live heap after a GC)", lease(func(l *LeasePoint) (float64, bool) { return l.HeapPerLease, true })),
+		panel("Heap per held lease", "bytes (live heap after a GC; Curator: its JVM's)", lease(func(l *LeasePoint) (float64, bool) { return l.HeapPerLease, true })),
 		panel("Server watches per held lease", "zk_watch_count added / lease", func(p CurvePoint) (float64, bool) {
 			if p.LeasePoint == nil {
 				return 0, false

@@ -27,6 +27,10 @@ func heldRun(n int, acq, dropWhole, restartWhole time.Duration, dropLost, restar
 	}
 }
 
+func TestLeaseKinds_AreZkrecipesGoZookeeperAndCurator(t *testing.T) {
+	assert.Equal(t, []string{"zkrecipes", "gozk", "curator"}, leaseKinds)
+}
+
 func TestCurvePreset_TheLeaseCurveHoldsAThousandToAHundredThousandLeasesAndQuickAThousand(t *testing.T) {
 	full, err := curvePreset("full")
 	require.NoError(t, err)
@@ -140,12 +144,15 @@ func TestCurves_TheLeaseTableAndChartShowEveryKindAndAFailedPoint(t *testing.T) 
 		leasePoint(bench.LeasesGozk, 1000, []bench.HeldLeasesResult{heldRun(1000, 2*time.Second, 100*time.Millisecond, 4*time.Second, 0, 0)}, nil),
 		leasePoint(bench.LeasesZkrecipes, 100000, []bench.HeldLeasesResult{heldRun(100000, time.Minute, 3*time.Second, 9*time.Second, 0, 0)}, nil),
 		leasePoint(bench.LeasesGozk, 100000, nil, errors.New("no memory")),
+		leasePoint(bench.LeasesCurator, 1000, []bench.HeldLeasesResult{heldRun(1000, 3*time.Second, 300*time.Millisecond, 6*time.Second, 0, 0)}, nil),
 	}
 	md := curvesMarkdown(points)
 	assert.Contains(t, md, "Leases held on one session")
 	assert.Contains(t, md, "| 1000 | zkrecipes | 1 | 1.00 | 1000 | 1600 | 0.0010 | 1000 | 0.10 / 0.20 | 0 | 3.00 / 4.00 / 5.00 | 0 |")
 	assert.Contains(t, md, "| 100000 | zkrecipes | 1 | 60.00 | 600 | 1600 | 0.0010 | 100000 | 1.50 / 3.00 | 0 | 3.00 / 8.00 / 9.00 | 0 |")
 	assert.Contains(t, md, "| 100000 | gozk | 0 | **failed** |")
+	assert.Contains(t, md, "| 1000 | curator | 1 | 3.00 | 3000 | 1600 | 0.0010 | 1000 | 0.15 / 0.30 | 0 | 3.00 / 5.00 / 6.00 | 0 |")
+	assert.Contains(t, md, "Curator's heap and threads are its JVM's")
 
 	dir := t.TempDir()
 	require.NoError(t, writeCurveFiles(dir, points))
