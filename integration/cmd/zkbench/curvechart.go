@@ -88,7 +88,7 @@ func drawCurveCharts(points []CurvePoint, dir string) []error {
 			panel("Heap per session", "KB (live heap after a GC)", mem(func(m *MemoryPoint) float64 { return m.HeapPerSession / 1024 })),
 			panel("Goroutines per session", "goroutines", mem(func(m *MemoryPoint) float64 { return m.GoroutinesPerSession })),
 		}},
-		{curveCache, "curve-cache.png", "nodes in the tree", cachePanels()},
+		{curveCache, "curve-cache.png", "nodes in the tree", cachePanels("node", 300)},
 		leaseChart(),
 	}
 	var errs []error

@@ -377,7 +377,7 @@ func curvesMarkdown(points []CurvePoint) string {
 				}
 				return fmt.Sprintf("%d | %.1f | %.2f |", p.Runs, p.HeapPerSession/1024, p.GoroutinesPerSession), true
 			}},
-		{curveCache, cacheTable.title, cacheTable.header, cacheTable.cells},
+		cacheTable(),
 		leaseTable(),
 	}
 	var b strings.Builder
