@@ -155,12 +155,14 @@ func hasCurator(runners []runner) bool {
 }
 
 // CachePoint is a cache point: one implementation loading a tree of about
-// Size nodes (Nodes exactly), in each repetition once. Its figures are
-// the medians of its runs, but for ServerWatches (the most of any run)
-// and Mismatches and EventsMissed (summed); they are absent where the
-// implementation is not measured for them (only the zkrecipes TreeCache
-// has server watches, mismatches, a resync and events), and every figure
-// is absent from a point with no run.
+// Size nodes (Nodes exactly), in each repetition once; on the services
+// curve, a service of Size instances (Nodes: the instances; heap per
+// instance; EventsMissed: the drop's changes the copy did not show 10 s
+// after it). Its figures are the medians of its runs, but for
+// ServerWatches (the most of any run) and Mismatches and EventsMissed
+// (summed); they are absent where the implementation is not measured for
+// them (only zkrecipes' cache has server watches, mismatches, a resync
+// and events), and every figure is absent from a point with no run.
 type CachePoint struct {
 	Nodes int `json:"nodes"`
 	// Load is the time to load the tree: for a cache from its start until

@@ -21,13 +21,16 @@
 // 1,000 waiters against the marked chain of as many links, the memory of
 // 1 to 1,000 Sessions, a TreeCache of trees of 10,000 to 1,000,000
 // nodes against the raw reads its load must make and Curator's
-// CuratorCache (curve_cache.go), and 1,000 to 100,000 leases held on one
+// CuratorCache (curve_cache.go), a discovery ServiceCache of one service
+// of 10,000 to 1,000,000 instances against the same floor (a listing and
+// a getData each) and Curator's ServiceCache (curve_service.go), and
+// 1,000 to 100,000 leases held on one
 // session through a loopback proxy, with its recovery from a connection
 // drop and from a restart of the server (curve_lease.go; run last, since
 // it restarts the server) (quick: the smallest sizes, one repetition). It
 // writes curves.jsonl (one JSON line a point), curves.md and
-// curve-lock.png, curve-drain.png, curve-memory.png, curve-cache.png and
-// curve-lease.png into -out; with -curves-only it measures the curves
+// curve-lock.png, curve-drain.png, curve-memory.png, curve-cache.png,
+// curve-services.png and curve-lease.png into -out; with -curves-only it measures the curves
 // alone:
 //
 //	cd integration && go run ./cmd/zkbench -curves quick -curves-only -out /tmp/curves
@@ -114,6 +117,7 @@ func main() {
 	curveDrains := flag.String("curve-drains", "", "curves: drain waiter counts (default: -curves' preset)")
 	curveMemory := flag.String("curve-memory", "", "curves: Session counts for memory per Session (default: -curves' preset)")
 	curveCaches := flag.String("curve-caches", "", "curves: TreeCache tree sizes in nodes, each rounded up to 1 + K² (default: -curves' preset)")
+	curveServices := flag.String("curve-services", "", "curves: ServiceCache instances of one service (default: -curves' preset)")
 	curveLeases := flag.String("curve-leases", "", "curves: leases held on one session (default: -curves' preset)")
 	curveReps := flag.Int("curve-reps", 0, "curves: repetitions (default: -curves' preset, 3 for full)")
 	curveDrainsPerRep := flag.Int("curve-drains-per-rep", 0, "curves: interleaved drains of each implementation per size and repetition (default 5)")
@@ -143,6 +147,7 @@ func main() {
 		{"curve-drains", *curveDrains, &cc.DrainWaiters},
 		{"curve-memory", *curveMemory, &cc.MemorySessions},
 		{"curve-caches", *curveCaches, &cc.CacheNodes},
+		{"curve-services", *curveServices, &cc.ServiceInstances},
 		{"curve-leases", *curveLeases, &cc.LeaseHeld},
 	} {
 		if !set[f.name] {
@@ -282,8 +287,8 @@ func run(c config) error {
 		}
 	}
 	if c.Curves.enabled() {
-		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, cache %v nodes, leases %v, %d repetitions", c.Curves.Mode,
-			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.CacheNodes, c.Curves.LeaseHeld, c.Curves.Reps)
+		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, cache %v nodes, services %v instances, leases %v, %d repetitions", c.Curves.Mode,
+			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.CacheNodes, c.Curves.ServiceInstances, c.Curves.LeaseHeld, c.Curves.Reps)
 		if cluster.Backend() != zktest.BackendServers { // ZK_SERVERS' servers are not ours to restart
 			c.Curves.restart = func() error { return cluster.Restart(0) }
 		}
