@@ -35,8 +35,8 @@ type ServiceSet struct {
 const serviceSetName = "svc"
 
 // serviceBatch is the most instances BuildServiceSet creates in one multi
-// request: some 330 KB of paths and JSON, below the server's 1 MB
-// jute.maxbuffer.
+// request: some 500 KB of paths and JSON (an instance's is some 400 B,
+// its URI spec included), below the server's 1 MB jute.maxbuffer.
 const serviceBatch = 1000
 
 // NewServiceSet returns the service of n instances under base.

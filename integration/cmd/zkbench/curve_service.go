@@ -51,14 +51,14 @@ func (cr *curveRun) services(ctx context.Context, withCurator bool, n int) error
 // serviceTable is the service curve's table in curves.md.
 func serviceTable() curveTable {
 	return curveTable{curveServices,
-		"Service cache (one service, its instances in Curator's layout and JSON, some 200 B each, IDs as long as a UUID; medians; load against the raw floor of the same repetition: one listing and a getData per instance; watches: the most of any run; mismatches against a fresh listing after the load and after the resync, and changes missed 10 s after the drop: summed):",
+		"Service cache (one service, its instances in Curator's layout and JSON, some 400 B each with a URI spec, IDs as long as a UUID; medians; load against the raw floor of the same repetition: one listing and a getData per instance; watches: the most of any run; mismatches against a fresh listing after the load and after the resync, and changes missed 10 s after the drop: summed):",
 		"| instances | implementation | runs | instances | load ms | × floor (each repetition) | heap B/instance | server watches | mismatches | resync ms | changes missed |",
 		cacheCells}
 }
 
 // serviceChart is the service curve's chart: the cache curve's panels,
 // per instance, with no heap target (an instance's JSON alone is some
-// 200 bytes).
+// 400 bytes).
 func serviceChart() curveChart {
 	return curveChart{curveServices, "curve-services.png", "instances of the service", cachePanels("instance", 0)}
 }

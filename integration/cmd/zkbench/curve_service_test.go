@@ -103,3 +103,23 @@ func TestKeptPoints_TheServiceCurveKeepsTheOthersAndSitsBetweenCacheAndLease(t *
 	}
 	assert.Equal(t, []string{"cache old", "services new", "lease old"}, rows)
 }
+
+// The curve flags given replace the preset's sizes, an empty list leaves
+// a curve out, and the repetitions and duration apply when above 0.
+func TestCurveFlags_TheFlagsGivenReplaceThePresetsSizes(t *testing.T) {
+	cc, err := curveFlags("quick", map[string]string{"curve-services": "100000,10000", "curve-caches": "", "curve-reps": "2", "curve-duration": "3s", "curve-drains-per-rep": "0"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, []int{10000, 100000}, cc.ServiceInstances)
+	assert.Nil(t, cc.CacheNodes)
+	assert.Equal(t, []int{8, 32}, cc.LockSessions, "a flag not given keeps the preset")
+	assert.Equal(t, 2, cc.Reps)
+	assert.Equal(t, 5, cc.DrainsPerRep, "0 keeps the preset")
+	assert.Equal(t, 3*time.Second, cc.LockDuration)
+
+	_, err = curveFlags("quick", map[string]string{"curve-services": "10k"}, false)
+	assert.ErrorContains(t, err, "-curve-services: bad size")
+	_, err = curveFlags("off", map[string]string{}, true)
+	assert.ErrorContains(t, err, "-curves-only with no curve to measure")
+	_, err = curveFlags("off", map[string]string{"curve-services": "10000"}, true)
+	assert.ErrorContains(t, err, "set -curve-reps", "sizes without a preset's repetitions")
+}

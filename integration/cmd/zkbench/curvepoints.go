@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -126,6 +127,53 @@ func curvePreset(mode string) (curveConfig, error) {
 		return curveConfig{Mode: "off"}, nil
 	}
 	return curveConfig{}, fmt.Errorf("bad -curves %q: full, quick or off", mode)
+}
+
+// curveFlags returns the curves of mode's preset (curvePreset) with the
+// curve flags given applied (given: a flag's name, its value, for the
+// flags on the command line): -curve-locks, -curve-drains,
+// -curve-memory, -curve-caches, -curve-services and -curve-leases set
+// a curve's sizes (parseSizes; empty: the curve is left out), and
+// -curve-reps, -curve-drains-per-rep and -curve-duration, when above 0,
+// the repetitions and times. It fails for a bad value, for curves to
+// measure without repetitions, drains or duration, and, curvesOnly, for
+// no curve to measure.
+func curveFlags(mode string, given map[string]string, curvesOnly bool) (curveConfig, error) {
+	cc, err := curvePreset(mode)
+	if err != nil {
+		return cc, err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]int
+	}{
+		{"curve-locks", &cc.LockSessions}, {"curve-drains", &cc.DrainWaiters}, {"curve-memory", &cc.MemorySessions},
+		{"curve-caches", &cc.CacheNodes}, {"curve-services", &cc.ServiceInstances}, {"curve-leases", &cc.LeaseHeld},
+	} {
+		if v, ok := given[f.name]; ok {
+			if *f.dst, err = parseSizes(v); err != nil {
+				return cc, fmt.Errorf("-%s: %w", f.name, err)
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"curve-reps", &cc.Reps}, {"curve-drains-per-rep", &cc.DrainsPerRep}} {
+		if n, err := strconv.Atoi(given[f.name]); err == nil && n > 0 {
+			*f.dst = n
+		}
+	}
+	if d, err := time.ParseDuration(given["curve-duration"]); err == nil && d > 0 {
+		cc.LockDuration = d
+	}
+	if cc.enabled() && (cc.Reps < 1 || cc.DrainsPerRep < 1 || cc.LockDuration <= 0) {
+		return cc, fmt.Errorf("-curves %s: set -curve-reps, -curve-drains-per-rep and -curve-duration", cc.Mode)
+	}
+	if curvesOnly && !cc.enabled() {
+		return cc, errors.New("-curves-only with no curve to measure: set -curves full or quick")
+	}
+	return cc, nil
 }
 
 // parseSizes reads a comma-separated list of sizes ("8,32,128"): positive
