@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,18 +63,32 @@ func BuildCacheTree(ctx context.Context, conn *zk.Conn, t CacheTree) (time.Durat
 		return 0, fmt.Errorf("bench: create %s: %w", t.Root, err)
 	}
 	t0 := time.Now()
-	err := forEach(ctx, t.K, cacheTreeInFlight, func(i int) error {
+	err := runMultis(ctx, conn, t.K, func(i int) (string, []any) {
 		ops := make([]any, 0, t.K)
 		ops = append(ops, &zk.CreateRequest{Path: t.Child(i), Data: cacheTreeData, Acl: acl})
 		for j := range t.K - 1 {
 			ops = append(ops, &zk.CreateRequest{Path: t.Grandchild(i, j), Data: cacheTreeData, Acl: acl})
 		}
+		return "build " + t.Child(i), ops
+	})
+	return time.Since(t0), err
+}
+
+// runMultis sends count multi requests on conn, cacheTreeInFlight in
+// flight: request i has the ops multi(i) returns, and what names it in
+// an error. It returns the first error ("bench: what: ..."); after one,
+// no further request is sent.
+func runMultis(ctx context.Context, conn *zk.Conn, count int, multi func(i int) (what string, ops []any)) error {
+	return forEach(ctx, count, cacheTreeInFlight, func(i int) error {
+		what, ops := multi(i)
+		if len(ops) == 0 {
+			return nil
+		}
 		if _, err := conn.Multi(ops...); err != nil {
-			return fmt.Errorf("bench: build %s: %w", t.Child(i), err)
+			return fmt.Errorf("bench: %s: %w", what, err)
 		}
 		return nil
 	})
-	return time.Since(t0), err
 }
 
 // cacheTreeDeleteBatch is the most deletes DeleteCacheTree puts in one
@@ -81,10 +96,13 @@ func BuildCacheTree(ctx context.Context, conn *zk.Conn, t CacheTree) (time.Durat
 const cacheTreeDeleteBatch = 1000
 
 // DeleteCacheTree deletes root and every node under it on conn, for a tree
-// of at most three levels as BuildCacheTree makes it (nodes added below
-// the root's children are deleted too): for each child of the root, its
-// children and then itself, in multi requests of at most 1,000 deletes, 8
-// children in flight; then the root. It returns the time it took.
+// of at most three levels as BuildCacheTree and BuildServiceSet make it
+// (nodes added below the root's children are deleted too): it lists the
+// children of the root's children, 8 at a time, deletes them in multi
+// requests of at most 1,000 deletes, 8 in flight (so that one child with
+// a million children is deleted as fast as a thousand with a thousand
+// each), then the root's children the same way, then the root. It
+// returns the time it took.
 func DeleteCacheTree(ctx context.Context, conn *zk.Conn, root string) (time.Duration, error) {
 	t0 := time.Now()
 	kids, _, err := conn.Children(root)
@@ -94,36 +112,43 @@ func DeleteCacheTree(ctx context.Context, conn *zk.Conn, root string) (time.Dura
 	if err != nil {
 		return 0, err
 	}
+	children := make([]string, len(kids))
+	grandchildren := make([][]string, len(kids))
 	err = forEach(ctx, len(kids), cacheTreeInFlight, func(i int) error {
-		child := root + "/" + kids[i]
-		gs, _, err := conn.Children(child)
+		children[i] = root + "/" + kids[i]
+		gs, _, err := conn.Children(children[i])
 		if err != nil {
-			return fmt.Errorf("bench: delete: list %s: %w", child, err)
+			return fmt.Errorf("bench: delete: list %s: %w", children[i], err)
 		}
-		ops := make([]any, 0, min(len(gs)+1, cacheTreeDeleteBatch))
-		for k, g := range gs {
-			ops = append(ops, &zk.DeleteRequest{Path: child + "/" + g, Version: -1})
-			if k == len(gs)-1 {
-				ops = append(ops, &zk.DeleteRequest{Path: child, Version: -1})
-			}
-			if len(ops) >= cacheTreeDeleteBatch || k == len(gs)-1 {
-				if _, err := conn.Multi(ops...); err != nil {
-					return fmt.Errorf("bench: delete under %s: %w", child, err)
-				}
-				ops = ops[:0]
-			}
-		}
-		if len(gs) == 0 {
-			if err := conn.Delete(child, -1); err != nil {
-				return fmt.Errorf("bench: delete %s: %w", child, err)
-			}
+		for _, g := range gs {
+			grandchildren[i] = append(grandchildren[i], children[i]+"/"+g)
 		}
 		return nil
 	})
 	if err == nil {
+		err = deleteInMultis(ctx, conn, slices.Concat(grandchildren...))
+	}
+	if err == nil {
+		err = deleteInMultis(ctx, conn, children)
+	}
+	if err == nil {
 		err = conn.Delete(root, -1)
 	}
 	return time.Since(t0), err
+}
+
+// deleteInMultis deletes paths (none the parent of another) on conn in
+// multi requests of at most cacheTreeDeleteBatch deletes (runMultis).
+func deleteInMultis(ctx context.Context, conn *zk.Conn, paths []string) error {
+	batches := (len(paths) + cacheTreeDeleteBatch - 1) / cacheTreeDeleteBatch
+	return runMultis(ctx, conn, batches, func(b int) (string, []any) {
+		batch := paths[b*cacheTreeDeleteBatch : min((b+1)*cacheTreeDeleteBatch, len(paths))]
+		ops := make([]any, len(batch))
+		for i, p := range batch {
+			ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+		}
+		return "delete from " + batch[0], ops
+	})
 }
 
 // RawTreeLoadWorkers is the goroutines the raw floor reads from, as

@@ -30,6 +30,9 @@ type curatorCacheLine struct {
 	HeapPerNode    float64 `json:"heap_b_per_node"`
 	Exceptions     int     `json:"exceptions"`
 	FirstException string  `json:"first_exception"`
+	// ExceptionsFrom says what received the exceptions ("" for the
+	// cache's exception handler).
+	ExceptionsFrom string `json:"exceptions_from,omitempty"`
 }
 
 // CuratorCacheRun measures Apache Curator 5.4's CuratorCache of the tree
@@ -41,6 +44,21 @@ type curatorCacheLine struct {
 // nodes it cached and what its exception handler received; a JVM still
 // running a minute after limit is killed by its pid.
 func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit time.Duration) (CacheRun, error) {
+	return runCuratorCachePeer(ctx, env, curatorPeer{"CuratorCache", "curator cache peer", "zkrecipes.peers.CuratorCacheBench"},
+		nodes, limit, root, "0")
+}
+
+// curatorPeer is a JVM peer that loads a Curator cache and prints a
+// curatorCacheLine: the recipe it measures, its name in errors, and its
+// class.
+type curatorPeer struct{ recipe, what, class string }
+
+// runCuratorCachePeer runs p's class with the servers of env, args, nodes
+// and limit (in whole seconds) as its arguments, in a JVM of its own
+// (serial GC, CuratorCacheHeap), and returns what its last JSON line says
+// (CuratorCacheRun tells the rest). The kernel kills the JVM should this
+// process die first.
+func runCuratorCachePeer(ctx context.Context, env Env, p curatorPeer, nodes int, limit time.Duration, args ...string) (CacheRun, error) {
 	servers := strings.Join(env.ServerFor(0), ",")
 	if err := peers.LoopbackOnly(servers); err != nil {
 		return CacheRun{}, err
@@ -50,14 +68,13 @@ func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit
 		return CacheRun{}, err
 	}
 	limitS := max(int(limit/time.Second), 1)
-	cmd := exec.Command("java", "-XX:+UseSerialGC", CuratorCacheHeap, "-cp", cp, "zkrecipes.peers.CuratorCacheBench",
-		servers, root, "0", strconv.Itoa(nodes), strconv.Itoa(limitS))
+	argv := append([]string{"-XX:+UseSerialGC", CuratorCacheHeap, "-cp", cp, p.class, servers}, args...)
+	cmd := exec.Command("java", append(argv, strconv.Itoa(nodes), strconv.Itoa(limitS))...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// The kernel kills the JVM should this process die first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return CacheRun{}, fmt.Errorf("bench: curator cache peer: %w", err)
+		return CacheRun{}, fmt.Errorf("bench: %s: %w", p.what, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -70,8 +87,8 @@ func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit
 	case <-kill.C:
 		_ = cmd.Process.Kill()
 		<-done
-		return CacheRun{}, fmt.Errorf("bench: curator cache peer still running %ds after its %ds limit: killed (pid %d); stderr: %s",
-			60, limitS, cmd.Process.Pid, tailOf(stderr.String(), 1000))
+		return CacheRun{}, fmt.Errorf("bench: %s still running %ds after its %ds limit: killed (pid %d); stderr: %s",
+			p.what, 60, limitS, cmd.Process.Pid, tailOf(stderr.String(), 1000))
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
 		<-done
@@ -79,17 +96,17 @@ func CuratorCacheRun(ctx context.Context, env Env, root string, nodes int, limit
 	}
 	line, err := lastJSONLine(stdout.String())
 	if err != nil {
-		return CacheRun{}, fmt.Errorf("bench: curator cache peer (%v): %w; stderr: %s", waitErr, err, tailOf(stderr.String(), 1000))
+		return CacheRun{}, fmt.Errorf("bench: %s (%v): %w; stderr: %s", p.what, waitErr, err, tailOf(stderr.String(), 1000))
 	}
 	var l curatorCacheLine
 	if err := json.Unmarshal([]byte(line), &l); err != nil {
-		return CacheRun{}, fmt.Errorf("bench: curator cache peer: %q: %w", line, err)
+		return CacheRun{}, fmt.Errorf("bench: %s: %q: %w", p.what, line, err)
 	}
 	if !l.Initialized || l.Nodes != nodes {
-		return CacheRun{}, l.failure(nodes, limitS)
+		return CacheRun{}, l.failure(p.recipe, nodes, limitS)
 	}
 	if waitErr != nil {
-		return CacheRun{}, fmt.Errorf("bench: curator cache peer: %w; stderr: %s", waitErr, tailOf(stderr.String(), 1000))
+		return CacheRun{}, fmt.Errorf("bench: %s: %w; stderr: %s", p.what, waitErr, tailOf(stderr.String(), 1000))
 	}
 	return CacheRun{Nodes: l.Nodes, Load: time.Duration(l.LoadMS * float64(time.Millisecond)), HeapPerNode: l.HeapPerNode}, nil
 }
@@ -110,17 +127,21 @@ func settleServer(ctx context.Context, env Env) {
 	})
 }
 
-// failure says how a CuratorCache that did not load the whole tree
-// failed.
-func (l curatorCacheLine) failure(nodes, limitS int) error {
+// failure says how a Curator cache (recipe: "CuratorCache",
+// "ServiceCache") that did not load the whole tree failed.
+func (l curatorCacheLine) failure(recipe string, nodes, limitS int) error {
 	what := fmt.Sprintf("initialized after %.0f ms with %d of %d nodes", l.LoadMS, l.Nodes, nodes)
 	if !l.Initialized {
 		what = fmt.Sprintf("not initialized within %d s: cached %d of %d nodes", limitS, l.Nodes, nodes)
 	}
 	if l.Exceptions > 0 {
-		what += fmt.Sprintf("; its exception handler received %d exceptions, the first %s", l.Exceptions, l.FirstException)
+		from := l.ExceptionsFrom
+		if from == "" {
+			from = "its exception handler"
+		}
+		what += fmt.Sprintf("; %s received %d exceptions, the first %s", from, l.Exceptions, l.FirstException)
 	}
-	return errors.New("CuratorCache " + what)
+	return errors.New(recipe + " " + what)
 }
 
 // lastJSONLine returns the last line of out that starts with "{".

@@ -54,11 +54,11 @@ func TestForEach_StopsStartingCallsAfterTheFirstError(t *testing.T) {
 func TestCuratorCacheLine_AFailedLoadSaysHowManyNodesAndTheException(t *testing.T) {
 	l := curatorCacheLine{Initialized: false, Nodes: 65635, Exceptions: 34466,
 		FirstException: "java.lang.IllegalStateException: Attempt to register more than 65535 parties"}
-	err := l.failure(100490, 120)
+	err := l.failure("CuratorCache", 100490, 120)
 	assert.EqualError(t, err, "CuratorCache not initialized within 120 s: cached 65635 of 100490 nodes; its exception handler received 34466 exceptions, the first java.lang.IllegalStateException: Attempt to register more than 65535 parties")
 
 	l = curatorCacheLine{Initialized: true, Nodes: 99000, LoadMS: 4100}
-	assert.EqualError(t, l.failure(100490, 120), "CuratorCache initialized after 4100 ms with 99000 of 100490 nodes")
+	assert.EqualError(t, l.failure("CuratorCache", 100490, 120), "CuratorCache initialized after 4100 ms with 99000 of 100490 nodes")
 
 	line, err := lastJSONLine("heap: 1 2 3\n{\"a\":1}\nnoise\n{\"nodes\":5}\n")
 	require.NoError(t, err)

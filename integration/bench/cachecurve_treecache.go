@@ -113,7 +113,7 @@ func treeCacheLoad(ctx context.Context, env Env, root string) (CacheRun, error) 
 func startTreeCache(ctx context.Context, servers []string, root string, before func() error) (
 	c *zr.TreeCache, evs *cacheEvents, load time.Duration, closeCache func(), err error) {
 	closeCache = func() {}
-	s, err := zr.Connect(ctx, servers, zr.WithSessionTimeout(SessionTimeout), zr.WithDialer(LoopbackDialer), zr.WithEnsembleTracking(false))
+	s, err := connectCacheSession(ctx, servers)
 	if err != nil {
 		return nil, nil, 0, closeCache, err
 	}
@@ -140,6 +140,14 @@ func startTreeCache(ctx context.Context, servers []string, root string, before f
 	case <-ctx.Done():
 		return nil, nil, 0, closeCache, fmt.Errorf("bench: tree cache of %s: not initialized: %w", root, ctx.Err())
 	}
+}
+
+// connectCacheSession connects a Session to servers for a cache of the
+// cache and service curves: as the benchmarks do, but with ensemble
+// tracking off (its watch is not the cache's, and a proxy is not in the
+// configuration).
+func connectCacheSession(ctx context.Context, servers []string) (*zr.Session, error) {
+	return zr.Connect(ctx, servers, zr.WithSessionTimeout(SessionTimeout), zr.WithDialer(LoopbackDialer), zr.WithEnsembleTracking(false))
 }
 
 // cacheEvents reads a TreeCache's events as they come, keeping only what
@@ -237,15 +245,13 @@ func treeMismatches(ctx context.Context, env Env, root string, c *zr.TreeCache) 
 	return int(differ.Load()) + max(c.Len()-int(matched.Load()), 0), nil
 }
 
-// resyncAfterDrop drops the cache's connection and measures its resync.
-// It black-holes the proxy and resets every connection through it; once
-// the cache reports CacheSuspended it changes the tree through env's
-// Observer (a node's data set, a node created, a leaf deleted: the nodes
-// rep picks); once the client's new connection waits in the proxy, it
-// heals the proxy and starts the clock, which stops when the cache holds
-// the three changes and the server's watch count is watches again. It
-// returns that time and how many of the three changes' events the cache
-// did not deliver within 10 s after.
+// resyncAfterDrop drops the cache's connection and measures its resync
+// (timeResync): during the drop, once the cache reports CacheSuspended,
+// it changes the tree through env's Observer (a node's data set, a node
+// created, a leaf deleted: the nodes rep picks), and the cache is whole
+// again once it holds the three changes. It returns the resync and how
+// many of the three changes' events the cache did not deliver within 10 s
+// after.
 func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.TreeCache, evs *cacheEvents, root string, rep int, watches int64) (time.Duration, int, error) {
 	set := root + "/c0000/g0000"
 	created := fmt.Sprintf("%s/c0000/resync-r%d", root, rep)
@@ -256,21 +262,74 @@ func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.Tr
 	case <-evs.suspended: // none is expected before the drop
 	default:
 	}
+	suspended := func() error {
+		if err := waitFor(ctx, 10*time.Second, evs.suspended); err != nil {
+			return fmt.Errorf("bench: tree cache of %s: no CacheSuspended after the drop: %w", root, err)
+		}
+		return nil
+	}
+	change := func() error {
+		return changeDuringDrop(env.Observer, []any{
+			&zk.SetDataRequest{Path: set, Data: data, Version: -1},
+			&zk.CreateRequest{Path: created, Data: data, Acl: zk.WorldACL(zk.PermAll)},
+			&zk.DeleteRequest{Path: deleted, Version: -1},
+		})
+	}
+	whole := func() bool {
+		n, ok := c.Get(set)
+		_, hasCreated := c.Get(created)
+		_, hasDeleted := c.Get(deleted)
+		return ok && bytes.Equal(n.Data, data) && hasCreated && !hasDeleted
+	}
+	took, err := timeResync(ctx, env, proxy, "tree cache of "+root, watches, suspended, change, whole)
+	if err != nil {
+		return 0, 0, err
+	}
+	return took, evs.missing(10 * time.Second), nil
+}
+
+// changeDuringDrop sends ops on o, one request each (a create, setData or
+// delete), in order.
+func changeDuringDrop(o *zk.Conn, ops []any) error {
+	for _, op := range ops {
+		var err error
+		var p string
+		switch r := op.(type) {
+		case *zk.SetDataRequest:
+			p = r.Path
+			_, err = o.Set(r.Path, r.Data, r.Version)
+		case *zk.CreateRequest:
+			p = r.Path
+			_, err = o.Create(r.Path, r.Data, r.Flags, r.Acl)
+		case *zk.DeleteRequest:
+			p = r.Path
+			err = o.Delete(r.Path, r.Version)
+		default:
+			return fmt.Errorf("bench: change during the drop: %T", op)
+		}
+		if err != nil {
+			return fmt.Errorf("bench: change %s during the drop: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// timeResync drops a cache's connection and measures its resync. It
+// black-holes the proxy and resets every connection through it; once
+// suspended returns (the cache has seen the drop) it calls change; once
+// the client's new connection waits in the proxy, it heals the proxy and
+// starts the clock, which stops when whole reports true and the server's
+// watch count is watches again (5 minutes at most). what names the cache
+// in an error.
+func timeResync(ctx context.Context, env Env, proxy *zktest.Proxy, what string, watches int64, suspended, change func() error, whole func() bool) (time.Duration, error) {
 	proxy.Blackhole()
 	defer proxy.Heal()
 	proxy.ResetAll()
-	if err := waitFor(ctx, 10*time.Second, evs.suspended); err != nil {
-		return 0, 0, fmt.Errorf("bench: tree cache of %s: no CacheSuspended after the drop: %w", root, err)
+	if err := suspended(); err != nil {
+		return 0, err
 	}
-	o := env.Observer
-	if _, err := o.Set(set, data, -1); err != nil {
-		return 0, 0, fmt.Errorf("bench: set %s: %w", set, err)
-	}
-	if _, err := o.Create(created, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		return 0, 0, fmt.Errorf("bench: create %s: %w", created, err)
-	}
-	if err := o.Delete(deleted, -1); err != nil {
-		return 0, 0, fmt.Errorf("bench: delete %s: %w", deleted, err)
+	if err := change(); err != nil {
+		return 0, err
 	}
 	// The reset connection leaves the proxy, then the client's next one
 	// arrives (go-zookeeper waits a second before it dials its one server
@@ -278,16 +337,10 @@ func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.Tr
 	// count does not fall to 0: wait 2 s at most for that.
 	_ = poll(ctx, 2*time.Second, time.Millisecond, func() (bool, error) { return proxy.Conns() == 0, nil })
 	if err := poll(ctx, 10*time.Second, time.Millisecond, func() (bool, error) { return proxy.Conns() > 0, nil }); err != nil {
-		return 0, 0, fmt.Errorf("bench: the client does not connect again: %w", err)
+		return 0, fmt.Errorf("bench: the client does not connect again: %w", err)
 	}
 	t0 := time.Now()
 	proxy.Heal()
-	whole := func() bool {
-		n, ok := c.Get(set)
-		_, hasCreated := c.Get(created)
-		_, hasDeleted := c.Get(deleted)
-		return ok && bytes.Equal(n.Data, data) && hasCreated && !hasDeleted
-	}
 	var last int64
 	err := poll(ctx, 5*time.Minute, time.Millisecond, func() (bool, error) {
 		if !whole() {
@@ -299,10 +352,10 @@ func resyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c *zr.Tr
 	})
 	took := time.Since(t0)
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench: tree cache of %s after the drop: whole %v, server watches %d (before the drop %d): %w",
-			root, whole(), last, watches, err)
+		return 0, fmt.Errorf("bench: %s after the drop: whole %v, server watches %d (before the drop %d): %w",
+			what, whole(), last, watches, err)
 	}
-	return took, evs.missing(10 * time.Second), nil
+	return took, nil
 }
 
 // waitFor waits until ch receives, d passes or ctx ends.

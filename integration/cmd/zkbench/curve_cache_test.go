@@ -56,7 +56,7 @@ func TestCachePoint_IsJudgedAgainstTheFloorOfTheSameRepetition(t *testing.T) {
 		bench.CacheRun{Nodes: 10001, Load: 300 * time.Millisecond, HeapPerNode: 258, ServerWatches: 3, Mismatches: 1, Resync: 500 * time.Millisecond},
 		bench.CacheRun{Nodes: 10001, Load: 450 * time.Millisecond, HeapPerNode: 262, ServerWatches: 2, Resync: 400 * time.Millisecond, EventsMissed: 2},
 	)
-	p := cachePoint(cacheZkrecipes, 10000, 10001, zk, floor, nil)
+	p := cachePoint(curveCache, cacheZkrecipes, 10000, 10001, zk, floor, nil)
 
 	assert.Equal(t, curveCache, p.Curve)
 	assert.Equal(t, 10000, p.Size)
@@ -77,7 +77,7 @@ func TestCachePoint_IsJudgedAgainstTheFloorOfTheSameRepetition(t *testing.T) {
 	assert.Equal(t, 2, *p.EventsMissed)
 	assert.Equal(t, 400*time.Millisecond, p.Resync)
 
-	f := cachePoint(cacheFloor, 10000, 10001, floor, floor, nil)
+	f := cachePoint(curveCache, cacheFloor, 10000, 10001, floor, floor, nil)
 	assert.Zero(t, f.VsFloor, "the floor is not compared with itself")
 	assert.Nil(t, f.ServerWatches, "not measured for the floor")
 	assert.Nil(t, f.Mismatches)
@@ -87,7 +87,7 @@ func TestCachePoint_IsJudgedAgainstTheFloorOfTheSameRepetition(t *testing.T) {
 // A repetition whose floor failed has no ratio; the others keep theirs.
 func TestCachePoint_ARepetitionWithoutAFloorHasNoRatio(t *testing.T) {
 	floor := map[int]bench.CacheRun{1: {Load: time.Second}}
-	p := cachePoint(cacheCurator, 100000, 100490, cacheRuns(bench.CacheRun{Load: 3 * time.Second}, bench.CacheRun{Load: 2 * time.Second}), floor, nil)
+	p := cachePoint(curveCache, cacheCurator, 100000, 100490, cacheRuns(bench.CacheRun{Load: 3 * time.Second}, bench.CacheRun{Load: 2 * time.Second}), floor, nil)
 	assert.Equal(t, []float64{2}, p.RepVsFloor)
 	assert.InDelta(t, 2, p.VsFloor, 1e-9)
 }
@@ -96,7 +96,7 @@ func TestCachePoint_ARepetitionWithoutAFloorHasNoRatio(t *testing.T) {
 // the tree's node count, and what happened.
 func TestCachePoint_ACacheThatCannotLoadATreeRecordsWhyAndNoFigure(t *testing.T) {
 	why := errors.New("CuratorCache not initialized within 120 s: cached 65635 of 100490 nodes; its exception handler received 34466 exceptions, the first java.lang.IllegalStateException: Attempt to register more than 65535 parties")
-	p := cachePoint(cacheCurator, 100000, 100490, nil, cacheRuns(bench.CacheRun{Load: time.Second}), why)
+	p := cachePoint(curveCache, cacheCurator, 100000, 100490, nil, cacheRuns(bench.CacheRun{Load: time.Second}), why)
 
 	assert.Equal(t, 0, p.Runs)
 	assert.Contains(t, p.Error, "65535 parties")
@@ -118,7 +118,7 @@ func TestCachePoint_ACacheThatCannotLoadATreeRecordsWhyAndNoFigure(t *testing.T)
 // The TreeCache's zero counts are results and are written; a figure not
 // measured for an implementation is not.
 func TestCachePoint_JSONLineWritesTheTreeCachesZerosAndReadsBack(t *testing.T) {
-	zk := cachePoint(cacheZkrecipes, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: time.Second, HeapPerNode: 260, ServerWatches: 2, Resync: time.Second}), nil, nil)
+	zk := cachePoint(curveCache, cacheZkrecipes, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: time.Second, HeapPerNode: 260, ServerWatches: 2, Resync: time.Second}), nil, nil)
 	zk.Run = "2026-11-29T11:30:00Z"
 	b, err := json.Marshal(zk)
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestCachePoint_JSONLineWritesTheTreeCachesZerosAndReadsBack(t *testing.T) {
 	assert.Equal(t, "cache", m["curve"])
 
 	path := filepath.Join(t.TempDir(), "curves.jsonl")
-	points := []CurvePoint{zk, cachePoint(cacheFloor, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: time.Second}), nil, nil)}
+	points := []CurvePoint{zk, cachePoint(curveCache, cacheFloor, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: time.Second}), nil, nil)}
 	require.NoError(t, writeCurves(path, points))
 	back, err := readCurves(path)
 	require.NoError(t, err)
@@ -141,12 +141,12 @@ func TestCurves_TheCacheTableAndChartShowEachImplementationAndAFailedCurator(t *
 	floor := cacheRuns(bench.CacheRun{Nodes: 10001, Load: 800 * time.Millisecond})
 	bigFloor := cacheRuns(bench.CacheRun{Nodes: 1000001, Load: 80 * time.Second})
 	points := []CurvePoint{
-		cachePoint(cacheZkrecipes, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: 400 * time.Millisecond, HeapPerNode: 259.6, ServerWatches: 2, Resync: 350 * time.Millisecond}), floor, nil),
-		cachePoint(cacheFloor, 10000, 10001, floor, floor, nil),
-		cachePoint(cacheCurator, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: 900 * time.Millisecond, HeapPerNode: 270}), floor, nil),
-		cachePoint(cacheZkrecipes, 1000000, 1000001, cacheRuns(bench.CacheRun{Nodes: 1000001, Load: 40 * time.Second, HeapPerNode: 280, ServerWatches: 2, Resync: 42 * time.Second}), bigFloor, nil),
-		cachePoint(cacheFloor, 1000000, 1000001, bigFloor, bigFloor, nil),
-		cachePoint(cacheCurator, 1000000, 1000001, nil, bigFloor, errors.New("CuratorCache not initialized within 120 s: cached 65635 of 1000001 nodes")),
+		cachePoint(curveCache, cacheZkrecipes, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: 400 * time.Millisecond, HeapPerNode: 259.6, ServerWatches: 2, Resync: 350 * time.Millisecond}), floor, nil),
+		cachePoint(curveCache, cacheFloor, 10000, 10001, floor, floor, nil),
+		cachePoint(curveCache, cacheCurator, 10000, 10001, cacheRuns(bench.CacheRun{Nodes: 10001, Load: 900 * time.Millisecond, HeapPerNode: 270}), floor, nil),
+		cachePoint(curveCache, cacheZkrecipes, 1000000, 1000001, cacheRuns(bench.CacheRun{Nodes: 1000001, Load: 40 * time.Second, HeapPerNode: 280, ServerWatches: 2, Resync: 42 * time.Second}), bigFloor, nil),
+		cachePoint(curveCache, cacheFloor, 1000000, 1000001, bigFloor, bigFloor, nil),
+		cachePoint(curveCache, cacheCurator, 1000000, 1000001, nil, bigFloor, errors.New("CuratorCache not initialized within 120 s: cached 65635 of 1000001 nodes")),
 	}
 	md := curvesMarkdown(points)
 	assert.Contains(t, md, "| 10000 | zkrecipes | 1 | 10001 | 400.0 | 0.50 (0.50) | 260 | 2 | 0 | 350.0 | 0 |")

@@ -34,7 +34,8 @@ type curveChart struct {
 }
 
 // drawCurveCharts draws one chart per curve that has points into dir:
-// curve-lock.png, curve-drain.png, curve-memory.png, curve-cache.png, curve-lease.png. Every implementation
+// curve-lock.png, curve-drain.png, curve-memory.png, curve-cache.png,
+// curve-services.png, curve-lease.png. Every implementation
 // is a line over the sizes (a logarithmic axis); a point that failed is a
 // cross on the size axis, so a peer that cannot run a size shows it.
 func drawCurveCharts(points []CurvePoint, dir string) []error {
@@ -88,7 +89,8 @@ func drawCurveCharts(points []CurvePoint, dir string) []error {
 			panel("Heap per session", "KB (live heap after a GC)", mem(func(m *MemoryPoint) float64 { return m.HeapPerSession / 1024 })),
 			panel("Goroutines per session", "goroutines", mem(func(m *MemoryPoint) float64 { return m.GoroutinesPerSession })),
 		}},
-		{curveCache, "curve-cache.png", "nodes in the tree", cachePanels()},
+		{curveCache, "curve-cache.png", "nodes in the tree", cachePanels("node", 300)},
+		serviceChart(),
 		leaseChart(),
 	}
 	var errs []error

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -25,10 +26,13 @@ const (
 	curveMemory = "memory" // memory per Session: size is the sessions open at once
 	curveCache  = "cache"  // the cache: size is about the nodes in the tree (curve_cache.go)
 	curveLease  = "lease"  // leases held on one session: size is the leases (curve_lease.go)
+	// curveServices is the service cache: size is the instances of one
+	// service (curve_service.go).
+	curveServices = "services"
 )
 
 // curveOrder is the order of the curves in curves.jsonl and curves.md.
-var curveOrder = []string{curveLock, curveDrain, curveMemory, curveCache, curveLease}
+var curveOrder = []string{curveLock, curveDrain, curveMemory, curveCache, curveServices, curveLease}
 
 // curveConfig is the shape of the curves of one run.
 type curveConfig struct {
@@ -39,7 +43,10 @@ type curveConfig struct {
 	MemorySessions []int  `json:"memory_sessions"`
 	CacheNodes     []int  `json:"cache_nodes,omitempty"`
 	LeaseHeld      []int  `json:"lease_held,omitempty"`
-	Reps           int    `json:"repetitions"`
+	// ServiceInstances are the service curve's sizes: instances of one
+	// service.
+	ServiceInstances []int `json:"service_instances,omitempty"`
+	Reps             int   `json:"repetitions"`
 	// DrainsPerRep is the drains of each implementation (and of the
 	// marked chain) at each size in each repetition, interleaved: the
 	// first drain of each, then the second of each, ...
@@ -63,6 +70,8 @@ func (c curveConfig) sizes(curve string) []int {
 		return c.CacheNodes
 	case curveLease:
 		return c.LeaseHeld
+	case curveServices:
+		return c.ServiceInstances
 	}
 	return nil
 }
@@ -95,27 +104,76 @@ func mergePoints(kept, points []CurvePoint) []CurvePoint {
 
 // enabled reports whether any curve is to be measured.
 func (c curveConfig) enabled() bool {
-	return len(c.LockSessions)+len(c.DrainWaiters)+len(c.MemorySessions)+len(c.CacheNodes)+len(c.LeaseHeld) > 0
+	return len(c.LockSessions)+len(c.DrainWaiters)+len(c.MemorySessions)+len(c.CacheNodes)+len(c.LeaseHeld)+len(c.ServiceInstances) > 0
 }
 
 // curvePreset returns the sizes, repetitions and durations of mode:
 // "full" (make bench: 8 to 512 sessions, 10 to 1,000 waiters, 1 to 1,000
-// sessions' memory, trees of 10,000 to 1,000,000 nodes, 1,000 to 100,000 held leases, 3 repetitions), "quick" (the smallest sizes, one
+// sessions' memory, trees of 10,000 to 1,000,000 nodes, services of
+// 10,000 to 1,000,000 instances, 1,000 to 100,000 held leases, 3
+// repetitions), "quick" (the smallest sizes, one
 // repetition: a check that the curves run end to end) or "off" (none).
 func curvePreset(mode string) (curveConfig, error) {
 	switch mode {
 	case "full":
 		return curveConfig{Mode: mode, LockSessions: []int{8, 32, 128, 512}, DrainWaiters: []int{10, 100, 1000},
-			MemorySessions: []int{1, 100, 1000}, CacheNodes: []int{10000, 100000, 1000000},
+			MemorySessions: []int{1, 100, 1000}, CacheNodes: []int{10000, 100000, 1000000}, ServiceInstances: []int{10000, 100000, 1000000},
 			LeaseHeld: []int{1000, 10000, 100000}, Reps: 3, DrainsPerRep: 5, LockDuration: 5 * time.Second}, nil
 	case "quick":
 		return curveConfig{Mode: mode, LockSessions: []int{8, 32}, DrainWaiters: []int{10},
-			MemorySessions: []int{1, 100}, CacheNodes: []int{10000}, LeaseHeld: []int{1000},
+			MemorySessions: []int{1, 100}, CacheNodes: []int{10000}, ServiceInstances: []int{10000}, LeaseHeld: []int{1000},
 			Reps: 1, DrainsPerRep: 5, LockDuration: 2 * time.Second}, nil
 	case "off", "":
 		return curveConfig{Mode: "off"}, nil
 	}
 	return curveConfig{}, fmt.Errorf("bad -curves %q: full, quick or off", mode)
+}
+
+// curveFlags returns the curves of mode's preset (curvePreset) with the
+// curve flags given applied (given: a flag's name, its value, for the
+// flags on the command line): -curve-locks, -curve-drains,
+// -curve-memory, -curve-caches, -curve-services and -curve-leases set
+// a curve's sizes (parseSizes; empty: the curve is left out), and
+// -curve-reps, -curve-drains-per-rep and -curve-duration, when above 0,
+// the repetitions and times. It fails for a bad value, for curves to
+// measure without repetitions, drains or duration, and, curvesOnly, for
+// no curve to measure.
+func curveFlags(mode string, given map[string]string, curvesOnly bool) (curveConfig, error) {
+	cc, err := curvePreset(mode)
+	if err != nil {
+		return cc, err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]int
+	}{
+		{"curve-locks", &cc.LockSessions}, {"curve-drains", &cc.DrainWaiters}, {"curve-memory", &cc.MemorySessions},
+		{"curve-caches", &cc.CacheNodes}, {"curve-services", &cc.ServiceInstances}, {"curve-leases", &cc.LeaseHeld},
+	} {
+		if v, ok := given[f.name]; ok {
+			if *f.dst, err = parseSizes(v); err != nil {
+				return cc, fmt.Errorf("-%s: %w", f.name, err)
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"curve-reps", &cc.Reps}, {"curve-drains-per-rep", &cc.DrainsPerRep}} {
+		if n, err := strconv.Atoi(given[f.name]); err == nil && n > 0 {
+			*f.dst = n
+		}
+	}
+	if d, err := time.ParseDuration(given["curve-duration"]); err == nil && d > 0 {
+		cc.LockDuration = d
+	}
+	if cc.enabled() && (cc.Reps < 1 || cc.DrainsPerRep < 1 || cc.LockDuration <= 0) {
+		return cc, fmt.Errorf("-curves %s: set -curve-reps, -curve-drains-per-rep and -curve-duration", cc.Mode)
+	}
+	if curvesOnly && !cc.enabled() {
+		return cc, errors.New("-curves-only with no curve to measure: set -curves full or quick")
+	}
+	return cc, nil
 }
 
 // parseSizes reads a comma-separated list of sizes ("8,32,128"): positive
@@ -139,7 +197,8 @@ func parseSizes(s string) ([]int, error) {
 }
 
 // CurvePoint is one implementation at one size of one curve. Exactly one
-// of LockPoint, DrainPoint, MemoryPoint, CachePoint and LeasePoint is set, by Curve; Error says
+// of LockPoint, DrainPoint, MemoryPoint, CachePoint (the cache and
+// services curves) and LeasePoint is set, by Curve; Error says
 // why some run of the point failed (Runs counts those that did not, and
 // the figures are theirs; a point with no run has no figures).
 type CurvePoint struct {
@@ -377,7 +436,8 @@ func curvesMarkdown(points []CurvePoint) string {
 				}
 				return fmt.Sprintf("%d | %.1f | %.2f |", p.Runs, p.HeapPerSession/1024, p.GoroutinesPerSession), true
 			}},
-		{curveCache, cacheTable.title, cacheTable.header, cacheTable.cells},
+		cacheTable(),
+		serviceTable(),
 		leaseTable(),
 	}
 	var b strings.Builder

@@ -94,6 +94,11 @@ func runCurves(ctx context.Context, env bench.Env, runners []runner, cc curveCon
 			return err
 		}
 	}
+	for _, n := range cc.ServiceInstances {
+		if err := cr.services(ctx, hasCurator(impls), n); err != nil {
+			return err
+		}
+	}
 	// Last: its runs restart the server, whose JIT is then cold again.
 	for _, n := range cc.LeaseHeld {
 		if err := cr.lease(ctx, n); err != nil {

@@ -21,13 +21,16 @@
 // 1,000 waiters against the marked chain of as many links, the memory of
 // 1 to 1,000 Sessions, a TreeCache of trees of 10,000 to 1,000,000
 // nodes against the raw reads its load must make and Curator's
-// CuratorCache (curve_cache.go), and 1,000 to 100,000 leases held on one
+// CuratorCache (curve_cache.go), a discovery ServiceCache of one service
+// of 10,000 to 1,000,000 instances against the same floor (a listing and
+// a getData each) and Curator's ServiceCache (curve_service.go), and
+// 1,000 to 100,000 leases held on one
 // session through a loopback proxy, with its recovery from a connection
 // drop and from a restart of the server (curve_lease.go; run last, since
 // it restarts the server) (quick: the smallest sizes, one repetition). It
 // writes curves.jsonl (one JSON line a point), curves.md and
-// curve-lock.png, curve-drain.png, curve-memory.png, curve-cache.png and
-// curve-lease.png into -out; with -curves-only it measures the curves
+// curve-lock.png, curve-drain.png, curve-memory.png, curve-cache.png,
+// curve-services.png and curve-lease.png into -out; with -curves-only it measures the curves
 // alone:
 //
 //	cd integration && go run ./cmd/zkbench -curves quick -curves-only -out /tmp/curves
@@ -109,15 +112,16 @@ func main() {
 	flag.IntVar(&c.Servers, "servers", 1, "1: one standalone server; 3: a 3-server ensemble on 127.0.0.1 (its servers share this machine's cores with the clients)")
 	rerender := flag.String("render", "", "measure nothing: re-render this results.json (or curves.jsonl) into -out")
 	curves := flag.String("curves", "off", "scale curves after the workloads: full (make bench), quick (the smallest sizes, one repetition) or off")
-	curvesOnly := flag.Bool("curves-only", false, "measure the curves alone (no results.json, results.md or chart.png)")
-	curveLocks := flag.String("curve-locks", "", "curves: contended-lock session counts, comma-separated (default: -curves' preset)")
-	curveDrains := flag.String("curve-drains", "", "curves: drain waiter counts (default: -curves' preset)")
-	curveMemory := flag.String("curve-memory", "", "curves: Session counts for memory per Session (default: -curves' preset)")
-	curveCaches := flag.String("curve-caches", "", "curves: TreeCache tree sizes in nodes, each rounded up to 1 + K² (default: -curves' preset)")
-	curveLeases := flag.String("curve-leases", "", "curves: leases held on one session (default: -curves' preset)")
-	curveReps := flag.Int("curve-reps", 0, "curves: repetitions (default: -curves' preset, 3 for full)")
-	curveDrainsPerRep := flag.Int("curve-drains-per-rep", 0, "curves: interleaved drains of each implementation per size and repetition (default 5)")
-	curveDuration := flag.Duration("curve-duration", 0, "curves: measured time of each contended run (default: -curves' preset, 5s for full)")
+	flag.BoolVar(&c.CurvesOnly, "curves-only", false, "measure the curves alone (no results.json, results.md or chart.png)")
+	flag.String("curve-locks", "", "curves: contended-lock session counts, comma-separated (default: -curves' preset)")
+	flag.String("curve-drains", "", "curves: drain waiter counts (default: -curves' preset)")
+	flag.String("curve-memory", "", "curves: Session counts for memory per Session (default: -curves' preset)")
+	flag.String("curve-caches", "", "curves: TreeCache tree sizes in nodes, each rounded up to 1 + K² (default: -curves' preset)")
+	flag.String("curve-services", "", "curves: ServiceCache instances of one service (default: -curves' preset)")
+	flag.String("curve-leases", "", "curves: leases held on one session (default: -curves' preset)")
+	flag.Int("curve-reps", 0, "curves: repetitions (default: -curves' preset, 3 for full)")
+	flag.Int("curve-drains-per-rep", 0, "curves: interleaved drains of each implementation per size and repetition (default 5)")
+	flag.Duration("curve-duration", 0, "curves: measured time of each contended run (default: -curves' preset, 5s for full)")
 	flag.Parse()
 	if *rerender != "" {
 		r := render
@@ -129,46 +133,12 @@ func main() {
 		}
 		return
 	}
-	cc, err := curvePreset(*curves)
-	if err != nil {
+	given := map[string]string{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+	var err error
+	if c.Curves, err = curveFlags(*curves, given, c.CurvesOnly); err != nil {
 		fatalf("%v", err)
 	}
-	set := map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, f := range []struct {
-		name, value string
-		dst         *[]int
-	}{
-		{"curve-locks", *curveLocks, &cc.LockSessions},
-		{"curve-drains", *curveDrains, &cc.DrainWaiters},
-		{"curve-memory", *curveMemory, &cc.MemorySessions},
-		{"curve-caches", *curveCaches, &cc.CacheNodes},
-		{"curve-leases", *curveLeases, &cc.LeaseHeld},
-	} {
-		if !set[f.name] {
-			continue
-		}
-		if *f.dst, err = parseSizes(f.value); err != nil {
-			fatalf("-%s: %v", f.name, err)
-		}
-	}
-	if *curveReps > 0 {
-		cc.Reps = *curveReps
-	}
-	if *curveDrainsPerRep > 0 {
-		cc.DrainsPerRep = *curveDrainsPerRep
-	}
-	if *curveDuration > 0 {
-		cc.LockDuration = *curveDuration
-	}
-	if cc.enabled() && (cc.Reps < 1 || cc.DrainsPerRep < 1 || cc.LockDuration <= 0) {
-		fatalf("-curves %s: set -curve-reps, -curve-drains-per-rep and -curve-duration", cc.Mode)
-	}
-	if *curvesOnly && !cc.enabled() {
-		fatalf("-curves-only with no curve to measure: set -curves full or quick")
-	}
-	c.Curves = cc
-	c.CurvesOnly = *curvesOnly
 	if c.Servers != 1 && (c.Servers < 3 || c.Servers%2 == 0) {
 		fatalf("bad -servers %d: 1 (standalone) or an odd number from 3 (an ensemble)", c.Servers)
 	}
@@ -282,8 +252,8 @@ func run(c config) error {
 		}
 	}
 	if c.Curves.enabled() {
-		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, cache %v nodes, leases %v, %d repetitions", c.Curves.Mode,
-			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.CacheNodes, c.Curves.LeaseHeld, c.Curves.Reps)
+		logf("curves (%s): lock %v sessions, drain %v waiters, memory %v sessions, cache %v nodes, services %v instances, leases %v, %d repetitions", c.Curves.Mode,
+			c.Curves.LockSessions, c.Curves.DrainWaiters, c.Curves.MemorySessions, c.Curves.CacheNodes, c.Curves.ServiceInstances, c.Curves.LeaseHeld, c.Curves.Reps)
 		if cluster.Backend() != zktest.BackendServers { // ZK_SERVERS' servers are not ours to restart
 			c.Curves.restart = func() error { return cluster.Restart(0) }
 		}

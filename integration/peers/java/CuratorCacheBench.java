@@ -122,7 +122,7 @@ public final class CuratorCacheBench {
     }
 
     /** s escaped for a JSON string ("" for null). */
-    private static String json(String s) {
+    static String json(String s) {
         if (s == null) {
             return "";
         }
@@ -139,7 +139,8 @@ public final class CuratorCacheBench {
         return b.toString();
     }
 
-    private static long usedHeap() throws InterruptedException {
+    /** The used heap after three full GCs (100 ms apart). */
+    static long usedHeap() throws InterruptedException {
         for (int i = 0; i < 3; i++) {
             System.gc();
             Thread.sleep(100);
