@@ -259,8 +259,7 @@ func serviceMismatches(ctx context.Context, env Env, s ServiceSet, c serviceCach
 // cache is whole again once its Instances show the three. The cache has
 // no events of its own instances, only a channel closed at each change of
 // its copy: the changes missed are those of the three its copy does not
-// show 10 s after the drop's end (the resync still waits for them, 5
-// minutes at most).
+// show when the wait for them ends (5 minutes at most), 0 once whole.
 func serviceResyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c serviceCache, s ServiceSet, rep int, watches int64) (time.Duration, int, error) {
 	setI, createdI, deletedI := 0, s.Instances+rep, 1+rep
 	setPort := 60000 + rep
@@ -295,19 +294,16 @@ func serviceResyncAfterDrop(ctx context.Context, env Env, proxy *zktest.Proxy, c
 		return btoi(set) + btoi(created) + btoi(deleted)
 	})
 	var missed atomic.Int64
-	missed.Store(-1)
 	whole := func() bool {
-		shown, since := copyOf.read()
-		if since >= 10*time.Second && missed.Load() < 0 {
-			missed.Store(int64(3 - shown))
-		}
+		shown := copyOf.read()
+		missed.Store(int64(3 - shown))
 		return shown == 3
 	}
 	took, err := timeResync(ctx, env, proxy, "service cache of "+s.Path(), watches, suspended, change, whole)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("%w (%d of the 3 changes not shown)", err, missed.Load())
 	}
-	return took, int(max(missed.Load(), 0)), nil
+	return took, int(missed.Load()), nil
 }
 
 func btoi(b bool) int {
@@ -323,7 +319,6 @@ func btoi(b bool) int {
 type instancesWatch struct {
 	c     *discovery.ServiceCache
 	count func([]discovery.Instance) int
-	armed time.Time // when the watch began: read's since is from then
 
 	changed <-chan struct{}
 	last    int
@@ -337,17 +332,13 @@ func newInstancesWatch(c *discovery.ServiceCache, count func([]discovery.Instanc
 }
 
 // read returns count of the cache's current copy, reading it again only
-// if it changed since the last read, and the time since the first read
-// after the first call (0 then).
-func (w *instancesWatch) read() (int, time.Duration) {
-	if w.armed.IsZero() {
-		w.armed = time.Now()
-	}
+// if it changed since the last read.
+func (w *instancesWatch) read() int {
 	select {
 	case <-w.changed:
 		insts, ch := w.c.Instances()
 		w.last, w.changed = w.count(insts), ch
 	default:
 	}
-	return w.last, time.Since(w.armed)
+	return w.last
 }

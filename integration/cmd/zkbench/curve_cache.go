@@ -157,8 +157,8 @@ func hasCurator(runners []runner) bool {
 // CachePoint is a cache point: one implementation loading a tree of about
 // Size nodes (Nodes exactly), in each repetition once; on the services
 // curve, a service of Size instances (Nodes: the instances; heap per
-// instance; EventsMissed: the drop's changes the copy did not show 10 s
-// after it). Its figures are the medians of its runs, but for
+// instance; EventsMissed: the drop's changes the copy did not show when
+// the resync's wait ended). Its figures are the medians of its runs, but for
 // ServerWatches (the most of any run) and Mismatches and EventsMissed
 // (summed); they are absent where the implementation is not measured for
 // them (only zkrecipes' cache has server watches, mismatches, a resync

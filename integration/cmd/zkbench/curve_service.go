@@ -51,7 +51,7 @@ func (cr *curveRun) services(ctx context.Context, withCurator bool, n int) error
 // serviceTable is the service curve's table in curves.md.
 func serviceTable() curveTable {
 	return curveTable{curveServices,
-		"Service cache (one service, its instances in Curator's layout and JSON, some 400 B each with a URI spec, IDs as long as a UUID; medians; load against the raw floor of the same repetition: one listing and a getData per instance; watches: the most of any run; mismatches against a fresh listing after the load and after the resync, and changes missed 10 s after the drop: summed):",
+		"Service cache (one service, its instances in Curator's layout and JSON, some 400 B each with a URI spec, IDs as long as a UUID; medians; load against the raw floor of the same repetition: one listing and a getData per instance; watches: the most of any run; mismatches against a fresh listing after the load and after the resync, and changes of the drop not shown once the resync's wait ended: summed (runs to 2026-11-29 14:40 counted them 10 s after the drop's end)):",
 		"| instances | implementation | runs | instances | load ms | × floor (each repetition) | heap B/instance | server watches | mismatches | resync ms | changes missed |",
 		cacheCells}
 }
