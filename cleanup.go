@@ -47,11 +47,7 @@ func (s *Session) deleteEventually(path string, owner int64) {
 				return
 			}
 			s.cfg.log.Warn("zkrecipes: deleting node, will retry", "path", path, "err", err)
-			d := bo.NextBackOff()
-			if d == Stop {
-				d = time.Second
-			}
-			if sleepCtx(ctx, d) != nil {
+			if pace(ctx, bo) != nil {
 				s.warnLeftOnClose(path, owner)
 				return
 			}

@@ -234,11 +234,7 @@ func (s *Session) removeProtected(ctx context.Context, dir, uuid string) error {
 		if err == nil || !isRetryable(err) {
 			return err
 		}
-		d := bo.NextBackOff()
-		if d == Stop {
-			d = time.Second
-		}
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := pace(ctx, bo); err != nil {
 			return err
 		}
 	}

@@ -162,6 +162,17 @@ func isRetryable(err error) bool {
 		errors.Is(err, zk.ErrSessionMoved)
 }
 
+// pace waits before the next try of a loop that outlasts the retry
+// policy (a clean-up that must happen, a read a caller waits on until its
+// ctx ends): the policy's next wait, or a second once it has given up.
+func pace(ctx context.Context, bo BackOff) error {
+	d := bo.NextBackOff()
+	if d == Stop {
+		d = time.Second
+	}
+	return sleepCtx(ctx, d)
+}
+
 // sleepCtx waits d or until ctx ends, whichever is first.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

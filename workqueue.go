@@ -475,6 +475,7 @@ func (q *WorkQueue) createLock(ctx context.Context, p, item string) (ownNode, er
 // another session holds it.
 func (q *WorkQueue) ownedLock(ctx context.Context, p string, gen *generation) (bool, error) {
 	s := q.s
+	bo := s.cfg.retry()
 	for {
 		now, _, err := s.awaitConnected(ctx)
 		if err != nil {
@@ -491,6 +492,9 @@ func (q *WorkQueue) ownedLock(ctx context.Context, p string, gen *generation) (b
 		case err == nil:
 			return false, errItemBusy
 		case !isRetryable(err):
+			return false, err
+		}
+		if err := pace(ctx, bo); err != nil {
 			return false, err
 		}
 	}

@@ -221,6 +221,7 @@ func (q *WorkQueue) dropLock(p string) {
 func (q *WorkQueue) dropLockIfMine(p string, token []byte, gen *generation) {
 	s := q.s
 	s.goBackground(0, func(ctx context.Context) {
+		bo := s.cfg.retry()
 		for {
 			now, _, err := s.awaitConnected(ctx)
 			if err != nil || now != gen {
@@ -233,6 +234,9 @@ func (q *WorkQueue) dropLockIfMine(p string, token []byte, gen *generation) {
 				return
 			case err == nil || !isRetryable(err):
 				return // not ours, or gone
+			}
+			if pace(ctx, bo) != nil {
+				return
 			}
 		}
 	})
