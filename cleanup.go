@@ -19,7 +19,11 @@ import (
 // if the Session is closed first, which is logged. A keeper of the same
 // path may call it off (reclaim).
 func (s *Session) deleteEventually(path string, owner int64) {
-	dd := s.deferDelete(path)
+	s.deleteEventuallyAs(path, owner, s.deferDelete(path))
+}
+
+// deleteEventuallyAs is deleteEventually under the registration dd.
+func (s *Session) deleteEventuallyAs(path string, owner int64, dd *deferredDelete) {
 	if !s.goBackground(0, func(ctx context.Context) {
 		defer s.undefer(path, dd)
 		bo := s.cfg.retry()
@@ -175,9 +179,21 @@ func (s *Session) removeNode(n ownNode) {
 		s.deleteEventually(n.path, n.gen.id)
 		return
 	}
+	// Registered before it is sent, as the background delete it may
+	// become: a node made at the path meanwhile (awaitDeletes) comes after
+	// it, and a keeper's reclaim calls it off.
+	dd := s.deferDelete(n.path)
+	if !dd.begin() {
+		s.undefer(n.path, dd)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := s.delete(ctx, n.path); err != nil && err != zk.ErrNoNode {
-		s.deleteEventually(n.path, n.gen.id)
+	err := s.delete(ctx, n.path)
+	dd.end()
+	if err == nil || err == zk.ErrNoNode {
+		s.undefer(n.path, dd)
+		return
 	}
+	s.deleteEventuallyAs(n.path, n.gen.id, dd)
 }
