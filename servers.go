@@ -299,7 +299,7 @@ func (p *serverList) recorder(dial dialFunc) dialFunc {
 			p.failed(address, err)
 			return nil, err
 		}
-		c = quietWriteConn{c} // writefail.go
+		c = quietWriteConn{c} // zkconn.go
 		p.mu.Lock()
 		gone := mustMove(p.given, address, c.RemoteAddr().String())
 		if !gone {

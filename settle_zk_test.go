@@ -2,102 +2,11 @@ package zkrecipes
 
 import (
 	"context"
-	"encoding/binary"
-	"net"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
-
-const opSync = 9 // opMulti: writes_test.go
-
-// requestDropper shuts a Session's connection instead of writing the next
-// requests of given opcodes: the server never sees them, the client gets
-// no reply, and go-zookeeper reconnects under the same session.
-type requestDropper struct {
-	mu    sync.Mutex
-	drop  map[uint32]int // opcode → how many more to drop
-	dials int
-}
-
-func (d *requestDropper) dropNext(op uint32, n int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.drop == nil {
-		d.drop = map[uint32]int{}
-	}
-	d.drop[op] += n
-}
-
-// takes reports whether the frame p must be dropped, and counts it.
-func (d *requestDropper) takes(p []byte) bool {
-	if len(p) < 12 {
-		return false
-	}
-	op := binary.BigEndian.Uint32(p[8:12])
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.drop[op] > 0 {
-		d.drop[op]--
-		return true
-	}
-	return false
-}
-
-// left returns how many requests of opcode op are still to be dropped.
-func (d *requestDropper) left(op uint32) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.drop[op]
-}
-
-// dialled returns how many connections the Session has begun to dial.
-func (d *requestDropper) dialled() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.dials
-}
-
-func (d *requestDropper) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	d.mu.Lock()
-	d.dials++
-	d.mu.Unlock()
-	c, err := net.DialTimeout(network, address, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &droppingConn{Conn: c, d: d}, nil
-}
-
-type droppingConn struct {
-	net.Conn
-	d *requestDropper
-}
-
-func (c *droppingConn) Write(p []byte) (int, error) {
-	if c.d.takes(p) {
-		_ = c.Conn.Close()
-		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
-	}
-	return c.Conn.Write(p)
-}
-
-// session returns a Session on the ZK_SERVERS server whose connection
-// drops requests as d says; its server list names each server twice, so
-// that go-zookeeper reconnects without its pause after a full round.
-func (d *requestDropper) session(t *testing.T, timeout time.Duration, opts ...SessionOption) (context.Context, *Session) {
-	t.Helper()
-	servers := zkServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	s, err := Connect(ctx, append(servers, servers...), append(opts, WithDialer(d.dial))...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return ctx, s
-}
 
 // A transaction cut off from its reply is settled once connected again:
 // a versioned set is known not applied while its node is still at that
