@@ -79,28 +79,48 @@ func TreeCacheRun(ctx context.Context, env Env, root string, rep int) (CacheRun,
 // treeCacheLoad measures the load of a TreeCache of root on a Session of
 // its own connected to the server directly (see TreeCacheRun).
 func treeCacheLoad(ctx context.Context, env Env, root string) (CacheRun, error) {
-	var heap0 uint64
-	var w0 Counters
-	baseline := func() (err error) {
-		heap0, _ = settled(0)
-		w0, err = env.Meter.Read(ctx)
-		return err
-	}
-	c, _, load, closeCache, err := startTreeCache(ctx, env.ServerFor(0), root, baseline)
+	cost := &loadCost{env: env}
+	c, _, load, closeCache, err := startTreeCache(ctx, env.ServerFor(0), root, cost.baseline(ctx))
 	defer closeCache()
 	if err != nil {
 		return CacheRun{}, err
 	}
 	r := CacheRun{Load: load, Nodes: c.Len()}
-	heap1, _ := settled(0)
-	r.HeapPerNode = (float64(heap1) - float64(heap0)) / float64(max(r.Nodes, 1))
-	w1, err := env.Meter.Read(ctx)
-	if err != nil {
+	if err := cost.measure(ctx, &r); err != nil {
 		return CacheRun{}, err
 	}
-	r.ServerWatches = w1.Watches - w0.Watches
 	r.Mismatches, err = treeMismatches(ctx, env, root, c)
 	return r, err
+}
+
+// loadCost measures what a cache's load adds to this process's live heap
+// and to the server's watches: from its baseline, taken right before the
+// cache starts, to its measure, once it is loaded.
+type loadCost struct {
+	env   Env
+	heap0 uint64
+	w0    Counters
+}
+
+// baseline returns the hook that takes the baseline (a start's before).
+func (l *loadCost) baseline(ctx context.Context) func() error {
+	return func() (err error) {
+		l.heap0, _ = settled(0)
+		l.w0, err = l.env.Meter.Read(ctx)
+		return err
+	}
+}
+
+// measure sets r's HeapPerNode (over r.Nodes) and ServerWatches.
+func (l *loadCost) measure(ctx context.Context, r *CacheRun) error {
+	heap1, _ := settled(0)
+	r.HeapPerNode = (float64(heap1) - float64(l.heap0)) / float64(max(r.Nodes, 1))
+	w1, err := l.env.Meter.Read(ctx)
+	if err != nil {
+		return err
+	}
+	r.ServerWatches = w1.Watches - l.w0.Watches
+	return nil
 }
 
 // startTreeCache connects a Session to servers, as the benchmarks do but

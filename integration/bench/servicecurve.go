@@ -129,26 +129,16 @@ func RawServiceLoad(ctx context.Context, env Env, s ServiceSet) (CacheRun, error
 // which the instances that differ from a fresh listing are added to
 // Mismatches.
 func ServiceCacheRun(ctx context.Context, env Env, s ServiceSet, rep int) (CacheRun, error) {
-	var heap0 uint64
-	var w0 Counters
-	baseline := func() (err error) {
-		heap0, _ = settled(0)
-		w0, err = env.Meter.Read(ctx)
-		return err
-	}
-	c, load, closeCache, err := startServiceCache(ctx, env.ServerFor(0), s, baseline)
+	cost := &loadCost{env: env}
+	c, load, closeCache, err := startServiceCache(ctx, env.ServerFor(0), s, cost.baseline(ctx))
 	defer closeCache()
 	if err != nil {
 		return CacheRun{}, err
 	}
-	heap1, _ := settled(0)
 	r := CacheRun{Load: load, Nodes: c.len()}
-	r.HeapPerNode = (float64(heap1) - float64(heap0)) / float64(max(r.Nodes, 1))
-	w1, err := env.Meter.Read(ctx)
-	if err != nil {
+	if err := cost.measure(ctx, &r); err != nil {
 		return CacheRun{}, err
 	}
-	r.ServerWatches = w1.Watches - w0.Watches
 	if r.Mismatches, err = serviceMismatches(ctx, env, s, c); err != nil {
 		return CacheRun{}, err
 	}
