@@ -17,7 +17,7 @@ import (
 // (owner) has ended, or the Session is closed (its own session, and with it
 // the node, then ends too). An owner of 0 is a persistent node: it stays
 // if the Session is closed first, which is logged. A keeper of the same
-// path may call it off (reclaim).
+// path may call it off (claim).
 func (s *Session) deleteEventually(path string, owner int64) {
 	s.deleteEventuallyAs(path, owner, s.deferDelete(path))
 }
@@ -69,10 +69,11 @@ func (s *Session) warnLeftOnClose(path string, owner int64) {
 	}
 }
 
-// deferredDelete is one background delete of deleteEventually, which a
-// keeper of the same path can call off: a PersistentNode started at the
-// path a closed one could not delete (discovery's Unregister then
-// Register) must not see its node deleted behind it.
+// deferredDelete is one delete of a node given up on (removeNode, a
+// PersistentNode's Close, deleteEventually), which a keeper of the same
+// path calls off: a PersistentNode started at the path a closed one has not
+// yet deleted (discovery's Unregister then Register, or a Type change)
+// must not see its node deleted behind it.
 type deferredDelete struct {
 	done     chan struct{} // closed when it has ended (undefer)
 	mu       sync.Mutex
@@ -99,11 +100,12 @@ func (d *deferredDelete) end() {
 	d.inflight = nil
 }
 
-// deferDelete registers a background delete of path.
+// deferDelete registers a delete of path, called off from the start while
+// a keeper holds the path (claim).
 func (s *Session) deferDelete(path string) *deferredDelete {
-	dd := &deferredDelete{done: make(chan struct{})}
 	s.deferredMu.Lock()
 	defer s.deferredMu.Unlock()
+	dd := &deferredDelete{done: make(chan struct{}), off: s.claims[path] > 0}
 	if s.deferred == nil {
 		s.deferred = map[string][]*deferredDelete{}
 	}
@@ -140,15 +142,32 @@ func (s *Session) awaitDeletes(ctx context.Context, path string) error {
 	return nil
 }
 
-// reclaim calls off the background deletes of path, for a keeper that
-// is about to make the node there again, and waits (within ctx) for a
-// delete already sent to have its reply: the keeper's requests then come
-// after it. It reports whether there was any: a node at path is then one
-// a predecessor left.
-func (s *Session) reclaim(ctx context.Context, path string) (bool, error) {
+// claim holds path for a keeper about to make the node there, until
+// release: it calls off the deletes of path registered so far, and those
+// registered while it holds the path (a predecessor's Close, or the undo
+// of its create), and waits (within ctx) for a delete already sent to have
+// its reply, so that the keeper's requests come after it. left reports
+// whether a predecessor was still at work (a delete, or another keeper
+// holding the path): a node at path may then be one it left.
+func (s *Session) claim(ctx context.Context, path string) (left bool, release func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return false, nil, err // a keeper stopped before it began holds nothing
+	}
 	s.deferredMu.Lock()
+	if s.claims == nil {
+		s.claims = map[string]int{}
+	}
 	dds := slices.Clone(s.deferred[path])
+	left = len(dds) > 0 || s.claims[path] > 0
+	s.claims[path]++
 	s.deferredMu.Unlock()
+	release = func() {
+		s.deferredMu.Lock()
+		defer s.deferredMu.Unlock()
+		if s.claims[path]--; s.claims[path] == 0 {
+			delete(s.claims, path)
+		}
+	}
 	for _, dd := range dds {
 		dd.mu.Lock()
 		dd.off = true
@@ -160,10 +179,11 @@ func (s *Session) reclaim(ctx context.Context, path string) (bool, error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return true, ctx.Err()
+			release()
+			return true, nil, ctx.Err()
 		}
 	}
-	return len(dds) > 0, nil
+	return left, release, nil
 }
 
 // cleanupTimeout bounds the synchronous part of a clean-up.
@@ -179,21 +199,31 @@ func (s *Session) removeNode(n ownNode) {
 		s.deleteEventually(n.path, n.gen.id)
 		return
 	}
-	// Registered before it is sent, as the background delete it may
-	// become: a node made at the path meanwhile (awaitDeletes) comes after
-	// it, and a keeper's reclaim calls it off.
-	dd := s.deferDelete(n.path)
-	if !dd.begin() {
-		s.undefer(n.path, dd)
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	err := s.delete(ctx, n.path)
+	if dd, _ := s.deleteFirst(ctx, n.path); dd != nil {
+		s.deleteEventuallyAs(n.path, n.gen.id, dd)
+	}
+}
+
+// deleteFirst sends one delete of path, registered before it is sent as
+// the background delete it may become: a node made at the path meanwhile
+// (awaitDeletes) comes after it, and a keeper's claim calls it off (then
+// nothing is sent). It returns a nil registration when done: the node is
+// gone, or the delete was called off. Else it returns the registration
+// with the delete's error, for the caller to hand to deleteEventuallyAs or
+// end with undefer.
+func (s *Session) deleteFirst(ctx context.Context, path string) (*deferredDelete, error) {
+	dd := s.deferDelete(path)
+	if !dd.begin() {
+		s.undefer(path, dd)
+		return nil, nil
+	}
+	err := s.delete(ctx, path)
 	dd.end()
 	if err == nil || err == zk.ErrNoNode {
-		s.undefer(n.path, dd)
-		return
+		s.undefer(path, dd)
+		return nil, nil
 	}
-	s.deleteEventuallyAs(n.path, n.gen.id, dd)
+	return dd, err
 }

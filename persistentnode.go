@@ -286,7 +286,11 @@ func (n *PersistentNode) abandon() {
 		return
 	}
 	n.closed, n.abandoned = true, true
+	stop := n.cancel
 	n.mu.Unlock()
+	// The keeper stops now, not when the clean-up runs: a keeper started
+	// at the path after Start returns must not meet this one at work.
+	stop()
 	undo := func(ctx context.Context) {
 		// Start returned its own error, and a Close returns nil: what the
 		// clean-up could not do (a persistent node left by the Session's
@@ -476,41 +480,59 @@ func (n *PersistentNode) remove(ctx context.Context) error {
 	if n.s.isClosed() {
 		return n.left()
 	}
-	var err error
 	if n.cfg.mode.sequential() {
-		err = n.s.deleteProtected(ctx, parentPath(n.abs), n.uuid)
-	} else if err = n.s.delete(ctx, n.abs); err == zk.ErrNoNode {
-		err = nil
+		err := n.s.deleteProtected(ctx, parentPath(n.abs), n.uuid)
+		if err == nil {
+			return nil
+		}
+		closeErr, retry := n.removeFailed(err)
+		if retry {
+			n.s.cleanupProtected(parentPath(n.abs), n.uuid)
+		}
+		return closeErr
 	}
-	if err == nil {
+	// Called off (nil) when a keeper started at the path since holds it.
+	dd, err := n.s.deleteFirst(ctx, n.abs)
+	if dd == nil {
 		return nil
 	}
+	closeErr, retry := n.removeFailed(err)
+	var owner int64 // persistent: logged if the Session closes first
+	if n.cfg.mode.ephemeral() {
+		owner = n.s.SessionID()
+	}
+	if retry {
+		n.s.deleteEventuallyAs(n.abs, owner, dd)
+	} else {
+		n.s.undefer(n.abs, dd)
+	}
+	return closeErr
+}
+
+// removeFailed is what Close returns after its delete failed with err,
+// and whether the delete goes on in the background.
+func (n *PersistentNode) removeFailed(err error) (closeErr error, retry bool) {
 	if n.s.isClosed() { // closed while the delete ran
-		return n.left()
+		return n.left(), false
 	}
 	if refused(err) { // no retry would be let through either
 		n.mu.Lock()
 		never := !n.mayExist && n.node == ""
 		n.mu.Unlock()
 		if never {
-			return nil // every create was refused: there is no node
+			return nil, false // every create was refused: there is no node
 		}
 		n.s.cfg.log.Error("zkrecipes: persistent node's delete refused; it stays", "path", n.path, "err", err)
-		return err
+		return err, false
 	}
-	switch {
-	case err == zk.ErrNotEmpty && n.cfg.mode.reaped():
+	if err == zk.ErrNotEmpty && n.cfg.mode.reaped() {
 		// No delete can pass while it has children; the server deletes
 		// it once they are gone (a TTL node's touch child expires).
 		n.s.cfg.log.Info("zkrecipes: persistent node not deleted: it has children; the server reaps it once they are gone", "path", n.path)
-	case n.cfg.mode.sequential():
-		n.s.cleanupProtected(parentPath(n.abs), n.uuid)
-	case n.cfg.mode.ephemeral():
-		n.s.deleteEventually(n.abs, n.s.SessionID())
-	default:
-		n.s.deleteEventually(n.abs, 0)
+	} else {
+		retry = true
 	}
-	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, err)
+	return fmt.Errorf("%w: %s: %w", ErrReleaseDeferred, n.path, err), retry
 }
 
 // left is what Close returns once the Session is closed: nil for an

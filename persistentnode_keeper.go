@@ -24,13 +24,14 @@ func (n *PersistentNode) keep(ctx context.Context) {
 	var stopErr error
 	defer func() { n.setStatus(false, stopErr) }()
 	if !n.cfg.mode.sequential() {
-		// A PersistentNode closed before at this path may have left its
-		// delete to the background: call it off, so that it cannot delete
-		// this node, and replace what it left if of the wrong kind.
-		left, err := n.s.reclaim(ctx, n.abs)
+		// A PersistentNode closed or abandoned before at this path may
+		// not have deleted its node yet: hold the path, so that it never
+		// deletes this node, and replace what it left if of the wrong kind.
+		left, release, err := n.s.claim(ctx, n.abs)
 		if err != nil {
 			return
 		}
+		defer release()
 		n.replaceKind = left
 	}
 	bo := n.s.cfg.retry()

@@ -70,7 +70,8 @@ type Session struct {
 	pendingDeletes sync.Map // *struct{path} -> path: guaranteed deletes going on in the background (node.go)
 
 	deferredMu sync.Mutex
-	deferred   map[string][]*deferredDelete // path -> its background deletes (deleteEventually)
+	deferred   map[string][]*deferredDelete // path -> its deletes of nodes given up on (cleanup.go)
+	claims     map[string]int               // path -> the keepers holding it (claim)
 	direct     bool                         // events come from the client's callback (Connect), not a channel (NewSession)
 
 	// event queue: the client's callback appends, one goroutine drains.
