@@ -301,7 +301,9 @@ func (sh *QueueSharder) run(ctx context.Context) {
 // term, and keeps the lease while it leads.
 func (sh *QueueSharder) lead(ctx context.Context) {
 	bo := sh.s.cfg.retry()
+	var held atomic.Bool // a term began since the last failure
 	hold := func(lctx context.Context, l *Lease) error {
+		held.Store(true)
 		sh.setLease(l)
 		<-lctx.Done()
 		sh.setLease(nil)
@@ -312,6 +314,9 @@ func (sh *QueueSharder) lead(ctx context.Context) {
 		sh.setLease(nil)
 		if ctx.Err() != nil || sh.s.isClosed() {
 			return
+		}
+		if held.Swap(false) {
+			bo.Reset() // a failure after a term starts the policy over
 		}
 		d := bo.NextBackOff()
 		if d == Stop {
