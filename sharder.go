@@ -63,6 +63,7 @@ type QueueSharder struct {
 	mu        sync.Mutex
 	shards    map[string]*WorkQueue // by shard name
 	preferred map[string]bool       // shards not over the threshold
+	unusable  map[string]bool       // children of the queues path that cannot be shards (learn)
 	changed   chan struct{}         // closed when shards grow
 	lease     *Lease                // the leadership, while leading
 	started   bool
@@ -226,7 +227,10 @@ func (sh *QueueSharder) join(ctx context.Context) error {
 		return err
 	}
 	sh.learn(kids)
-	if len(kids) > 0 {
+	sh.mu.Lock()
+	some := len(sh.shards) > 0
+	sh.mu.Unlock()
+	if some {
 		return nil
 	}
 	return sh.addShard(ctx, nil)
@@ -254,17 +258,29 @@ func (sh *QueueSharder) addShard(ctx context.Context, lease *Lease) error {
 }
 
 // learn adds the shards among names that the sharder did not know yet,
-// as preferred ones.
+// as preferred ones. A child of the queues path that cannot be a shard
+// (another client's node whose name makes a path over the Session's
+// request size limit, say) is left out, and said once: every Take and Put
+// would fail on it.
 func (sh *QueueSharder) learn(names []string) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	grew := false
 	for _, name := range names {
-		if _, ok := sh.shards[name]; ok {
+		if _, ok := sh.shards[name]; ok || sh.unusable[name] {
 			continue
 		}
 		opts := append(slices.Clone(sh.cfg.shardOpts), WithLockPath(joinPath(sh.locks, name)))
-		sh.shards[name] = NewWorkQueue(sh.s, joinPath(sh.path, name), opts...)
+		q := NewWorkQueue(sh.s, joinPath(sh.path, name), opts...)
+		if q.err != nil {
+			if sh.unusable == nil {
+				sh.unusable = map[string]bool{}
+			}
+			sh.unusable[name] = true
+			sh.s.cfg.log.Warn("zkrecipes: queue sharder: a child of the queues path cannot be a shard; it is left out", "path", sh.path, "err", q.err)
+			continue
+		}
+		sh.shards[name] = q
 		sh.preferred[name] = true
 		grew = true
 	}
@@ -366,6 +382,12 @@ func (sh *QueueSharder) check(ctx context.Context) {
 	sh.learn(kids)
 	over := 0
 	for _, name := range kids {
+		sh.mu.Lock()
+		_, shard := sh.shards[name]
+		sh.mu.Unlock()
+		if !shard {
+			continue // left out (learn)
+		}
 		st, err := s.exists(ctx, joinPath(sh.dir, name))
 		if err == zk.ErrNoNode {
 			continue

@@ -47,9 +47,6 @@ func (sh *QueueSharder) round(ctx context.Context, watching bool) takeRound[*Wor
 	r.wait = func(ctx context.Context) error { return w.await(ctx, sh) }
 	again := false
 	for _, q := range qs {
-		if q.err != nil { // a shard's name too long for a path, say
-			return r.done(nil, q.err)
-		}
 		qr := q.round(ctx, watching)
 		r.listed = r.listed || qr.listed
 		switch {

@@ -424,3 +424,55 @@ func (h *campaignFailures) Handle(_ context.Context, r slog.Record) error {
 
 func (h *campaignFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *campaignFailures) WithGroup(string) slog.Handler      { return h }
+
+// A child of the queues path that cannot be a shard (another client's
+// node whose name makes a path over this Session's request size limit) is
+// left out, and said once, however many checks list it: the sharder makes
+// a shard of its own, and puts and takes go on; before, every Take failed
+// on it.
+func TestQueueSharder_AChildThatCannotBeAShardIsLeftOutAndSaidOnce(t *testing.T) {
+	c := server(t)
+	queues, leader := sharderPaths(t, c)
+	ctx := ctxT(t, 120*time.Second)
+	observer := raw(t, c)
+	mkdirs(t, observer, queues)
+	long := "queue-" + strings.Repeat("x", 4096)
+	_, err := observer.Create(queues+"/"+long, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+
+	l := &listings{dir: queues}
+	warned := &logCount{says: "cannot be a shard"}
+	cl := connect(t, c, nil, zr.WithObserver(l), zr.WithMaxRequestSize(4096), zr.WithLogger(slog.New(warned)))
+	sh := startSharder(t, ctx, cl.Session, queues, leader, fastChecks(3, 2)...)
+	shards := sh.Shards()
+	require.Len(t, shards, 1, "a shard of its own")
+	assert.NotContains(t, shards, queues+"/"+long)
+
+	require.NoError(t, sh.Put(ctx, []byte("item")))
+	wi, err := sh.Take(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "item", string(wi.Data()))
+	require.NoError(t, wi.Ack(ctx))
+
+	l.awaitChecks(t, 3)
+	assert.Equal(t, int32(1), warned.n.Load(), "said once, however many checks list it")
+	assert.Equal(t, shards, sh.Shards())
+}
+
+// logCount counts the log records whose message contains says.
+type logCount struct {
+	says string
+	n    atomic.Int32
+}
+
+func (h *logCount) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logCount) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.says) {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+func (h *logCount) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logCount) WithGroup(string) slog.Handler      { return h }
