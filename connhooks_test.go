@@ -136,6 +136,13 @@ func (d *requestDropper) dropNext(op uint32, n int) {
 	d.drop[op] += n
 }
 
+// stopDropping drops no more requests of opcode op.
+func (d *requestDropper) stopDropping(op uint32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.drop, op)
+}
+
 // takes reports whether the frame p must be dropped, and counts it.
 func (d *requestDropper) takes(p []byte) bool {
 	if len(p) < 12 {

@@ -65,7 +65,7 @@ func TestZKWorkItemReleaseCutOffTwiceRequeuesTheItemOnce(t *testing.T) {
 			require.NoError(t, wi.Release(ctx), "nothing changed the item: the Release must go through")
 			require.Zero(t, d.left(opMulti), "the Release's transaction was cut off")
 			require.Less(t, d.left(opSync), 3, "its settling was cut off")
-			d.dropNext(opSync, -d.left(opSync))
+			d.stopDropping(opSync)
 			kids, _, err := s.Children(ctx, path)
 			require.NoError(t, err)
 			require.Len(t, kids, 1, "the item is back once: %q", kids)
