@@ -213,6 +213,7 @@ func (c *droppingConn) Write(p []byte) (int, error) {
 func (d *requestDropper) session(t *testing.T, timeout time.Duration, opts ...SessionOption) (context.Context, *Session) {
 	t.Helper()
 	servers := zkServers(t)
+	zkRaw(t) // makes /zkt, for a test run alone
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	s, err := Connect(ctx, append(servers, servers...), append(opts, WithDialer(d.dial))...)
