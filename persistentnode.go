@@ -162,6 +162,10 @@ type PersistentNode struct {
 	// then returns nil.
 	abandoned bool
 
+	// beforeUndo, if set, runs before a failed Start's clean-up: a seam
+	// for tests only, which pause there.
+	beforeUndo func()
+
 	// mayExist: a create was sent whose reply was not a refusal: a node
 	// may exist that Close must delete.
 	mayExist bool
@@ -292,6 +296,9 @@ func (n *PersistentNode) abandon() {
 	// at the path after Start returns must not meet this one at work.
 	stop()
 	undo := func(ctx context.Context) {
+		if n.beforeUndo != nil {
+			n.beforeUndo()
+		}
 		// Start returned its own error, and a Close returns nil: what the
 		// clean-up could not do (a persistent node left by the Session's
 		// Close, ErrNodeLeft; a delete gone to the background) is logged.
