@@ -431,7 +431,11 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 // idempotent and safe to call concurrently: later calls wait for the
 // first (within their own ctx, ErrReleaseDeferred when it ends first) and
 // return what it did. After a Start that failed, Close waits for that
-// Start's clean-up and returns nil.
+// Start's clean-up and returns nil. A node at a fixed path (every mode but
+// the sequential ones) that another PersistentNode of the Session keeps by
+// then, started at the same path since, is left to it: Close deletes
+// nothing (and returns nil), nor does the background delete of an earlier
+// Close.
 func (n *PersistentNode) Close(ctx context.Context) error {
 	if n.err != nil {
 		return nil
