@@ -400,7 +400,7 @@ func TestQueueSharder_RefusedCampaignIsTriedAgainAtAPaceNotInALoop(t *testing.T)
 	_, err := observer.Create(leader, nil, 0, zk.WorldACL(zk.PermRead))
 	require.NoError(t, err)
 	l := &listings{dir: queues}
-	failures := &campaignFailures{}
+	failures := &logCount{says: "campaign failed"}
 	cl := connect(t, c, nil, zr.WithObserver(l), zr.WithRetryPolicy(zr.NoRetry()), zr.WithLogger(slog.New(failures)))
 	startSharder(t, ctx, cl.Session, queues, leader, fastChecks(3, 2)...)
 	require.Eventually(t, func() bool { return failures.n.Load() >= 1 }, 60*time.Second, 10*time.Millisecond,
@@ -409,21 +409,6 @@ func TestQueueSharder_RefusedCampaignIsTriedAgainAtAPaceNotInALoop(t *testing.T)
 	l.awaitChecks(t, 4) // 200 ms at least
 	assert.LessOrEqual(t, failures.n.Load()-from, int32(3), "campaigns refused while the sharder checked its shards 4 times")
 }
-
-// campaignFailures counts a sharder's warnings of a failed campaign.
-type campaignFailures struct{ n atomic.Int32 }
-
-func (h *campaignFailures) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *campaignFailures) Handle(_ context.Context, r slog.Record) error {
-	if strings.Contains(r.Message, "campaign failed") {
-		h.n.Add(1)
-	}
-	return nil
-}
-
-func (h *campaignFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *campaignFailures) WithGroup(string) slog.Handler      { return h }
 
 // A child of the queues path that cannot be a shard (another client's
 // node whose name makes a path over this Session's request size limit) is
